@@ -1,0 +1,3 @@
+from printpipe.cli import main
+
+main()

@@ -1,0 +1,180 @@
+"""The ``printpipe`` command: parse, call a stage, print. No logic of its own."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from printpipe import __version__
+from printpipe.errors import PrintpipeError
+from printpipe.keys import DEMO_KEYS_DIR, PRODUCER_SIGNING_PUB
+
+DEFAULT_GAME = "chien-chat"
+DEFAULT_OUT = Path("printpipe-out")
+
+keys_option = click.option(
+    "--keys",
+    "keys_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=DEMO_KEYS_DIR,
+    show_default=True,
+    help="Folder of key files (printpipe keys init).",
+)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="printpipe")
+def cli() -> None:
+    """printpipe: lottery instant tickets from a generated block to press PDFs."""
+
+
+@cli.group()
+def keys() -> None:
+    """Create and manage key files."""
+
+
+@keys.command("init")
+@click.argument("directory", type=click.Path(path_type=Path, file_okay=False))
+def keys_init(directory: Path) -> None:
+    """Create the two secrets and both key pairs in DIRECTORY (mode 0600, never overwritten)."""
+    from printpipe.keys import init_keys
+
+    for path in init_keys(directory):
+        click.echo(f"created {path}")
+
+
+@cli.command()
+@click.option("--game", "game_id", default=DEFAULT_GAME, show_default=True, help="Game id.")
+@click.option("--block", type=click.IntRange(1, 999), default=1, show_default=True)
+@keys_option
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Block store folder [default: printpipe-out/GAME-block-NNNN].",
+)
+@click.option("--packs", default=None, help="Only packs FIRST:LAST of the block (1-based).")
+@click.option("--force", is_flag=True, help="Replace an existing block store.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def generate(
+    game_id: str,
+    block: int,
+    keys_dir: Path,
+    out: Path | None,
+    packs: str | None,
+    force: bool,
+    quiet: bool,
+) -> None:
+    """Generate a block (or a pack range of it) into a block store."""
+    _generate(game_id, block, keys_dir, out, packs, force, quiet)
+
+
+@cli.command()
+@click.argument("block_dir", type=click.Path(path_type=Path))
+@keys_option
+@click.option(
+    "--producer-key",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Producer's public key [default: KEYS/producer-signing.pub].",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def audit(block_dir: Path, keys_dir: Path, producer_key: Path | None, quiet: bool) -> None:
+    """Re-check a block store from its files alone; exit 0 only if everything holds."""
+    if not _audit(block_dir, producer_key or keys_dir / PRODUCER_SIGNING_PUB, quiet):
+        sys.exit(1)
+
+
+@cli.command()
+@click.option("--game", "game_id", default=DEFAULT_GAME, show_default=True)
+@click.option("--block", type=click.IntRange(1, 999), default=1, show_default=True)
+@keys_option
+@click.option("--out", type=click.Path(path_type=Path), default=DEFAULT_OUT, show_default=True)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def run(game_id: str, block: int, keys_dir: Path, out: Path, quiet: bool) -> None:
+    """The main job on defaults: keys (demo ones if none), generate a block, audit it."""
+    from printpipe.keys import ensure_demo_keys
+
+    if keys_dir == DEMO_KEYS_DIR:
+        ensure_demo_keys(keys_dir)
+    block_dir = out / _block_dir_name(game_id, block)
+    if (block_dir / "summary.json").exists():
+        click.echo(f"block store {block_dir} exists: keeping it", err=True)
+    else:
+        _generate(game_id, block, keys_dir, block_dir, None, False, quiet)
+    if not _audit(block_dir, keys_dir / PRODUCER_SIGNING_PUB, quiet):
+        sys.exit(1)
+
+
+def _block_dir_name(game_id: str, block: int) -> str:
+    return f"{game_id}-block-{block:04d}"
+
+
+def _generate(
+    game_id: str,
+    block: int,
+    keys_dir: Path,
+    out: Path | None,
+    packs_text: str | None,
+    force: bool,
+    quiet: bool,
+) -> None:
+    import time
+
+    from printpipe.block import PackRange
+    from printpipe.games import load_game
+    from printpipe.generate import generate_block
+    from printpipe.keys import ensure_demo_keys, load_secrets, load_signing_key
+
+    game = load_game(game_id)
+    packs = PackRange.parse(packs_text, game.definition.block.packs) if packs_text else None
+    if keys_dir == DEMO_KEYS_DIR:
+        ensure_demo_keys(keys_dir)
+    secrets = load_secrets(keys_dir)
+    signing_key = load_signing_key(keys_dir)
+    out = out or DEFAULT_OUT / _block_dir_name(game_id, block)
+    started = time.perf_counter()
+    summary = generate_block(game, secrets, signing_key, block, out, packs, force, not quiet)
+    elapsed = time.perf_counter() - started
+    totals = summary["totals"]
+    click.echo(
+        f"generated {summary['tickets']:,} tickets of {game_id} block {block} "
+        f"(packs {summary['packs']['first']} to {summary['packs']['last']}) in {out} "
+        f"in {elapsed:.1f} s: {totals['winning_tickets']:,} winning, {totals['prize_eur']:,} EUR"
+    )
+
+
+def _audit(block_dir: Path, producer_key_path: Path, quiet: bool) -> bool:
+    from printpipe.audit import audit_block
+    from printpipe.games import load_game
+    from printpipe.keys import load_producer_public_key
+    from printpipe.store import BlockStore
+
+    store = BlockStore.open(block_dir)
+    game = load_game(store.game_id)
+    producer_key = load_producer_public_key(producer_key_path)
+    report = audit_block(store, game, producer_key, not quiet)
+    click.echo(report.render())
+    return report.passed
+
+
+def main() -> None:
+    """Entry point: user errors become one line on stderr and exit status 1."""
+    try:
+        cli.main(standalone_mode=False)
+    except PrintpipeError as exc:
+        click.echo(f"printpipe: error: {exc}", err=True)
+        sys.exit(1)
+    except click.exceptions.Abort:
+        click.echo("printpipe: interrupted", err=True)
+        sys.exit(130)
+    except KeyboardInterrupt:
+        click.echo("printpipe: interrupted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)

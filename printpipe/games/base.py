@@ -1,0 +1,304 @@
+"""What every game shares: its definition as data, and the two functions the pipeline calls.
+
+A game is a TOML definition in ``templates/<game-id>/game.toml`` plus a module in
+``printpipe/games/`` with two functions over numpy arrays of symbol indices:
+
+- ``evaluate(variants, symbols)``: the rules of the game, the only place they live;
+- ``layout(tiers, variants, stream)``: the inverse, symbols for tickets of given tiers.
+
+Everything downstream (block store, audit, export, manifest, validation) sees only
+this interface, so adding a game touches neither.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+import unicodedata
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from printpipe.errors import PrintpipeError
+from printpipe.rng import KeyStream
+
+LOSING_TIER = 0
+INVALID_PRIZE = -1
+"""What ``evaluate`` answers for a layout the rules forbid."""
+
+
+@dataclass(frozen=True, slots=True)
+class PrizeTier:
+    """One line of the regulation's prize table; tier 0 is the losing "tier"."""
+
+    tier: int
+    amount_eur: int
+    lots: int
+
+
+@dataclass(frozen=True, slots=True)
+class BlockRules:
+    """How a block is cut and spread: pools, packs, and the limits on where prizes may fall."""
+
+    size: int
+    pools: int
+    pack_size: int
+    max_losing_run: int
+    high_tier_min_eur: int
+    distinct_pools_min_eur: int
+    teaser_rate: float
+
+    @property
+    def packs(self) -> int:
+        return self.size // self.pack_size
+
+    @property
+    def pool_size(self) -> int:
+        return self.size // self.pools
+
+    @property
+    def packs_per_pool(self) -> int:
+        return self.pool_size // self.pack_size
+
+
+@dataclass(frozen=True, slots=True)
+class SymbolField:
+    """A named run of symbol columns in the block store, e.g. the 9 paws."""
+
+    name: str
+    width: int
+
+
+@dataclass(frozen=True)
+class GameDefinition:
+    """The data of a game, checked on load; shared by every game."""
+
+    id: str
+    title: str
+    number: int
+    price_cents: int
+    block: BlockRules
+    prizes: tuple[PrizeTier, ...]
+    symbol_codes: tuple[str, ...]
+    captions: dict[str, str]
+    variants: tuple[str, ...]
+    """Ticket variants that must not tell the prize (the dog/cat effigies); at least one."""
+    fields: tuple[SymbolField, ...]
+    source: Path
+    source_sha256: str
+    raw: dict[str, Any] = field(repr=False)
+
+    @property
+    def tier_amounts(self) -> np.ndarray:
+        """Amount in EUR of each tier index, tier 0 (losing) included."""
+        return np.array([0, *(p.amount_eur for p in self.prizes)], dtype=np.int64)
+
+    @property
+    def tier_lots(self) -> np.ndarray:
+        """Lots per block of each tier index; tier 0 holds the losing tickets."""
+        winners = sum(p.lots for p in self.prizes)
+        return np.array([self.block.size - winners, *(p.lots for p in self.prizes)], np.int64)
+
+    @property
+    def symbol_width(self) -> int:
+        return sum(f.width for f in self.fields)
+
+    def symbol_index(self, code: str) -> int:
+        try:
+            return self.symbol_codes.index(code)
+        except ValueError:
+            raise PrintpipeError(f"unknown symbol code {code!r} for game {self.id}") from None
+
+    def tier_of_amount(self, amount_eur: int) -> int:
+        for prize in self.prizes:
+            if prize.amount_eur == amount_eur:
+                return prize.tier
+        if amount_eur == 0:
+            return LOSING_TIER
+        raise PrintpipeError(f"{amount_eur} EUR is not a prize of game {self.id}")
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluation:
+    """What the rules say of tickets: the prize of each (or ``INVALID_PRIZE``) and why not."""
+
+    prize_eur: np.ndarray
+    violation: np.ndarray
+    """0 where the layout is legal, else the index of the first rule it breaks."""
+
+
+class Game(Protocol):
+    """The interface the pipeline uses; one implementation per module in ``printpipe/games``."""
+
+    definition: GameDefinition
+    violations: tuple[str, ...]
+    """Human explanations of ``Evaluation.violation`` codes, index 0 being "legal"."""
+
+    def evaluate(self, variants: np.ndarray, symbols: np.ndarray) -> Evaluation: ...
+
+    def layout(self, tiers: np.ndarray, variants: np.ndarray, stream: KeyStream) -> np.ndarray: ...
+
+
+def symbol_code(caption: str) -> str:
+    """A caption's code (decision 7): upper case, accents and ligatures removed."""
+    expanded = caption.replace("Œ", "OE").replace("œ", "oe").replace("Æ", "AE").replace("æ", "ae")
+    decomposed = unicodedata.normalize("NFKD", expanded)
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).upper()
+
+
+class DefinitionReader:
+    """Reads a game's TOML and turns every problem into one line naming file and field."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self.data_bytes = path.read_bytes()
+        except OSError as exc:
+            raise PrintpipeError(f"cannot read game definition {path}: {exc.strerror}") from None
+        try:
+            self.data = tomllib.loads(self.data_bytes.decode("utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+            raise PrintpipeError(f"game definition {path} is not valid TOML: {exc}") from None
+
+    def error(self, where: str, problem: str) -> PrintpipeError:
+        return PrintpipeError(f"game definition {self.path}: field {where}: {problem}")
+
+    def get(self, where: str) -> Any:
+        node: Any = self.data
+        for part in where.split("."):
+            if not isinstance(node, dict) or part not in node:
+                raise self.error(where, "missing")
+            node = node[part]
+        return node
+
+    def table(self, where: str) -> dict[str, Any]:
+        value = self.get(where)
+        if not isinstance(value, dict):
+            raise self.error(where, "expected a table")
+        return value
+
+    def integer(self, where: str, minimum: int = 0, value: Any = None) -> int:
+        value = self.get(where) if value is None else value
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.error(where, f"expected a whole number, got {value!r}")
+        if value < minimum:
+            raise self.error(where, f"must be at least {minimum}, got {value}")
+        return value
+
+    def text(self, where: str, value: Any = None) -> str:
+        value = self.get(where) if value is None else value
+        if not isinstance(value, str) or not value.strip():
+            raise self.error(where, f"expected a non-empty text, got {value!r}")
+        return value
+
+    def fraction(self, where: str) -> float:
+        value = self.get(where)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+            raise self.error(where, f"expected a number between 0 and 1, got {value!r}")
+        return float(value)
+
+    def money_cents(self, where: str) -> int:
+        value = self.get(where)
+        try:
+            cents = Decimal(str(value)) * 100
+        except InvalidOperation:
+            raise self.error(where, f"expected an amount in EUR, got {value!r}") from None
+        if isinstance(value, bool) or cents <= 0 or cents != cents.to_integral_value():
+            raise self.error(where, f"expected a positive amount in whole cents, got {value!r}")
+        return int(cents)
+
+    def code_list(self, where: str, known: dict[str, str]) -> tuple[str, ...]:
+        value = self.get(where)
+        if not isinstance(value, list) or not value:
+            raise self.error(where, "expected a non-empty list of symbol codes")
+        for code in value:
+            if code not in known:
+                raise self.error(where, f"{code!r} is not in [symbols]")
+        if len(set(value)) != len(value):
+            raise self.error(where, "lists a symbol twice")
+        return tuple(value)
+
+    def common(self, variants: tuple[str, ...], fields: tuple[SymbolField, ...]) -> GameDefinition:
+        """The parts every game has: identity, block rules, prize table (checked), symbols."""
+        number = self.integer("game.number")
+        if number >= 10_000:
+            raise self.error("game.number", f"must have at most 4 digits, got {number}")
+        block = BlockRules(
+            size=self.integer("block.size", 1),
+            pools=self.integer("block.pools", 1),
+            pack_size=self.integer("block.pack_size", 1),
+            max_losing_run=self.integer("block.max_losing_run", 1),
+            high_tier_min_eur=self.integer("block.high_tier_min_eur", 1),
+            distinct_pools_min_eur=self.integer("block.distinct_pools_min_eur", 1),
+            teaser_rate=self.fraction("block.teaser_rate"),
+        )
+        if block.pack_size > 1000:
+            raise self.error("block.pack_size", "a ticket number has 3 digits: at most 1000")
+        if block.size % (block.pools * block.pack_size):
+            raise self.error("block.size", "must be a whole number of pools of whole packs")
+        prizes = self._prizes()
+        symbols = self.table("symbols")
+        captions: dict[str, str] = {}
+        for code, caption in symbols.items():
+            caption = self.text(f"symbols.{code}", caption)
+            if symbol_code(caption) != code:
+                raise self.error(
+                    f"symbols.{code}",
+                    f"code must be its caption {caption!r} "
+                    f"in upper case without accents ({symbol_code(caption)!r})",
+                )
+            captions[code] = caption
+        return GameDefinition(
+            id=self.text("game.id"),
+            title=self.text("game.title"),
+            number=number,
+            price_cents=self.money_cents("game.price_eur"),
+            block=block,
+            prizes=prizes,
+            symbol_codes=tuple(captions),
+            captions=captions,
+            variants=variants,
+            fields=fields,
+            source=self.path,
+            source_sha256=hashlib.sha256(self.data_bytes).hexdigest(),
+            raw=self.data,
+        )
+
+    def _prizes(self) -> tuple[PrizeTier, ...]:
+        rows = self.get("prizes")
+        if not isinstance(rows, list) or not rows:
+            raise self.error("prizes", "expected a non-empty list of [[prizes]] tables")
+        prizes = []
+        for i, row in enumerate(rows):
+            if not isinstance(row, dict):
+                raise self.error(f"prizes[{i}]", "expected a table")
+            prizes.append(
+                PrizeTier(
+                    tier=i + 1,
+                    amount_eur=self.integer(f"prizes[{i}].amount_eur", 1, row.get("amount_eur")),
+                    lots=self.integer(f"prizes[{i}].lots", 1, row.get("lots")),
+                )
+            )
+            if row.get("amount_eur") is None or row.get("lots") is None:
+                raise self.error(f"prizes[{i}]", "needs both lots and amount_eur")
+        amounts = [p.amount_eur for p in prizes]
+        if len(set(amounts)) != len(amounts):
+            raise self.error("prizes", "an amount appears twice")
+        lots = sum(p.lots for p in prizes)
+        total = sum(p.lots * p.amount_eur for p in prizes)
+        want_lots = self.integer("totals.lots", 1)
+        want_total = self.integer("totals.amount_eur", 1)
+        if lots != want_lots:
+            raise self.error(
+                "prizes", f"lots add up to {lots:,}, the regulation says {want_lots:,}"
+            )
+        if total != want_total:
+            raise self.error(
+                "prizes", f"amounts add up to {total:,} EUR, the regulation says {want_total:,} EUR"
+            )
+        if lots > self.integer("block.size", 1):
+            raise self.error("prizes", "more lots than tickets in a block")
+        return tuple(prizes)

@@ -1,0 +1,184 @@
+"""Key files: the two block secrets, the producer's signing pair and the lottery's age pair.
+
+File names are a contract with other tools and scripts; every file is created mode 0600 in
+a 0700 folder, never overwritten, and never printed.  A print shop is given only
+``lottery.age.pub`` and its own ``producer-signing.key``.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from pyrage import x25519
+
+from printpipe.errors import PrintpipeError
+from printpipe.rng import SECRET_SIZE
+
+PRODUCER_SECRET = "producer.secret"
+LOTTERY_SECRET = "lottery.secret"
+PRODUCER_SIGNING_KEY = "producer-signing.key"
+PRODUCER_SIGNING_PUB = "producer-signing.pub"
+LOTTERY_IDENTITY = "lottery.age"
+LOTTERY_RECIPIENT = "lottery.age.pub"
+KEY_FILES = (
+    PRODUCER_SECRET,
+    LOTTERY_SECRET,
+    PRODUCER_SIGNING_KEY,
+    PRODUCER_SIGNING_PUB,
+    LOTTERY_IDENTITY,
+    LOTTERY_RECIPIENT,
+)
+DEMO_KEYS_DIR = Path("printpipe-demo-keys")
+"""Where commands look for keys by default, and where the default run creates demo keys."""
+
+
+@dataclass(frozen=True, slots=True, repr=False)
+class BlockSecrets:
+    """The producer's and the lottery's 32-byte secrets; repr never shows them."""
+
+    producer: bytes
+    lottery: bytes
+
+    def __repr__(self) -> str:
+        return "BlockSecrets(<hidden>)"
+
+
+def init_keys(directory: Path) -> list[Path]:
+    """Create a complete, fresh set of key files; refuses to touch an existing one."""
+    existing = [name for name in KEY_FILES if (directory / name).exists()]
+    if existing:
+        raise PrintpipeError(
+            f"{directory / existing[0]} already exists: keys are never overwritten"
+        )
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PrintpipeError(f"cannot create key folder {directory}: {exc.strerror}") from None
+    signing = Ed25519PrivateKey.generate()
+    identity = x25519.Identity.generate()
+    contents = {
+        PRODUCER_SECRET: os.urandom(SECRET_SIZE),
+        LOTTERY_SECRET: os.urandom(SECRET_SIZE),
+        PRODUCER_SIGNING_KEY: signing.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        ),
+        PRODUCER_SIGNING_PUB: signing.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        ),
+        # The standard age identity file, so that `age -d -i lottery.age` reads it.
+        LOTTERY_IDENTITY: (
+            f"# printpipe lottery identity\n# public key: {identity.to_public()}\n{identity}\n"
+        ).encode(),
+        LOTTERY_RECIPIENT: f"{identity.to_public()}\n".encode(),
+    }
+    written = []
+    for name, data in contents.items():
+        path = directory / name
+        _write_private(path, data)
+        written.append(path)
+    return written
+
+
+def ensure_demo_keys(directory: Path) -> None:
+    """Create demo keys where the default run looks for them, saying so on stderr."""
+    if all((directory / name).exists() for name in KEY_FILES):
+        return
+    init_keys(directory)
+    print(
+        f"printpipe: created DEMO keys in {directory}/ - for trying printpipe only; "
+        "production keys come from `printpipe keys init DIR` on the right machines",
+        file=sys.stderr,
+    )
+
+
+def load_secrets(directory: Path) -> BlockSecrets:
+    return BlockSecrets(
+        producer=_read_secret(directory / PRODUCER_SECRET),
+        lottery=_read_secret(directory / LOTTERY_SECRET),
+    )
+
+
+def load_signing_key(directory: Path) -> Ed25519PrivateKey:
+    path = directory / PRODUCER_SIGNING_KEY
+    data = _read_private(path)
+    try:
+        key = serialization.load_pem_private_key(data, password=None)
+    except (ValueError, TypeError):
+        raise PrintpipeError(f"{path} is not a PEM private key") from None
+    if not isinstance(key, Ed25519PrivateKey):
+        raise PrintpipeError(f"{path} is not an Ed25519 private key")
+    return key
+
+
+def load_producer_public_key(path: Path) -> Ed25519PublicKey:
+    data = _read(path)
+    try:
+        key = serialization.load_pem_public_key(data)
+    except (ValueError, TypeError):
+        raise PrintpipeError(f"{path} is not a PEM public key") from None
+    if not isinstance(key, Ed25519PublicKey):
+        raise PrintpipeError(f"{path} is not an Ed25519 public key")
+    return key
+
+
+def load_lottery_recipient(path: Path) -> x25519.Recipient:
+    text = _read(path).decode("utf-8", "replace").strip()
+    try:
+        return x25519.Recipient.from_str(text)
+    except Exception:  # pyrage raises its own RecipientError types
+        raise PrintpipeError(f"{path} is not an age recipient (age1...)") from None
+
+
+def load_lottery_identity(path: Path) -> x25519.Identity:
+    lines = _read_private(path).decode("utf-8", "replace").splitlines()
+    secret = [line.strip() for line in lines if line.strip().startswith("AGE-SECRET-KEY-")]
+    if len(secret) != 1:
+        raise PrintpipeError(f"{path} holds no age identity (AGE-SECRET-KEY-...)")
+    try:
+        return x25519.Identity.from_str(secret[0])
+    except Exception:  # pyrage raises its own IdentityError types
+        raise PrintpipeError(f"{path} holds a malformed age identity") from None
+
+
+def _read_secret(path: Path) -> bytes:
+    data = _read_private(path)
+    if len(data) != SECRET_SIZE:
+        raise PrintpipeError(f"{path} must hold exactly {SECRET_SIZE} bytes, it holds {len(data)}")
+    return data
+
+
+def _read_private(path: Path) -> bytes:
+    data = _read(path)
+    mode = path.stat().st_mode
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise PrintpipeError(
+            f"{path} is readable by others (mode {stat.S_IMODE(mode):04o}): chmod 600 it"
+        )
+    return data
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise PrintpipeError(
+            f"key file {path} not found (create keys: printpipe keys init DIR)"
+        ) from None
+    except OSError as exc:
+        raise PrintpipeError(f"cannot read key file {path}: {exc.strerror}") from None
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())

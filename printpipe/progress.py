@@ -1,0 +1,29 @@
+"""Progress bars on stderr for long runs: count, rate and time left (tqdm)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from tqdm import tqdm
+
+
+@contextmanager
+def progress_bar(total: int, label: str, unit: str, enabled: bool = True) -> Iterator[tqdm]:
+    """A bar on stderr with rate and time left, so stdout stays for results."""
+    bar = tqdm(
+        total=total,
+        desc=label,
+        unit=f" {unit}",
+        unit_scale=True,
+        file=sys.stderr,
+        disable=not enabled,
+        dynamic_ncols=True,
+        smoothing=0.1,
+        mininterval=0.5,
+    )
+    try:
+        yield bar
+    finally:
+        bar.close()

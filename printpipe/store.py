@@ -1,0 +1,211 @@
+"""The block store: a folder of columns, readable by pack range without loading the block.
+
+Layout of ``BLOCK_DIR`` (format ``printpipe-block/1``)::
+
+    summary.json    human-readable: game, block, pack range, counts, parameters, commitments,
+                    and the SHA-256, dtype and shape of every column file
+    summary.sig     Ed25519 signature of summary.json's exact bytes by the producer
+    tier.npy        uint8 (n,)         prize tier, 0 = losing (amounts in summary.json)
+    variant.npy     uint8 (n,)         effigy index (names in summary.json)
+    symbols.npy     uint8 (n, width)   symbol indices (codes in summary.json), fields in order
+    virn.npy        uint64 (n,)        validation number, 10 digits
+
+Row ``i`` is ticket ``i % pack_size`` of pack ``first_pack + i // pack_size``.  Columns are
+standard ``.npy`` files, memory-mapped on read.  A store is written in a temporary folder
+and renamed into place when complete: a folder with a ``summary.json`` is a finished one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from printpipe.block import PackRange, Tickets
+from printpipe.errors import PrintpipeError
+
+FORMAT = "printpipe-block/1"
+SUMMARY = "summary.json"
+SIGNATURE = "summary.sig"
+COLUMN_DTYPES = {"tier": "uint8", "variant": "uint8", "symbols": "uint8", "virn": "uint64"}
+
+
+def column_file(column: str) -> str:
+    return f"{column}.npy"
+
+
+class StoreWriter:
+    """Writes a store into a temporary sibling folder; ``commit`` renames it into place."""
+
+    def __init__(self, path: Path, tickets: int, symbol_width: int, overwrite: bool) -> None:
+        self.path = path
+        if path.exists() and not overwrite:
+            raise PrintpipeError(f"{path} already exists (use --force to replace it)")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self.tmp = path.parent / f".{path.name}.partial-{os.getpid()}"
+            shutil.rmtree(self.tmp, ignore_errors=True)
+            self.tmp.mkdir()
+        except OSError as exc:
+            raise PrintpipeError(f"cannot write to {path.parent}: {exc.strerror}") from None
+        shapes = {
+            "tier": (tickets,),
+            "variant": (tickets,),
+            "symbols": (tickets, symbol_width),
+            "virn": (tickets,),
+        }
+        self.columns = {
+            name: np.lib.format.open_memmap(
+                self.tmp / column_file(name), mode="w+", dtype=COLUMN_DTYPES[name], shape=shape
+            )
+            for name, shape in shapes.items()
+        }
+        self.rows = 0
+
+    def append(self, tickets: Tickets) -> None:
+        end = self.rows + len(tickets)
+        for name, column in self.columns.items():
+            column[self.rows : end] = getattr(tickets, name)
+        self.rows = end
+
+    def commit(self, summary: dict[str, Any], signing_key: Ed25519PrivateKey) -> None:
+        """Flush the columns, write the signed summary, and rename the folder into place."""
+        if self.rows != len(self.columns["tier"]):
+            raise RuntimeError(f"store has {self.rows} rows of {len(self.columns['tier'])}")
+        files = {}
+        for name, column in self.columns.items():
+            column.flush()
+            del column
+            files[column_file(name)] = {
+                "sha256": _sha256(self.tmp / column_file(name)),
+                "dtype": COLUMN_DTYPES[name],
+            }
+        self.columns = {}
+        data = (
+            json.dumps({**summary, "files": files}, indent=2, ensure_ascii=False).encode() + b"\n"
+        )
+        (self.tmp / SUMMARY).write_bytes(data)
+        (self.tmp / SIGNATURE).write_bytes(signing_key.sign(data).hex().encode() + b"\n")
+        for entry in self.tmp.iterdir():
+            with open(entry, "rb") as handle:
+                os.fsync(handle.fileno())
+        if self.path.exists():
+            shutil.rmtree(self.path)
+        os.replace(self.tmp, self.path)
+
+    def abort(self) -> None:
+        self.columns = {}
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class BlockStore:
+    """A finished store, opened for reading; columns are memory-mapped, not loaded."""
+
+    path: Path
+    summary: dict[str, Any]
+    summary_bytes: bytes
+
+    @staticmethod
+    def open(path: Path) -> BlockStore:
+        summary_path = path / SUMMARY
+        if not path.is_dir():
+            raise PrintpipeError(f"{path} is not a block store folder")
+        try:
+            data = summary_path.read_bytes()
+            summary = json.loads(data)
+        except FileNotFoundError:
+            raise PrintpipeError(f"{path} is not a finished block store (no {SUMMARY})") from None
+        except (OSError, ValueError) as exc:
+            raise PrintpipeError(f"{summary_path} is unreadable: {exc}") from None
+        if not isinstance(summary, dict) or summary.get("format") != FORMAT:
+            raise PrintpipeError(f"{summary_path} is not a {FORMAT} summary")
+        for key in ("game", "block", "packs", "files"):
+            if key not in summary:
+                raise PrintpipeError(f"{summary_path} lacks the field {key!r}")
+        return BlockStore(path, summary, data)
+
+    @property
+    def game_id(self) -> str:
+        return self.summary["game"]["id"]
+
+    @property
+    def block(self) -> int:
+        return int(self.summary["block"])
+
+    @property
+    def pack_range(self) -> PackRange:
+        packs = self.summary["packs"]
+        return PackRange(int(packs["first"]), int(packs["last"]))
+
+    @property
+    def pack_size(self) -> int:
+        return int(self.summary["parameters"]["pack_size"])
+
+    def changed_files(self) -> list[str]:
+        """Column files whose bytes differ from the SHA-256 the summary records."""
+        changed = []
+        for name, meta in self.summary["files"].items():
+            file = self.path / name
+            if not file.is_file() or _sha256(file) != meta.get("sha256"):
+                changed.append(name)
+        return changed
+
+    def verify_signature(self, public_key: Ed25519PublicKey) -> bool:
+        try:
+            signature = bytes.fromhex((self.path / SIGNATURE).read_text().strip())
+            public_key.verify(signature, self.summary_bytes)
+        except (OSError, ValueError, InvalidSignature):
+            return False
+        return True
+
+    def check_intact(self, public_key: Ed25519PublicKey | None = None) -> None:
+        """Refuse a store whose files or signature do not match, naming what changed."""
+        changed = self.changed_files()
+        if changed:
+            raise PrintpipeError(
+                f"block store {self.path} is tampered or damaged: {changed[0]} "
+                "does not match the SHA-256 in its summary"
+            )
+        if public_key is not None and not self.verify_signature(public_key):
+            raise PrintpipeError(
+                f"block store {self.path}: the summary signature does not verify "
+                "with the producer's key"
+            )
+
+    def read(self, packs: PackRange | None = None) -> Tickets:
+        """Tickets of the given packs (block-relative, within the store), memory-mapped."""
+        stored = self.pack_range
+        packs = packs or stored
+        if not stored.first <= packs.first <= packs.last <= stored.last:
+            raise PrintpipeError(f"packs {packs} are not in the block store (it holds {stored})")
+        start = (packs.first - stored.first) * self.pack_size
+        stop = (packs.last - stored.first + 1) * self.pack_size
+        columns = {}
+        for name in Tickets.COLUMNS:
+            try:
+                array = np.load(self.path / column_file(name), mmap_mode="r")
+            except (OSError, ValueError) as exc:
+                raise PrintpipeError(
+                    f"{self.path / column_file(name)} is unreadable: {exc}"
+                ) from None
+            if len(array) != stored.count * self.pack_size or array.dtype != COLUMN_DTYPES[name]:
+                raise PrintpipeError(f"{self.path / column_file(name)} has the wrong shape or type")
+            columns[name] = array[start:stop]
+        return Tickets(**columns)
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()

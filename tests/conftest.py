@@ -1,0 +1,51 @@
+"""Shared fixtures: key folders, and one full block per test session (it takes seconds)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from printpipe.games import load_game
+from printpipe.generate import generate_block
+from printpipe.keys import init_keys, load_secrets, load_signing_key
+
+
+def run_cli(
+    *args: str, cwd: Path | None = None, check: bool = False
+) -> subprocess.CompletedProcess:
+    """Run `printpipe` as a user would, in a subprocess of this interpreter."""
+    result = subprocess.run(
+        [sys.executable, "-m", "printpipe", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"printpipe {' '.join(args)} failed:\n{result.stderr}")
+    return result
+
+
+@pytest.fixture(scope="session")
+def game():
+    return load_game("chien-chat")
+
+
+@pytest.fixture(scope="session")
+def keys_dir(tmp_path_factory) -> Path:
+    directory = tmp_path_factory.mktemp("keys") / "keys"
+    init_keys(directory)
+    return directory
+
+
+@pytest.fixture(scope="session")
+def full_block(tmp_path_factory, game, keys_dir) -> Path:
+    """A whole 1,500,000-ticket block, generated once per test session."""
+    out = tmp_path_factory.mktemp("blocks") / "block-0001"
+    generate_block(
+        game, load_secrets(keys_dir), load_signing_key(keys_dir), 1, out, show_progress=False
+    )
+    return out
