@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -22,6 +23,13 @@ keys_option = click.option(
     show_default=True,
     help="Folder of key files (printpipe keys init).",
 )
+definition_option = click.option(
+    "--definition",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Game definition to use instead of templates/GAME/game.toml.",
+)
+quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -57,7 +65,8 @@ def keys_init(directory: Path) -> None:
 )
 @click.option("--packs", default=None, help="Only packs FIRST:LAST of the block (1-based).")
 @click.option("--force", is_flag=True, help="Replace an existing block store.")
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@definition_option
+@quiet_option
 def generate(
     game_id: str,
     block: int,
@@ -65,10 +74,12 @@ def generate(
     out: Path | None,
     packs: str | None,
     force: bool,
+    definition: Path | None,
     quiet: bool,
 ) -> None:
     """Generate a block (or a pack range of it) into a block store."""
-    _generate(game_id, block, keys_dir, out, packs, force, quiet)
+    out = out or DEFAULT_OUT / _block_dir_name(game_id, block)
+    _generate(game_id, block, keys_dir, out, packs, force, quiet, definition)
 
 
 @cli.command()
@@ -80,10 +91,17 @@ def generate(
     default=None,
     help="Producer's public key [default: KEYS/producer-signing.pub].",
 )
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
-def audit(block_dir: Path, keys_dir: Path, producer_key: Path | None, quiet: bool) -> None:
+@definition_option
+@quiet_option
+def audit(
+    block_dir: Path,
+    keys_dir: Path,
+    producer_key: Path | None,
+    definition: Path | None,
+    quiet: bool,
+) -> None:
     """Re-check a block store from its files alone; exit 0 only if everything holds."""
-    if not _audit(block_dir, producer_key or keys_dir / PRODUCER_SIGNING_PUB, quiet):
+    if not _audit(block_dir, producer_key or keys_dir / PRODUCER_SIGNING_PUB, quiet, definition):
         sys.exit(1)
 
 
@@ -92,13 +110,9 @@ def audit(block_dir: Path, keys_dir: Path, producer_key: Path | None, quiet: boo
 @click.option("--block", type=click.IntRange(1, 999), default=1, show_default=True)
 @keys_option
 @click.option("--out", type=click.Path(path_type=Path), default=DEFAULT_OUT, show_default=True)
-@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+@quiet_option
 def run(game_id: str, block: int, keys_dir: Path, out: Path, quiet: bool) -> None:
     """The main job on defaults: keys (demo ones if none), generate a block, audit it."""
-    from printpipe.keys import ensure_demo_keys
-
-    if keys_dir == DEMO_KEYS_DIR:
-        ensure_demo_keys(keys_dir)
     block_dir = out / _block_dir_name(game_id, block)
     if (block_dir / "summary.json").exists():
         click.echo(f"block store {block_dir} exists: keeping it", err=True)
@@ -116,25 +130,23 @@ def _generate(
     game_id: str,
     block: int,
     keys_dir: Path,
-    out: Path | None,
+    out: Path,
     packs_text: str | None,
     force: bool,
     quiet: bool,
+    definition: Path | None = None,
 ) -> None:
-    import time
-
     from printpipe.block import PackRange
     from printpipe.games import load_game
     from printpipe.generate import generate_block
     from printpipe.keys import ensure_demo_keys, load_secrets, load_signing_key
 
-    game = load_game(game_id)
+    game = load_game(game_id, definition)
     packs = PackRange.parse(packs_text, game.definition.block.packs) if packs_text else None
     if keys_dir == DEMO_KEYS_DIR:
         ensure_demo_keys(keys_dir)
     secrets = load_secrets(keys_dir)
     signing_key = load_signing_key(keys_dir)
-    out = out or DEFAULT_OUT / _block_dir_name(game_id, block)
     started = time.perf_counter()
     summary = generate_block(game, secrets, signing_key, block, out, packs, force, not quiet)
     elapsed = time.perf_counter() - started
@@ -146,14 +158,16 @@ def _generate(
     )
 
 
-def _audit(block_dir: Path, producer_key_path: Path, quiet: bool) -> bool:
+def _audit(
+    block_dir: Path, producer_key_path: Path, quiet: bool, definition: Path | None = None
+) -> bool:
     from printpipe.audit import audit_block
     from printpipe.games import load_game
     from printpipe.keys import load_producer_public_key
     from printpipe.store import BlockStore
 
     store = BlockStore.open(block_dir)
-    game = load_game(store.game_id)
+    game = load_game(store.game_id, definition)
     producer_key = load_producer_public_key(producer_key_path)
     report = audit_block(store, game, producer_key, not quiet)
     click.echo(report.render())
@@ -161,16 +175,13 @@ def _audit(block_dir: Path, producer_key_path: Path, quiet: bool) -> bool:
 
 
 def main() -> None:
-    """Entry point: user errors become one line on stderr and exit status 1."""
+    """Entry point: user errors become one line on stderr and a non-zero exit status."""
     try:
         cli.main(standalone_mode=False)
     except PrintpipeError as exc:
         click.echo(f"printpipe: error: {exc}", err=True)
         sys.exit(1)
-    except click.exceptions.Abort:
-        click.echo("printpipe: interrupted", err=True)
-        sys.exit(130)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, click.exceptions.Abort):
         click.echo("printpipe: interrupted", err=True)
         sys.exit(130)
     except click.ClickException as exc:
