@@ -1,0 +1,157 @@
+"""The command line as a user meets it: one clear line for every mistake, no tracebacks."""
+
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+
+import pytest
+
+from printpipe.keys import KEY_FILES
+from tests.conftest import run_cli
+
+
+def assert_one_line_error(result, *fragments):
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+def test_keys_init_creates_private_files_once(tmp_path):
+    target = tmp_path / "keys"
+    result = run_cli("keys", "init", str(target), check=True)
+    assert sorted(p.name for p in target.iterdir()) == sorted(KEY_FILES)
+    for name in KEY_FILES:
+        assert stat.S_IMODE((target / name).stat().st_mode) == 0o600, name
+    assert stat.S_IMODE(target.stat().st_mode) == 0o700
+    secret = (target / "producer.secret").read_bytes()
+    assert len(secret) == 32 and secret.hex() not in result.stdout
+    assert "AGE-SECRET-KEY-" in (target / "lottery.age").read_text()
+    again = run_cli("keys", "init", str(target))
+    assert_one_line_error(again, "already exists", "never overwritten")
+
+
+def test_generate_and_audit_a_pack_range(tmp_path, keys_dir):
+    out = tmp_path / "block"
+    result = run_cli(
+        "generate",
+        "--keys",
+        str(keys_dir),
+        "--out",
+        str(out),
+        "--packs",
+        "3:6",
+        "--quiet",
+        check=True,
+    )
+    assert "generated 500 tickets" in result.stdout
+    audited = run_cli("audit", str(out), "--keys", str(keys_dir), "--quiet")
+    assert audited.returncode == 0, audited.stdout
+    assert "AUDIT PASSED" in audited.stdout
+
+
+def test_audit_without_the_right_producer_key_fails(tmp_path, keys_dir):
+    out = tmp_path / "block"
+    run_cli(
+        "generate", "--keys", str(keys_dir), "--out", str(out), "--packs", "1:1", "-q", check=True
+    )
+    other = tmp_path / "other-keys"
+    run_cli("keys", "init", str(other), check=True)
+    audited = run_cli("audit", str(out), "--keys", str(other), "-q")
+    assert audited.returncode == 1 and "AUDIT FAILED" in audited.stdout
+    assert "signature" in audited.stdout.split("AUDIT FAILED")[1]
+
+
+@pytest.mark.parametrize("packs", ["0:5", "5:3", "1:12001", "abc", "7"])
+def test_bad_pack_ranges(tmp_path, keys_dir, packs):
+    out = tmp_path / "block"
+    result = run_cli("generate", "--keys", str(keys_dir), "--out", str(out), "--packs", packs)
+    assert_one_line_error(result, "pack range")
+    assert not out.exists()
+
+
+def test_missing_and_short_key_files(tmp_path, keys_dir):
+    out = tmp_path / "block"
+    missing = run_cli("generate", "--keys", str(tmp_path / "nowhere"), "--out", str(out))
+    assert_one_line_error(missing, "producer.secret", "not found")
+    short = tmp_path / "short"
+    run_cli("keys", "init", str(short), check=True)
+    (short / "lottery.secret").write_bytes(b"\x01" * 16)
+    result = run_cli("generate", "--keys", str(short), "--out", str(out))
+    assert_one_line_error(result, "lottery.secret", "exactly 32 bytes", "16")
+    os.chmod(short / "lottery.secret", 0o644)
+    result = run_cli("generate", "--keys", str(short), "--out", str(out))
+    assert_one_line_error(result, "readable by others")
+    assert not out.exists()
+
+
+def test_corrupt_definition_and_unknown_game(tmp_path, keys_dir):
+    from printpipe.games import game_template_dir
+
+    text = (game_template_dir("chien-chat") / "game.toml").read_text(encoding="utf-8")
+    broken = tmp_path / "game.toml"
+    broken.write_text(text.replace("lots = 200\n", "lots = 201\n"), encoding="utf-8")
+    out = tmp_path / "block"
+    result = run_cli(
+        "generate", "--keys", str(keys_dir), "--out", str(out), "--definition", str(broken)
+    )
+    assert_one_line_error(result, "field prizes", "437,317")
+    unknown = run_cli("generate", "--game", "loto", "--keys", str(keys_dir), "--out", str(out))
+    assert_one_line_error(unknown, "unknown game 'loto'")
+    assert not out.exists()
+
+
+def test_unwritable_output_and_existing_store(tmp_path, keys_dir):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    result = run_cli(
+        "generate", "--keys", str(keys_dir), "--out", str(blocker / "block"), "--packs", "1:1"
+    )
+    assert_one_line_error(result, "cannot write")
+    out = tmp_path / "block"
+    run_cli(
+        "generate", "--keys", str(keys_dir), "--out", str(out), "--packs", "1:1", "-q", check=True
+    )
+    again = run_cli("generate", "--keys", str(keys_dir), "--out", str(out), "--packs", "1:1")
+    assert_one_line_error(again, "already exists", "--force")
+
+
+def test_audit_of_a_missing_store(tmp_path, keys_dir):
+    result = run_cli("audit", str(tmp_path / "nothing"), "--keys", str(keys_dir))
+    assert_one_line_error(result, "not a block store")
+
+
+@pytest.mark.fullblock
+def test_interrupted_generation_leaves_nothing_that_looks_finished(tmp_path, keys_dir):
+    out = tmp_path / "block"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "printpipe", "generate", "--keys", str(keys_dir), "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 30
+    while not any(p.name.startswith(".block.partial") for p in tmp_path.iterdir()):
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.02)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130
+    assert "interrupted" in stderr and "Traceback" not in stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.fullblock
+def test_the_main_job_on_defaults(tmp_path):
+    result = run_cli("run", "--quiet", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "created DEMO keys in printpipe-demo-keys" in result.stderr
+    assert "AUDIT PASSED" in result.stdout
+    assert (tmp_path / "printpipe-out" / "chien-chat-block-0001" / "summary.json").exists()
+    rerun = run_cli("run", "--quiet", cwd=tmp_path)
+    assert rerun.returncode == 0 and "DEMO keys" not in rerun.stderr
