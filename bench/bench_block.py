@@ -1,0 +1,80 @@
+"""Benchmark: generate and audit a full block; prints tickets/s and peak memory.
+
+Each stage runs in a fresh subprocess (so its peak RSS is its own), ``--repeat`` times;
+the medians are printed.  Targets (issue 2): each stage <= 60 s and <= 1 GB on 2 cores.
+
+    python bench/bench_block.py [--game chien-chat] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CHILD = """
+import resource, sys, time
+from pathlib import Path
+from printpipe.games import load_game
+from printpipe.keys import load_secrets, load_signing_key, load_producer_public_key
+stage, game_id, keys, out = sys.argv[1:5]
+game = load_game(game_id)
+started = time.perf_counter()
+if stage == "generate":
+    from printpipe.generate import generate_block
+    generate_block(game, load_secrets(Path(keys)), load_signing_key(Path(keys)), 1, Path(out),
+                   overwrite=True, show_progress=False)
+else:
+    from printpipe.audit import audit_block
+    from printpipe.store import BlockStore
+    report = audit_block(BlockStore.open(Path(out)), game,
+                         load_producer_public_key(Path(keys) / "producer-signing.pub"), False)
+    assert report.passed, report.render()
+elapsed = time.perf_counter() - started
+print(elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def run_stage(stage: str, game: str, keys: Path, out: Path) -> tuple[float, float]:
+    result = subprocess.run(
+        [sys.executable, "-c", CHILD, stage, game, str(keys), str(out)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    seconds, max_rss_kb = result.stdout.split()
+    return float(seconds), int(max_rss_kb) / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--game", default="chien-chat")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+
+    from printpipe.games import load_game
+    from printpipe.keys import init_keys
+
+    tickets = load_game(args.game).definition.block.size
+    with tempfile.TemporaryDirectory() as tmp:
+        keys, out = Path(tmp) / "keys", Path(tmp) / "block"
+        init_keys(keys)
+        started = time.perf_counter()
+        for stage in ("generate", "audit"):
+            runs = [run_stage(stage, args.game, keys, out) for _ in range(args.repeat)]
+            seconds = statistics.median(r[0] for r in runs)
+            rss = statistics.median(r[1] for r in runs)
+            print(
+                f"{args.game} {stage:8s}: {tickets:,} tickets, median {seconds:6.2f} s "
+                f"({tickets / seconds:,.0f} tickets/s) over {args.repeat} runs "
+                f"[{', '.join(f'{r[0]:.2f}' for r in runs)}], peak RSS {rss:,.0f} MB"
+            )
+        print(f"total bench time {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
