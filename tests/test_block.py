@@ -13,7 +13,7 @@ from printpipe.generate import generate_block
 from printpipe.keys import BlockSecrets, load_producer_public_key, load_secrets, load_signing_key
 from printpipe.store import BlockStore
 
-pytestmark = pytest.mark.fullblock
+pytestmark = [pytest.mark.fullblock, pytest.mark.xdist_group("fullblock")]
 
 COLUMNS = ("tier.npy", "variant.npy", "symbols.npy", "virn.npy")
 
