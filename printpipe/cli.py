@@ -139,7 +139,13 @@ def _generate(
     from printpipe.block import PackRange
     from printpipe.games import load_game
     from printpipe.generate import generate_block
-    from printpipe.keys import ensure_demo_keys, load_secrets, load_signing_key
+    from printpipe.keys import (
+        LOTTERY_RECIPIENT,
+        ensure_demo_keys,
+        load_lottery_recipient,
+        load_secrets,
+        load_signing_key,
+    )
 
     game = load_game(game_id, definition)
     packs = PackRange.parse(packs_text, game.definition.block.packs) if packs_text else None
@@ -147,14 +153,18 @@ def _generate(
         ensure_demo_keys(keys_dir)
     secrets = load_secrets(keys_dir)
     signing_key = load_signing_key(keys_dir)
+    recipient = load_lottery_recipient(keys_dir / LOTTERY_RECIPIENT)
     started = time.perf_counter()
-    summary = generate_block(game, secrets, signing_key, block, out, packs, force, not quiet)
+    summary = generate_block(
+        game, secrets, signing_key, block, out, packs, force, not quiet, recipient
+    )
     elapsed = time.perf_counter() - started
     totals = summary["totals"]
     click.echo(
         f"generated {summary['tickets']:,} tickets of {game_id} block {block} "
         f"(packs {summary['packs']['first']} to {summary['packs']['last']}) in {out} "
         f"in {elapsed:.1f} s: {totals['winning_tickets']:,} winning, {totals['prize_eur']:,} EUR"
+        f"; block manifest {out / 'manifest.ppm'}"
     )
 
 
@@ -189,3 +199,206 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+
+
+# -- manifest and validation (issue 4) -------------------------------------------------------
+
+producer_key_option = click.option(
+    "--producer-key",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Producer's public key [default: KEYS/producer-signing.pub].",
+)
+identity_option = click.option(
+    "--identity",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="The lottery's age identity [default: KEYS/lottery.age].",
+)
+db_option = click.option(
+    "--db",
+    "db_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    required=True,
+    help="Validation database (SQLite file).",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="One JSON object per answer.")
+
+
+def _verified_manifest(path: Path, keys_dir: Path, producer_key: Path | None):
+    from printpipe.keys import load_producer_public_key
+    from printpipe.manifest import verify_manifest
+
+    public_key = load_producer_public_key(producer_key or keys_dir / PRODUCER_SIGNING_PUB)
+    return verify_manifest(path, public_key)
+
+
+def _identity(keys_dir: Path, identity: Path | None):
+    from printpipe.keys import LOTTERY_IDENTITY, load_lottery_identity
+
+    return load_lottery_identity(identity or keys_dir / LOTTERY_IDENTITY)
+
+
+def _manifest_game(manifest):
+    from printpipe.games import load_game
+
+    game_id = manifest.header.get("game", {}).get("id")
+    if not isinstance(game_id, str):
+        raise PrintpipeError(f"manifest {manifest.path} names no game")
+    return load_game(game_id)
+
+
+def _open_ledger(db_path: Path, create: bool = False):
+    from printpipe.validation import Ledger
+
+    return Ledger(db_path, create=create)
+
+
+def _sqlite_errors(function):
+    """A database failure (locked too long, disk full, damaged file) is one line, not a trace."""
+    import functools
+    import sqlite3
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except sqlite3.Error as exc:
+            raise PrintpipeError(f"validation database: {exc}") from None
+
+    return wrapper
+
+
+@cli.group()
+def manifest() -> None:
+    """Check a secure manifest, or export it for an auditor (the lottery's identity needed)."""
+
+
+@manifest.command("verify")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@producer_key_option
+@keys_option
+def manifest_verify(file: Path, producer_key: Path | None, keys_dir: Path) -> None:
+    """Check FILE's signature and body hash, without decrypting; print its header."""
+    from printpipe.manifest import describe
+
+    click.echo(describe(_verified_manifest(file, keys_dir, producer_key)))
+
+
+@manifest.command("export")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@identity_option
+@click.option("--csv", "csv_path", type=click.Path(path_type=Path, dir_okay=False), required=True)
+@producer_key_option
+@keys_option
+def manifest_export(
+    file: Path, identity: Path | None, csv_path: Path, producer_key: Path | None, keys_dir: Path
+) -> None:
+    """Decrypt FILE, check every record, and write the auditor's CSV to CSV (all or nothing)."""
+    from printpipe.manifest import export_csv
+
+    verified = _verified_manifest(file, keys_dir, producer_key)
+    count = export_csv(verified, _manifest_game(verified), _identity(keys_dir, identity), csv_path)
+    click.echo(f"wrote {count:,} records to {csv_path}")
+
+
+@cli.group()
+def ledger() -> None:
+    """The lottery's validation database: import manifests, settings."""
+
+
+@ledger.command("import")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@identity_option
+@db_option
+@producer_key_option
+@keys_option
+@_sqlite_errors
+def ledger_import(
+    file: Path, identity: Path | None, db_path: Path, producer_key: Path | None, keys_dir: Path
+) -> None:
+    """Load manifest FILE into the database (created if absent); the same one twice: no-op."""
+    verified = _verified_manifest(file, keys_dir, producer_key)
+    game = _manifest_game(verified)
+    key = _identity(keys_dir, identity)
+    with _open_ledger(db_path, create=True) as book:
+        click.echo(book.import_manifest(verified, game, key))
+
+
+@ledger.command("config")
+@db_option
+@click.option("--retailer-limit", type=int, default=None, help="Highest prize a retailer pays.")
+@click.option("--max-virn-failures", type=int, default=None, help="Wrong VIRNs before a lock.")
+@click.option("--terminal", default="lottery", show_default=True)
+@_sqlite_errors
+def ledger_config(
+    db_path: Path, retailer_limit: int | None, max_virn_failures: int | None, terminal: str
+) -> None:
+    """Show or change the retailer limit (EUR) and the VIRN failures that lock a ticket."""
+    with _open_ledger(db_path) as book:
+        settings = book.configure(retailer_limit, max_virn_failures, terminal)
+    click.echo(
+        f"retailer limit {settings.retailer_limit_eur} EUR, "
+        f"lock after {settings.max_virn_failures} wrong validation numbers"
+    )
+
+
+@cli.group()
+def packs() -> None:
+    """Pack states: issued -> activated (by the retailer on receipt) -> settled."""
+
+
+def _pack_command(state: str):
+    @click.argument("pack_numbers", nargs=-1, required=True, metavar="PACK...")
+    @db_option
+    @click.option("--terminal", default="lottery", show_default=True)
+    @_sqlite_errors
+    def command(pack_numbers: tuple[str, ...], db_path: Path, terminal: str) -> None:
+        with _open_ledger(db_path) as book:
+            for line in book.set_pack_state(list(pack_numbers), state, terminal):
+                click.echo(line)
+
+    return command
+
+
+packs.command("activate", help="Activate packs (PPPPPP or GGGG-PPPPPP); all or none.")(
+    _pack_command("activated")
+)
+packs.command("settle", help="Settle activated packs (PPPPPP or GGGG-PPPPPP); all or none.")(
+    _pack_command("settled")
+)
+
+
+def _print_answer(answer, as_json: bool, ok: bool) -> None:
+    import json
+
+    click.echo(json.dumps(answer.as_json(), sort_keys=True) if as_json else answer.text)
+    if not ok:
+        sys.exit(1)
+
+
+@cli.command(context_settings={"ignore_unknown_options": True})
+@click.argument("code")
+@db_option
+@click.option("--terminal", default="unknown", show_default=True, help="Terminal id for the log.")
+@json_option
+@_sqlite_errors
+def validate(code: str, db_path: Path, terminal: str, as_json: bool) -> None:
+    """Answer a scanned CODE: 25-digit validation code, or 14-digit inventory code (pack state)."""
+    with _open_ledger(db_path) as book:
+        answer = book.validate(code, terminal)
+    _print_answer(answer, as_json, answer.ok)
+
+
+@cli.command(context_settings={"ignore_unknown_options": True})
+@click.argument("code")
+@db_option
+@click.option("--terminal", required=True, help="Terminal id, recorded with the payment.")
+@click.option("--office", is_flag=True, help="The lottery's office: pays above the retailer limit.")
+@json_option
+@_sqlite_errors
+def claim(code: str, db_path: Path, terminal: str, office: bool, as_json: bool) -> None:
+    """Pay the ticket of validation CODE, at most once (exit 0 only when paid now)."""
+    with _open_ledger(db_path) as book:
+        answer = book.claim(code, terminal, office)
+    _print_answer(answer, as_json, answer.outcome == "PAID")

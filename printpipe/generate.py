@@ -7,11 +7,13 @@ from typing import Any
 
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from pyrage import x25519
 
 from printpipe import __version__
 from printpipe.block import PackRange, generate_packs, longest_losing_runs
 from printpipe.games.base import Game
 from printpipe.keys import BlockSecrets
+from printpipe.manifest import write_block_manifest
 from printpipe.plan import plan_block
 from printpipe.progress import progress_bar
 from printpipe.rng import commitment, derive_block_key
@@ -27,8 +29,13 @@ def generate_block(
     packs: PackRange | None = None,
     overwrite: bool = False,
     show_progress: bool = True,
+    manifest_recipient: x25519.Recipient | None = None,
 ) -> dict[str, Any]:
-    """Generate packs of one block (all by default) into a store at ``out``; its summary."""
+    """Generate packs of one block (all by default) into a store at ``out``; its summary.
+
+    With ``manifest_recipient``, the block-level manifest (``manifest.ppm``) is written into
+    the store folder before it is renamed into place: a finished store always has it.
+    """
     definition = game.definition
     rules = definition.block
     packs = packs or PackRange(1, rules.packs)
@@ -53,7 +60,14 @@ def generate_block(
                 longest_run = max(longest_run, int(runs.max()))
                 bar.update(len(batch))
         summary = _summary(game, secrets, block, packs, tier_counts, variant_counts, longest_run)
-        writer.commit(summary, signing_key)
+        before_rename = None
+        if manifest_recipient is not None:
+            recipient = manifest_recipient
+
+            def before_rename(folder: Path) -> None:
+                write_block_manifest(folder, game, recipient, signing_key)
+
+        writer.commit(summary, signing_key, before_rename)
     except BaseException:
         writer.abort()
         raise

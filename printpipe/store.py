@@ -21,6 +21,7 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,8 +77,17 @@ class StoreWriter:
             column[self.rows : end] = getattr(tickets, name)
         self.rows = end
 
-    def commit(self, summary: dict[str, Any], signing_key: Ed25519PrivateKey) -> None:
-        """Flush the columns, write the signed summary, and rename the folder into place."""
+    def commit(
+        self,
+        summary: dict[str, Any],
+        signing_key: Ed25519PrivateKey,
+        before_rename: Callable[[Path], None] | None = None,
+    ) -> None:
+        """Flush the columns, write the signed summary, and rename the folder into place.
+
+        ``before_rename`` gets the finished temporary folder, to add files that are not part
+        of the summary (the block manifest), so that they too appear only with the store.
+        """
         if self.rows != len(self.columns["tier"]):
             raise RuntimeError(f"store has {self.rows} rows of {len(self.columns['tier'])}")
         files = {}
@@ -94,6 +104,8 @@ class StoreWriter:
         )
         (self.tmp / SUMMARY).write_bytes(data)
         (self.tmp / SIGNATURE).write_bytes(signing_key.sign(data).hex().encode() + b"\n")
+        if before_rename is not None:
+            before_rename(self.tmp)
         for entry in self.tmp.iterdir():
             with open(entry, "rb") as handle:
                 os.fsync(handle.fileno())

@@ -1,0 +1,121 @@
+"""Benchmark of the manifest and validation stages on a full 1,500,000-ticket block.
+
+Prints: time to write the block manifest, time to import it into a fresh validation
+database, validation lookups per second in one process, p50/p99 latency of one validation,
+and the peak RSS of this process.  Targets (issue 4): import <= 60 s, >= 5,000 lookups/s,
+p99 <= 2 ms.  Usage: ``python bench/bench_validation.py [--lookups N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from printpipe.games import load_game
+from printpipe.generate import generate_block
+from printpipe.ids import TicketId
+from printpipe.keys import (
+    LOTTERY_IDENTITY,
+    LOTTERY_RECIPIENT,
+    PRODUCER_SIGNING_PUB,
+    init_keys,
+    load_lottery_identity,
+    load_lottery_recipient,
+    load_producer_public_key,
+    load_secrets,
+    load_signing_key,
+)
+from printpipe.manifest import verify_manifest, write_run_manifest
+from printpipe.store import BlockStore
+from printpipe.validation import Ledger
+
+
+def peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--lookups", type=int, default=50_000)
+    parser.add_argument("--workdir", type=Path, default=None, help="Keep files here.")
+    args = parser.parse_args()
+    game = load_game("chien-chat")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = args.workdir or Path(tmp)
+        shutil.rmtree(root / "keys", ignore_errors=True)
+        shutil.rmtree(root / "block", ignore_errors=True)
+        for name in ("run.ppm", "ledger.sqlite", "ledger.sqlite-wal", "ledger.sqlite-shm"):
+            (root / name).unlink(missing_ok=True)
+        keys = root / "keys"
+        init_keys(keys)
+        block = root / "block"
+        started = time.perf_counter()
+        generate_block(
+            game, load_secrets(keys), load_signing_key(keys), 1, block, show_progress=False
+        )
+        print(f"generate (no manifest): {time.perf_counter() - started:.1f} s")
+        store = BlockStore.open(block)
+        manifest_path = root / "run.ppm"
+        started = time.perf_counter()
+        write_run_manifest(
+            manifest_path,
+            store,
+            store.pack_range,
+            load_lottery_recipient(keys / LOTTERY_RECIPIENT),
+            load_signing_key(keys),
+            [],
+        )
+        size = manifest_path.stat().st_size
+        print(
+            f"write manifest, 1,500,000 records: {time.perf_counter() - started:.1f} s, "
+            f"{size / 1e6:.0f} MB, peak RSS so far {peak_rss_mb():.0f} MB"
+        )
+        started = time.perf_counter()
+        manifest = verify_manifest(
+            manifest_path, load_producer_public_key(keys / PRODUCER_SIGNING_PUB)
+        )
+        print(f"verify manifest: {time.perf_counter() - started:.2f} s")
+        db = root / "ledger.sqlite"
+        started = time.perf_counter()
+        with Ledger(db, create=True) as book:
+            book.import_manifest(manifest, game, load_lottery_identity(keys / LOTTERY_IDENTITY))
+        import_s = time.perf_counter() - started
+        print(
+            f"import 1,500,000 records: {import_s:.1f} s (target <= 60 s), "
+            f"db {db.stat().st_size / 1e6:.0f} MB, peak RSS {peak_rss_mb():.0f} MB"
+        )
+        tickets = store.read()
+        rng = np.random.default_rng(1)
+        rows = rng.integers(0, len(tickets), args.lookups)
+        size_pack = store.pack_size
+        codes = [
+            TicketId(
+                game.definition.number, int(r) // size_pack + 1, int(r) % size_pack
+            ).validation_code(int(tickets.virn[r]))
+            for r in rows
+        ]
+        with Ledger(db) as book:
+            book.conn.execute("UPDATE packs SET state = 'activated'")
+            latencies = np.empty(len(codes))
+            started = time.perf_counter()
+            for i, code in enumerate(codes):
+                t0 = time.perf_counter()
+                book.validate(code, "bench")
+                latencies[i] = time.perf_counter() - t0
+            elapsed = time.perf_counter() - started
+        p50, p99 = np.percentile(latencies, [50, 99]) * 1000
+        print(
+            f"validate: {len(codes) / elapsed:,.0f} lookups/s in one process (target >= 5,000), "
+            f"p50 {p50:.3f} ms, p99 {p99:.3f} ms (target <= 2 ms)"
+        )
+        print(f"peak RSS: {peak_rss_mb():.0f} MB")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,755 @@
+"""The secure manifest: serial -> prize, readable only by the lottery, signed by the producer.
+
+Why this shape: the print shop must hand over what it printed (every ticket's prize and VIRN)
+without being able to read winners back from its own output, and the lottery must be sure the
+file is the producer's and complete.  So the records are encrypted to the lottery's age
+recipient, and the producer's Ed25519 key signs a clear header plus the SHA-256 of the
+encrypted body: anyone holding the producer's public key can check a manifest without
+decrypting it.
+
+File format ``printpipe-manifest/1`` (every line ends with LF)::
+
+    printpipe-manifest/1
+    header-bytes NNNNNNNNNN            10 digits: length of the JSON header that follows
+    { ...header JSON... }              UTF-8, sorted keys, ends with LF
+    body-sha256 <64 hex>               SHA-256 of the age body (the rest of the file)
+    records-sha256 <64 hex>            SHA-256 of the decrypted body (the plaintext records)
+    signature <128 hex>                Ed25519 over every byte of the file before this line
+    <age body>                         a standard age file (X25519 recipient), up to EOF
+
+The age body is a complete, standard age file, so ``tail -c +OFFSET FILE | age -d -i
+lottery.age`` decrypts it (``printpipe manifest verify`` prints OFFSET).  Its plaintext is
+UTF-8 CSV with LF line ends: a header row, then one row per ticket in block order, with the
+columns ``serial,game,block,pool,pack,ticket,effigy,<one per symbol field>,prize_eur,virn``
+(for chien-chat: ``paws`` and ``bonus``, which is exactly the auditor's CSV of the spec).
+The plaintext depends only on the tickets, so the same packs give byte-identical plaintext,
+and the same ``records-sha256``, although age encryption is randomized.
+
+Writing streams: records are encoded a batch of packs at a time and fed to pyrage's
+streaming ``encrypt_io``; the hashes are patched into fixed-width lines once the body is
+written, then the file is fsynced and renamed into place.  Reading verifies the signature
+and the body hash before decrypting, and hashes the body again while decrypting.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import itertools
+import json
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import numpy as np
+import pyrage
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from pyrage import x25519
+
+from printpipe import __version__
+from printpipe.block import PackRange, Tickets
+from printpipe.errors import PrintpipeError
+from printpipe.games.base import Game, GameDefinition
+from printpipe.ids import gs1_check_digits_array
+from printpipe.store import BlockStore
+
+FORMAT = "printpipe-manifest/1"
+BLOCK_MANIFEST = "manifest.ppm"
+"""The block-level manifest ``printpipe generate`` writes inside the block store folder."""
+BATCH_PACKS = 200
+"""Packs encoded per batch: bounds memory at a few MB whatever the run's size."""
+MAX_HEADER_BYTES = 16 << 20
+VARIANT_COLUMN = "effigy"
+"""The column of the ticket's variant (the effigy for chien-chat): the spec's name for it."""
+
+_MAGIC = f"{FORMAT}\n".encode()
+_LENGTH_PREFIX = b"header-bytes "
+_BODY_PREFIX = b"body-sha256 "
+_RECORDS_PREFIX = b"records-sha256 "
+_SIGNATURE_PREFIX = b"signature "
+
+
+# -- records ---------------------------------------------------------------------------------
+
+
+def record_columns(definition: GameDefinition) -> list[str]:
+    """The CSV columns of a game's records: fixed ones, then one per symbol field."""
+    fields = [f.name for f in definition.fields]
+    place = ["serial", "game", "block", "pool", "pack", "ticket", VARIANT_COLUMN]
+    return [*place, *fields, "prize_eur", "virn"]
+
+
+def header_row(definition: GameDefinition) -> bytes:
+    return (",".join(record_columns(definition)) + "\n").encode()
+
+
+@dataclass(frozen=True)
+class RecordColumns:
+    """Tickets as the manifest states them: where each sits, what it shows, what it wins."""
+
+    block: int
+    block_pack: np.ndarray  # 1-based pack within the block
+    ticket: np.ndarray
+    variant: np.ndarray
+    symbols: np.ndarray
+    prize_eur: np.ndarray
+    virn: np.ndarray
+
+
+def encode_records(definition: GameDefinition, rows: RecordColumns) -> bytes:
+    """The canonical CSV rows of tickets: the one encoding, used to write and to re-check."""
+    rules = definition.block
+    pack_number = (rows.block - 1) * rules.packs + rows.block_pack.astype(np.int64)
+    pool = (rows.block_pack.astype(np.int64) - 1) // rules.packs_per_pool + 1
+    checks = gs1_check_digits_array(definition.number, pack_number, rows.ticket)
+    codes = np.array(definition.symbol_codes, dtype=object)
+    variants = np.array(definition.variants, dtype=object)
+    symbols = codes[rows.symbols.astype(np.int64)]
+    bounds = np.cumsum([0, *(f.width for f in definition.fields)])
+    field_text = [
+        [" ".join(row) for row in symbols[:, a:b].tolist()] for a, b in itertools.pairwise(bounds)
+    ]
+    game = f"{definition.number:04d}"
+    lines = []
+    for i, (pack, ticket, check, po, var, prize, virn) in enumerate(
+        zip(
+            pack_number.tolist(),
+            rows.ticket.tolist(),
+            checks.tolist(),
+            pool.tolist(),
+            variants[rows.variant.astype(np.int64)].tolist(),
+            rows.prize_eur.tolist(),
+            rows.virn.tolist(),
+            strict=True,
+        )
+    ):
+        fields = ",".join(text[i] for text in field_text)
+        lines.append(
+            f"{game}-{pack:06d}-{ticket:03d}-{check},{game},{rows.block},{po},{pack:06d},"
+            f"{ticket:03d},{var},{fields},{prize},{virn:010d}\n"
+        )
+    return "".join(lines).encode()
+
+
+def _store_records(
+    store: BlockStore, definition: GameDefinition, packs: PackRange
+) -> RecordColumns:
+    tickets: Tickets = store.read(packs)
+    size = definition.block.pack_size
+    n = len(tickets)
+    return RecordColumns(
+        block=store.block,
+        block_pack=packs.first + np.arange(n, dtype=np.int64) // size,
+        ticket=np.arange(n, dtype=np.int64) % size,
+        variant=np.asarray(tickets.variant),
+        symbols=np.asarray(tickets.symbols),
+        prize_eur=definition.tier_amounts[np.asarray(tickets.tier, dtype=np.int64)],
+        virn=np.asarray(tickets.virn),
+    )
+
+
+def iter_plaintext(
+    store: BlockStore, definition: GameDefinition, packs: PackRange
+) -> Iterator[bytes]:
+    """The plaintext body of ``packs``, a batch of packs at a time (bounded memory)."""
+    yield header_row(definition)
+    for start in range(packs.first, packs.last + 1, BATCH_PACKS):
+        batch = PackRange(start, min(start + BATCH_PACKS - 1, packs.last))
+        yield encode_records(definition, _store_records(store, definition, batch))
+
+
+# -- writing ---------------------------------------------------------------------------------
+
+
+class _ChunkReader(io.RawIOBase):
+    """A file object over an iterator of byte chunks, hashing what it hands out."""
+
+    def __init__(self, chunks: Iterator[bytes]) -> None:
+        self.chunks = chunks
+        self.pending = memoryview(b"")
+        self.digest = hashlib.sha256()
+        self.error: BaseException | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        try:
+            while not self.pending:
+                chunk = next(self.chunks, None)
+                if chunk is None:
+                    return 0
+                self.digest.update(chunk)
+                self.pending = memoryview(chunk)
+        except BaseException as exc:  # kept, re-raised after pyrage returns
+            self.error = exc
+            raise
+        n = min(len(buffer), len(self.pending))
+        buffer[:n] = self.pending[:n]
+        self.pending = self.pending[n:]
+        return n
+
+
+class _HashingWriter(io.RawIOBase):
+    """Writes through to a file, hashing the bytes (the age body's SHA-256)."""
+
+    def __init__(self, target: BinaryIO) -> None:
+        self.target = target
+        self.digest = hashlib.sha256()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self.digest.update(data)
+        self.target.write(data)
+        return len(data)
+
+
+def _tier_table(store: BlockStore, definition: GameDefinition, packs: PackRange) -> dict[str, Any]:
+    """Prize table with this manifest's counts, from the tier column (cheap: one byte a row)."""
+    counts = np.zeros(len(definition.tier_amounts), dtype=np.int64)
+    for start in range(packs.first, packs.last + 1, BATCH_PACKS * 10):
+        batch = PackRange(start, min(start + BATCH_PACKS * 10 - 1, packs.last))
+        tiers = np.asarray(store.read(batch).tier, dtype=np.int64)
+        counts += np.bincount(tiers, minlength=len(counts))
+    return prize_table(definition, counts)
+
+
+def prize_table(definition: GameDefinition, counts: np.ndarray) -> dict[str, Any]:
+    amounts = definition.tier_amounts
+    return {
+        "tiers": [
+            {
+                "amount_eur": int(amounts[t]),
+                "lots_per_block": int(definition.tier_lots[t]),
+                "tickets": int(counts[t]),
+                "total_eur": int(counts[t] * amounts[t]),
+            }
+            for t in range(len(amounts))
+        ],
+        "totals": {
+            "tickets": int(counts.sum()),
+            "winning_tickets": int(counts[1:].sum()),
+            "prize_eur": int((counts * amounts).sum()),
+        },
+    }
+
+
+def build_header(
+    store: BlockStore,
+    definition: GameDefinition,
+    packs: PackRange,
+    kind: str,
+    recipient: x25519.Recipient,
+    print_files: list[dict[str, Any]],
+) -> dict[str, Any]:
+    rules = definition.block
+    first_number = (store.block - 1) * rules.packs + packs.first
+    for entry in print_files:
+        if not isinstance(entry, dict) or "path" not in entry or "sha256" not in entry:
+            raise PrintpipeError("every print file of a manifest needs a path and a sha256")
+    return {
+        "format": FORMAT,
+        "kind": kind,
+        "printpipe_version": __version__,
+        "game": {
+            "id": definition.id,
+            "number": f"{definition.number:04d}",
+            "definition_sha256": definition.source_sha256,
+            "variants": list(definition.variants),
+            "fields": [{"name": f.name, "width": f.width} for f in definition.fields],
+        },
+        "block": store.block,
+        "packs": {
+            "first": packs.first,
+            "last": packs.last,
+            "first_pack_number": first_number,
+            "last_pack_number": first_number + packs.count - 1,
+            "pack_size": rules.pack_size,
+        },
+        "records": packs.count * rules.pack_size,
+        "columns": record_columns(definition),
+        **_tier_table(store, definition, packs),
+        "commitments": store.summary.get("commitments", {}),
+        "block_summary_sha256": hashlib.sha256(store.summary_bytes).hexdigest(),
+        "recipient": str(recipient),
+        "body": "age v1 (X25519), plaintext UTF-8 CSV, LF line ends, header row first",
+        "print_files": print_files,
+    }
+
+
+def write_manifest(
+    path: Path,
+    store: BlockStore,
+    game: Game,
+    packs: PackRange,
+    recipient: x25519.Recipient,
+    signing_key: Ed25519PrivateKey,
+    print_files: list[dict[str, Any]],
+    kind: str,
+) -> dict[str, Any]:
+    """Write a manifest of ``packs`` of ``store`` to ``path`` (temp name, fsync, rename)."""
+    definition = game.definition
+    if store.game_id != definition.id:
+        raise PrintpipeError(
+            f"block store {store.path} is of game {store.game_id}, not {definition.id}"
+        )
+    header = build_header(store, definition, packs, kind, recipient, print_files)
+    header_bytes = json.dumps(header, indent=1, sort_keys=True, ensure_ascii=False).encode() + b"\n"
+    prefix = _MAGIC + _LENGTH_PREFIX + f"{len(header_bytes):010d}\n".encode() + header_bytes
+    placeholder = (
+        _BODY_PREFIX
+        + b"0" * 64
+        + b"\n"
+        + _RECORDS_PREFIX
+        + b"0" * 64
+        + b"\n"
+        + _SIGNATURE_PREFIX
+        + b"0" * 128
+        + b"\n"
+    )
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise PrintpipeError(f"cannot write to {path.parent}: {exc.strerror}") from None
+    tmp = path.parent / f".{path.name}.partial-{os.getpid()}"
+    try:
+        with open(tmp, "w+b") as out:
+            out.write(prefix + placeholder)
+            reader = _ChunkReader(iter_plaintext(store, definition, packs))
+            writer = _HashingWriter(out)
+            try:
+                pyrage.encrypt_io(reader, writer, [recipient])
+            except Exception as exc:
+                if reader.error is not None:
+                    raise reader.error from None
+                raise PrintpipeError(f"cannot encrypt manifest {path}: {exc}") from None
+            hashes = (
+                _BODY_PREFIX
+                + writer.digest.hexdigest().encode()
+                + b"\n"
+                + _RECORDS_PREFIX
+                + reader.digest.hexdigest().encode()
+                + b"\n"
+            )
+            signature = signing_key.sign(prefix + hashes)
+            out.seek(len(prefix))
+            out.write(hashes + _SIGNATURE_PREFIX + signature.hex().encode() + b"\n")
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+        _fsync_dir(path.parent)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise PrintpipeError(f"cannot write manifest {path}: {exc.strerror or exc}") from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return header
+
+
+def write_run_manifest(
+    path: Path,
+    store: BlockStore,
+    packs: PackRange,
+    recipient: x25519.Recipient,
+    signing_key: Ed25519PrivateKey,
+    print_files: list[dict[str, Any]],
+) -> None:
+    """The manifest of one export run: ``packs`` (block-relative, 1-based) of ``store``."""
+    from printpipe.games import load_game
+
+    write_manifest(
+        path, store, load_game(store.game_id), packs, recipient, signing_key, print_files, "run"
+    )
+
+
+def write_block_manifest(
+    store_dir: Path, game: Game, recipient: x25519.Recipient, signing_key: Ed25519PrivateKey
+) -> Path:
+    """The block-level manifest, inside the (not yet renamed) block store folder."""
+    store = BlockStore.open(store_dir)
+    path = store_dir / BLOCK_MANIFEST
+    write_manifest(path, store, game, store.pack_range, recipient, signing_key, [], "block")
+    return path
+
+
+def _fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+# -- reading ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A manifest whose signature and body hash have been verified."""
+
+    path: Path
+    header: dict[str, Any]
+    body_offset: int
+    body_bytes: int
+    body_sha256: str
+    records_sha256: str
+
+
+def _refuse(path: Path, problem: str) -> PrintpipeError:
+    return PrintpipeError(f"manifest {path} refused: {problem}")
+
+
+def _read_line(handle: BinaryIO, prefix: bytes, width: int, path: Path, what: str) -> str:
+    line = handle.read(len(prefix) + width + 1)
+    value = line[len(prefix) : -1]
+    if (
+        len(line) != len(prefix) + width + 1
+        or not line.startswith(prefix)
+        or not line.endswith(b"\n")
+        or not all(c in b"0123456789abcdef" for c in value)
+    ):
+        raise _refuse(path, f"malformed {what} line (not a {FORMAT} file, or damaged)")
+    return value.decode()
+
+
+def verify_manifest(path: Path, producer_key: Ed25519PublicKey) -> Manifest:
+    """Check the signature over the clear part and the SHA-256 of the body, without decrypting."""
+    try:
+        handle = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise PrintpipeError(f"cannot read manifest {path}: {exc.strerror}") from None
+    with handle:
+        if handle.read(len(_MAGIC)) != _MAGIC:
+            raise _refuse(path, f"not a {FORMAT} file")
+        length_line = handle.read(len(_LENGTH_PREFIX) + 11)
+        digits = length_line[len(_LENGTH_PREFIX) : -1]
+        if (
+            not length_line.startswith(_LENGTH_PREFIX)
+            or not length_line.endswith(b"\n")
+            or not digits.isdigit()
+            or int(digits) > MAX_HEADER_BYTES
+        ):
+            raise _refuse(path, "malformed header length (damaged)")
+        header_bytes = handle.read(int(digits))
+        if len(header_bytes) != int(digits):
+            raise _refuse(path, "truncated in its header")
+        start_hashes = handle.tell()
+        body_sha = _read_line(handle, _BODY_PREFIX, 64, path, "body-sha256")
+        records_sha = _read_line(handle, _RECORDS_PREFIX, 64, path, "records-sha256")
+        signed_end = handle.tell()
+        signature = _read_line(handle, _SIGNATURE_PREFIX, 128, path, "signature")
+        body_offset = handle.tell()
+        handle.seek(0)
+        signed = handle.read(signed_end)
+        try:
+            producer_key.verify(bytes.fromhex(signature), signed)
+        except InvalidSignature:
+            raise _refuse(
+                path,
+                "the signature does not verify with the producer's key "
+                "(header tampered, or another producer's manifest)",
+            ) from None
+        del start_hashes
+        handle.seek(body_offset)
+        digest = hashlib.sha256()
+        size = 0
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    if digest.hexdigest() != body_sha:
+        raise _refuse(
+            path,
+            "the encrypted body does not match its signed SHA-256 "
+            "(tampered, truncated, or a body from another run)",
+        )
+    try:
+        header = json.loads(header_bytes)
+    except ValueError:  # signed, so only a producer bug gets here
+        raise _refuse(path, "the header is not JSON") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise _refuse(path, f"the header is not a {FORMAT} header")
+    return Manifest(path, header, body_offset, size, body_sha, records_sha)
+
+
+class _LineSink(io.RawIOBase):
+    """pyrage writes the plaintext here; complete lines go to a callback in batches."""
+
+    def __init__(self, on_lines: Callable[[list[bytes]], None], batch_bytes: int) -> None:
+        self.on_lines = on_lines
+        self.batch_bytes = batch_bytes
+        self.buffer = bytearray()
+        self.digest = hashlib.sha256()
+        self.error: BaseException | None = None
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        try:
+            self.digest.update(data)
+            self.buffer += data
+            if len(self.buffer) >= self.batch_bytes:
+                self._flush_lines()
+        except BaseException as exc:  # kept, re-raised after pyrage returns
+            self.error = exc
+            raise
+        return len(data)
+
+    def _flush_lines(self) -> None:
+        cut = self.buffer.rfind(b"\n") + 1
+        if cut:
+            lines = bytes(self.buffer[:cut]).split(b"\n")[:-1]
+            del self.buffer[:cut]
+            self.on_lines(lines)
+
+    def finish(self) -> None:
+        self._flush_lines()
+        if self.buffer:
+            raise PrintpipeError("the decrypted body does not end with a line end")
+
+
+class _HashingReader(io.RawIOBase):
+    """Reads the age body from the file, hashing it again as it is decrypted."""
+
+    def __init__(self, handle: BinaryIO) -> None:
+        self.handle = handle
+        self.digest = hashlib.sha256()
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        data = self.handle.read(len(buffer))
+        self.digest.update(data)
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def decrypt_manifest(
+    manifest: Manifest,
+    identity: x25519.Identity,
+    on_lines: Callable[[list[bytes]], None],
+    batch_bytes: int = 4 << 20,
+) -> None:
+    """Stream the plaintext lines (the CSV header row included) of a verified manifest.
+
+    Raises PrintpipeError if the body cannot be decrypted with ``identity`` or if what was
+    decrypted is not what the producer signed; the caller must discard what it received.
+    """
+    sink = _LineSink(on_lines, batch_bytes)
+    path = manifest.path
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(manifest.body_offset)
+            reader = _HashingReader(handle)
+            try:
+                pyrage.decrypt_io(reader, sink, [identity])
+            except Exception as exc:
+                if sink.error is not None:
+                    raise sink.error from None
+                raise _refuse(
+                    path,
+                    "the body does not decrypt with this identity "
+                    f"(wrong lottery key, or not for this lottery): {exc}",
+                ) from None
+    except OSError as exc:
+        raise PrintpipeError(f"cannot read manifest {path}: {exc.strerror}") from None
+    sink.finish()
+    if reader.digest.hexdigest() != manifest.body_sha256:
+        raise _refuse(path, "the file changed while it was read")
+    if sink.digest.hexdigest() != manifest.records_sha256:
+        raise _refuse(path, "the decrypted records do not match their signed SHA-256")
+
+
+# -- checking records ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ParsedRecords:
+    """A batch of checked records: ticket keys, prizes, VIRNs and the exact lines."""
+
+    keys: np.ndarray  # int64: game * 10**9 + pack * 10**3 + ticket
+    pack_number: np.ndarray
+    prize_eur: np.ndarray
+    virn: np.ndarray
+    tier_counts: np.ndarray
+    lines: list[bytes]
+
+
+class RecordChecker:
+    """Parses the plaintext of a manifest and proves every row is what the header says.
+
+    A row is accepted only if re-encoding its parsed values gives back its exact bytes (so
+    serial, check digit, pool and formatting are all canonical), it lies in the header's
+    pack range in block order, and the game's rules give its recorded prize.
+    """
+
+    def __init__(self, game: Game, manifest: Manifest) -> None:
+        self.game = game
+        self.definition = game.definition
+        self.manifest = manifest
+        header = manifest.header
+        definition = self.definition
+        game_header = header.get("game", {})
+        if game_header.get("id") != definition.id:
+            raise _refuse(
+                manifest.path, f"it is of game {game_header.get('id')!r}, not {definition.id}"
+            )
+        if game_header.get("definition_sha256") != definition.source_sha256:
+            raise _refuse(
+                manifest.path,
+                f"it was made with another definition of {definition.id} than this one",
+            )
+        if header.get("columns") != record_columns(definition):
+            raise _refuse(manifest.path, "its columns are not this game's")
+        self.block = int(header["block"])
+        packs = header["packs"]
+        self.first, self.last = int(packs["first"]), int(packs["last"])
+        self.expected = int(header["records"])
+        self.seen = 0
+        self.header_seen = False
+        self.tier_counts = np.zeros(len(definition.tier_amounts), dtype=np.int64)
+        self.symbol_index = {code: i for i, code in enumerate(definition.symbol_codes)}
+        self.variant_index = {v: i for i, v in enumerate(definition.variants)}
+        self.amount_tier = {int(a): t for t, a in enumerate(definition.tier_amounts)}
+
+    def error(self, problem: str) -> PrintpipeError:
+        return _refuse(self.manifest.path, problem)
+
+    def parse(self, lines: list[bytes]) -> ParsedRecords:
+        definition = self.definition
+        if not self.header_seen:
+            if not lines or lines[0] + b"\n" != header_row(definition):
+                raise self.error("the decrypted body does not start with the column row")
+            lines = lines[1:]
+            self.header_seen = True
+        n = len(lines)
+        size = definition.block.pack_size
+        width = definition.symbol_width
+        index = self.seen + np.arange(n, dtype=np.int64)
+        block_pack = self.first + index // size
+        ticket = index % size
+        if n and block_pack[-1] > self.last:
+            raise self.error("it holds more records than its header says")
+        variant = np.empty(n, dtype=np.int64)
+        symbols = np.empty((n, width), dtype=np.int64)
+        prize = np.empty(n, dtype=np.int64)
+        virn = np.empty(n, dtype=np.int64)
+        nfields = len(definition.fields)
+        sym = self.symbol_index
+        try:
+            for i, line in enumerate(lines):
+                parts = line.decode().split(",")
+                variant[i] = self.variant_index[parts[6]]
+                codes = " ".join(parts[7 : 7 + nfields]).split(" ")
+                symbols[i] = [sym[c] for c in codes]
+                prize[i] = int(parts[7 + nfields])
+                virn[i] = int(parts[8 + nfields])
+        except (KeyError, ValueError, IndexError, UnicodeDecodeError):
+            raise self.error(f"record {self.seen + i + 1} is malformed") from None
+        if n and (virn.min() < 0 or virn.max() >= 10**10 or prize.min() < 0):
+            raise self.error("a record has an out-of-range VIRN or prize")
+        rows = RecordColumns(self.block, block_pack, ticket, variant, symbols, prize, virn)
+        canonical = encode_records(definition, rows).split(b"\n")[:-1]
+        for i, (got, want) in enumerate(zip(lines, canonical, strict=True)):
+            if got != want:
+                raise self.error(
+                    f"record {self.seen + i + 1} is not the record of ticket "
+                    f"{want.split(b',')[0].decode()} in canonical form"
+                )
+        evaluation = self.game.evaluate(variant, symbols)
+        wrong = np.flatnonzero(evaluation.prize_eur != prize)
+        if len(wrong):
+            i = int(wrong[0])
+            raise self.error(
+                f"ticket {canonical[i].split(b',')[0].decode()}: its symbols win "
+                f"{int(evaluation.prize_eur[i])} EUR by the rules, "
+                f"the manifest says {int(prize[i])}"
+            )
+        tiers = np.array([self.amount_tier.get(int(p), -1) for p in np.unique(prize)])
+        if (tiers < 0).any():
+            raise self.error("a record's prize is not in the prize table")
+        lookup = np.zeros(int(prize.max(initial=0)) + 1, dtype=np.int64)
+        for amount, tier in self.amount_tier.items():
+            if amount < len(lookup):
+                lookup[amount] = tier
+        counts = np.bincount(lookup[prize], minlength=len(self.tier_counts))
+        self.tier_counts += counts
+        self.seen += n
+        pack_number = (self.block - 1) * definition.block.packs + block_pack
+        keys = definition.number * 10**9 + pack_number * 10**3 + ticket
+        return ParsedRecords(keys, pack_number, prize, virn, counts, lines)
+
+    def finish(self) -> None:
+        """After the last batch: the counts and totals must be those of the signed header."""
+        if not self.header_seen:
+            raise self.error("the decrypted body is empty")
+        if self.seen != self.expected:
+            raise self.error(f"it holds {self.seen} records, its header says {self.expected}")
+        table = prize_table(self.definition, self.tier_counts)
+        header = self.manifest.header
+        if table["tiers"] != header.get("tiers") or table["totals"] != header.get("totals"):
+            raise self.error("the records' prize counts differ from the signed prize table")
+
+
+# -- auditor's CSV ---------------------------------------------------------------------------
+
+
+def export_csv(manifest: Manifest, game: Game, identity: x25519.Identity, out: Path) -> int:
+    """Write the auditor's CSV (the checked plaintext); nothing is left at ``out`` on error."""
+    checker = RecordChecker(game, manifest)
+    tmp = out.parent / f".{out.name}.partial-{os.getpid()}"
+    try:
+        with open(tmp, "wb") as handle:
+            handle.write(header_row(game.definition))
+
+            def on_lines(lines: list[bytes]) -> None:
+                parsed = checker.parse(lines)
+                handle.write(b"".join(line + b"\n" for line in parsed.lines))
+
+            decrypt_manifest(manifest, identity, on_lines)
+            checker.finish()
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, out)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise PrintpipeError(f"cannot write {out}: {exc.strerror or exc}") from None
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    return checker.seen
+
+
+def describe(manifest: Manifest) -> str:
+    """The verified header, for a person."""
+    h = manifest.header
+    packs = h["packs"]
+    totals = h["totals"]
+    lines = [
+        f"manifest {manifest.path}: signature and body hash OK ({h['kind']} manifest, {FORMAT})",
+        f"game {h['game']['id']} ({h['game']['number']}), block {h['block']}, "
+        f"packs {packs['first']} to {packs['last']} "
+        f"(pack numbers {packs['first_pack_number']:06d} to {packs['last_pack_number']:06d})",
+        f"records {h['records']:,}: {totals['winning_tickets']:,} winning, "
+        f"{totals['prize_eur']:,} EUR",
+    ]
+    for tier in h["tiers"]:
+        if tier["amount_eur"]:
+            amount, count, total = tier["amount_eur"], tier["tickets"], tier["total_eur"]
+            lines.append(f"  {amount:>7,} EUR x {count:>7,} = {total:>10,} EUR")
+    lines.append(f"print files: {len(h['print_files'])}")
+    for entry in h["print_files"]:
+        lines.append(f"  {entry['sha256']}  {entry['path']}")
+    lines.append(f"records sha256 {manifest.records_sha256}")
+    lines.append(
+        f"age body: {manifest.body_bytes:,} bytes from byte {manifest.body_offset} "
+        f"(tail -c +{manifest.body_offset + 1} FILE | age -d -i lottery.age)"
+    )
+    return "\n".join(lines)

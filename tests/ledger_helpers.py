@@ -1,0 +1,58 @@
+"""Helpers shared by the manifest and validation tests: small stores, codes, tier samples."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from printpipe.block import PackRange
+from printpipe.games.base import Game
+from printpipe.generate import generate_block
+from printpipe.ids import TicketId
+from printpipe.keys import LOTTERY_RECIPIENT, load_lottery_recipient, load_secrets, load_signing_key
+from printpipe.plan import plan_block
+from printpipe.rng import derive_block_key
+from printpipe.store import BlockStore
+
+
+def generate_store(game: Game, keys: Path, out: Path, packs: PackRange, block: int = 1) -> Path:
+    """A block store of ``packs`` with its block manifest, as ``printpipe generate`` does."""
+    generate_block(
+        game,
+        load_secrets(keys),
+        load_signing_key(keys),
+        block,
+        out,
+        packs,
+        show_progress=False,
+        manifest_recipient=load_lottery_recipient(keys / LOTTERY_RECIPIENT),
+    )
+    return out
+
+
+def packs_of_every_tier(game: Game, keys: Path, block: int = 1) -> dict[int, int]:
+    """For each tier, one pack (1-based, block-relative) holding a ticket of it, from the plan."""
+    secrets = load_secrets(keys)
+    definition = game.definition
+    key = derive_block_key(secrets.producer, secrets.lottery, definition.number, block)
+    per_pack = plan_block(definition, key).variant_counts.sum(axis=2)  # (packs, tiers)
+    return {
+        tier: int(np.flatnonzero(per_pack[:, tier])[0]) + 1 for tier in range(per_pack.shape[1])
+    }
+
+
+def copy_store(source: Path, target: Path) -> Path:
+    shutil.copytree(source, target)
+    return target
+
+
+def ticket_codes(store: BlockStore, game: Game, row: int) -> tuple[TicketId, str, str, int]:
+    """Ticket id, validation code, inventory code and prize of store row ``row``."""
+    definition = game.definition
+    tickets = store.read()
+    first = store.summary["packs"]["first_pack_number"]
+    ticket = TicketId(definition.number, first + row // store.pack_size, row % store.pack_size)
+    prize = int(definition.tier_amounts[int(tickets.tier[row])])
+    return ticket, ticket.validation_code(int(tickets.virn[row])), ticket.inventory_code, prize

@@ -1,0 +1,406 @@
+"""The validation database: import, pack states, validate, claim, locks, audit log, fuzz."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from printpipe.block import PackRange
+from printpipe.errors import PrintpipeError
+from printpipe.ids import TicketId, mod97_check
+from printpipe.keys import (
+    LOTTERY_IDENTITY,
+    LOTTERY_RECIPIENT,
+    PRODUCER_SIGNING_PUB,
+    load_lottery_identity,
+    load_lottery_recipient,
+    load_producer_public_key,
+    load_signing_key,
+)
+from printpipe.manifest import BLOCK_MANIFEST, verify_manifest, write_run_manifest
+from printpipe.store import BlockStore
+from printpipe.validation import Ledger
+from tests.conftest import run_cli
+from tests.ledger_helpers import copy_store, generate_store, packs_of_every_tier, ticket_codes
+
+ANSWER_PREFIXES = (
+    "WIN ",
+    "NO WIN",
+    "ALREADY PAID ",
+    "PACK NOT ACTIVATED",
+    "INVALID CODE",
+    "UNKNOWN TICKET",
+    "WRONG VALIDATION NUMBER",
+    "LOCKED",
+    "SPECIMEN, NOT VALID",
+    "PACK ISSUED",
+    "PACK ACTIVATED",
+    "PACK SETTLED",
+)
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory, game, keys_dir) -> list[Path]:
+    """Packs 1:8, plus one single-pack store for every tier the first 8 packs lack."""
+    root = tmp_path_factory.mktemp("v")
+    stores = [generate_store(game, keys_dir, root / "p1-8", PackRange(1, 8))]
+    for pack in sorted(set(packs_of_every_tier(game, keys_dir).values())):
+        if pack > 8:
+            stores.append(generate_store(game, keys_dir, root / f"p{pack}", PackRange(pack, pack)))
+    return stores
+
+
+def _import(db: Path, manifest: Path, keys: Path) -> subprocess.CompletedProcess:
+    return run_cli("ledger", "import", str(manifest), "--keys", str(keys), "--db", str(db))
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory, stores, keys_dir) -> Path:
+    path = tmp_path_factory.mktemp("db") / "ledger.sqlite"
+    for store in stores:
+        result = _import(path, store / BLOCK_MANIFEST, keys_dir)
+        assert result.returncode == 0, result.stderr
+    return path
+
+
+def _samples(stores: list[Path], game) -> list[tuple[TicketId, str, str, int, Path]]:
+    """A few tickets of every tier (losers included) with their codes and true prizes."""
+    out = []
+    for store_dir in stores:
+        store = BlockStore.open(store_dir)
+        tiers = np.asarray(store.read().tier)
+        for tier in np.unique(tiers):
+            for row in np.flatnonzero(tiers == tier)[:2]:
+                out.append((*ticket_codes(store, game, int(row)), store_dir))
+    return out
+
+
+def _rules_prize(game, store_dir: Path, ticket: TicketId) -> int:
+    """The prize the rules give for the symbols the store holds (what is printed)."""
+    store = BlockStore.open(store_dir)
+    first = store.summary["packs"]["first_pack_number"]
+    row = (ticket.pack - first) * store.pack_size + ticket.ticket
+    tickets = store.read()
+    evaluation = game.evaluate(tickets.variant[row : row + 1], tickets.symbols[row : row + 1])
+    return int(evaluation.prize_eur[0])
+
+
+def test_round_trip_every_tier(db, stores, game, tmp_path):
+    work = tmp_path / "ledger.sqlite"
+    work.write_bytes(db.read_bytes())
+    samples = _samples(stores, game)
+    amounts = {prize for *_, prize, _ in samples}
+    assert amounts == set(game.definition.tier_amounts.tolist())  # every tier, losers too
+    with Ledger(work) as book:
+        for _ticket, code, inventory, _prize, _ in samples:
+            assert book.validate(code, "t").text == "PACK NOT ACTIVATED"
+            assert book.validate(inventory, "t").text == "PACK ISSUED"
+        packs = sorted({f"{t.pack:06d}" for t, *_ in samples})
+        book.set_pack_state(packs, "activated", "t")
+        for ticket, code, inventory, prize, store_dir in samples:
+            assert prize == _rules_prize(game, store_dir, ticket)
+            answer = book.validate(code, "t")
+            if prize == 0:
+                assert answer.text == "NO WIN"
+            elif prize <= 150:
+                assert answer.text == f"WIN {prize}"
+            else:
+                assert answer.text == f"WIN {prize} - claim at the lottery"
+            inv = book.validate(inventory, "t")
+            assert inv.text == "PACK ACTIVATED" and inv.amount_eur is None
+            assert str(prize) not in json.dumps(inv.as_json()).replace(ticket.serial, "")
+
+
+def test_cli_answers_specimens_bad_and_unknown_codes(db, stores, game, keys_dir, tmp_path):
+    work = tmp_path / "ledger.sqlite"
+    work.write_bytes(db.read_bytes())
+    _ticket, code, inventory, _prize, _ = _samples(stores, game)[3]
+    specimen = TicketId(412, 0, 5)
+    unknown = TicketId(412, 999_999, 5)
+    cases = {
+        specimen.validation_code(123): "SPECIMEN, NOT VALID",
+        specimen.inventory_code: "SPECIMEN, NOT VALID",
+        unknown.validation_code(123): "UNKNOWN TICKET",
+        unknown.inventory_code: "UNKNOWN TICKET",
+        code[:-1] + str((int(code[-1]) + 1) % 10): "INVALID CODE",
+        code[:24]: "INVALID CODE",
+        "abc": "INVALID CODE",
+        "-x": "INVALID CODE",
+        inventory[:-1] + str((int(inventory[-1]) + 1) % 10): "INVALID CODE",
+        code: "PACK NOT ACTIVATED",
+    }
+    for given_code, want in cases.items():
+        result = run_cli("validate", given_code, "--db", str(work), "--terminal", "T1")
+        assert result.stdout.strip() == want, given_code
+        assert result.returncode == 1 and "Traceback" not in result.stderr
+    result = run_cli("validate", inventory, "--db", str(work), "--json")
+    assert result.returncode == 0
+    data = json.loads(result.stdout)
+    assert data["text"] == "PACK ISSUED" and "amount_eur" not in data
+    result = run_cli("validate", code, "--db", str(tmp_path / "missing.sqlite"))
+    assert result.returncode == 1 and "not found" in result.stderr
+    assert not (tmp_path / "missing.sqlite").exists()
+
+
+def test_claim_pays_once_and_respects_the_retailer_limit(db, stores, game, tmp_path):
+    work = tmp_path / "ledger.sqlite"
+    work.write_bytes(db.read_bytes())
+    samples = _samples(stores, game)
+    small = next(s for s in samples if 0 < s[3] <= 150)
+    big = next(s for s in samples if s[3] > 150)
+    loser = next(s for s in samples if s[3] == 0)
+    with Ledger(work) as book:
+        book.set_pack_state(sorted({f"{s[0].pack:06d}" for s in samples}), "activated", "L")
+        assert book.claim(small[2], "T1").text == "INVALID CODE"  # the inventory code never pays
+        paid = book.claim(small[1], "T1")
+        assert paid.text == f"PAID {small[3]}"
+        again = book.claim(small[1], "T2")
+        assert again.text == f"ALREADY PAID {paid.paid_at} T1"
+        assert book.validate(small[1], "T3").text == again.text
+        assert book.claim(big[1], "T1").text == f"WIN {big[3]} - claim at the lottery"
+        assert book.claim(big[1], "OFFICE", office=True).text == f"PAID {big[3]}"
+        assert book.claim(loser[1], "T1").text == "NO WIN"
+        book.configure(1000, None, "L")
+        assert book.settings.retailer_limit_eur == 1000
+        payments = book.conn.execute("SELECT COUNT(*), SUM(amount_eur) FROM payments").fetchone()
+        assert payments == (2, small[3] + big[3])
+        actions = book.conn.execute("SELECT action, answer FROM audit_log").fetchall()
+        assert ("claim", f"PAID {small[3]}") in actions
+        for statement in ("UPDATE audit_log SET answer = 'x'", "DELETE FROM audit_log"):
+            with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+                book.conn.execute(statement)
+        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
+            book.conn.execute("DELETE FROM payments")
+
+
+def test_wrong_virns_are_counted_and_lock_the_ticket(db, stores, game, tmp_path):
+    work = tmp_path / "ledger.sqlite"
+    work.write_bytes(db.read_bytes())
+    ticket, code, _, _prize, _ = next(s for s in _samples(stores, game) if s[3] > 0)
+    virn = int(code[13:23])
+    wrong = [ticket.validation_code((virn + k) % 10**10) for k in (1, 2, 3)]
+    config = ["ledger", "config", "--db", str(work), "--max-virn-failures", "3"]
+    assert "lock after 3" in run_cli(*config, check=True).stdout
+    with Ledger(work) as book:
+        book.set_pack_state([f"{ticket.pack:06d}"], "activated", "L")
+        assert [book.validate(c, "T").text for c in wrong] == ["WRONG VALIDATION NUMBER"] * 3
+        assert book.validate(code, "T").text == "LOCKED"
+        assert book.claim(code, "T").text == "LOCKED"
+        failures = book.conn.execute("SELECT failures FROM virn_failures").fetchall()
+        assert failures == [(3,)]
+
+
+def test_pack_states_move_forward_only_all_or_none(db, tmp_path):
+    work = tmp_path / "ledger.sqlite"
+    work.write_bytes(db.read_bytes())
+    packs = ["packs", "--db", str(work)]
+    result = run_cli("packs", "settle", "--db", str(work), "000001")
+    assert result.returncode == 1 and "only an activated pack can be settled" in result.stderr
+    result = run_cli("packs", "activate", "--db", str(work), "000001", "777777")
+    assert result.returncode == 1 and "777777" in result.stderr
+    with Ledger(work) as book:  # all or none: 000001 is still issued
+        assert book.conn.execute("SELECT state FROM packs WHERE pack = 1").fetchone() == ("issued",)
+    del packs
+    run_cli("packs", "activate", "--db", str(work), "000001", "0412-000002", check=True)
+    out = run_cli("packs", "settle", "--db", str(work), "1", check=True).stdout
+    assert out.strip() == "pack 0412-000001: settled"
+    result = run_cli("packs", "activate", "--db", str(work), "1")
+    assert result.returncode == 1 and "is settled" in result.stderr
+
+
+def test_overlapping_manifests_must_agree(stores, keys_dir, game, tmp_path):
+    work = tmp_path / "ledger.sqlite"
+    base = stores[0]
+    assert _import(work, base / BLOCK_MANIFEST, keys_dir).returncode == 0
+    result = _import(work, base / BLOCK_MANIFEST, keys_dir)
+    assert result.returncode == 0 and "already imported" in result.stdout
+    store = BlockStore.open(base)
+    recipient = load_lottery_recipient(keys_dir / LOTTERY_RECIPIENT)
+    signing = load_signing_key(keys_dir)
+    run = tmp_path / "run.ppm"
+    write_run_manifest(run, store, PackRange(3, 5), recipient, signing, [])
+    assert (
+        "(0 new)"
+        in run_cli(
+            "ledger", "import", str(run), "--keys", str(keys_dir), "--db", str(work), check=True
+        ).stdout
+    )
+    # A properly signed manifest whose VIRN for one ticket differs: refused, nothing added.
+    changed = copy_store(base, tmp_path / "changed")
+    virn = np.load(changed / "virn.npy", mmap_mode="r+")
+    virn[300] = (int(virn[300]) + 1) % 10**10
+    virn.flush()
+    del virn
+    conflicting = tmp_path / "conflict.ppm"
+    write_run_manifest(
+        conflicting, BlockStore.open(changed), PackRange(1, 8), recipient, signing, []
+    )
+    with Ledger(work) as book:
+        before = book.conn.execute("SELECT COUNT(*) FROM manifests").fetchone()
+    result = _import(work, conflicting, keys_dir)
+    assert result.returncode == 1 and "differs from the one already imported" in result.stderr
+    with Ledger(work) as book:
+        assert book.conn.execute("SELECT COUNT(*) FROM manifests").fetchone() == before
+
+
+def test_a_signed_manifest_whose_prize_breaks_the_rules_is_refused(stores, keys_dir, tmp_path):
+    changed = copy_store(stores[0], tmp_path / "cheat")
+    tier = np.load(changed / "tier.npy", mmap_mode="r+")
+    loser = int(np.flatnonzero(tier == 0)[0])
+    tier[loser] = 1  # a loser recorded as the 15,000 EUR lot
+    tier.flush()
+    del tier
+    path = tmp_path / "cheat.ppm"
+    write_run_manifest(
+        path,
+        BlockStore.open(changed),
+        PackRange(1, 8),
+        load_lottery_recipient(keys_dir / LOTTERY_RECIPIENT),
+        load_signing_key(keys_dir),
+        [],
+    )
+    work = tmp_path / "ledger.sqlite"
+    result = _import(work, path, keys_dir)
+    assert result.returncode == 1 and "by the rules" in result.stderr
+    assert "Traceback" not in result.stderr
+    with sqlite3.connect(work) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM tickets").fetchone() == (0,)
+
+
+def test_import_with_the_wrong_identity_writes_no_rows(stores, tmp_path, keys_dir):
+    from printpipe.keys import init_keys
+
+    strangers = tmp_path / "strangers"
+    init_keys(strangers)
+    work = tmp_path / "ledger.sqlite"
+    result = run_cli(
+        "ledger", "import", str(stores[0] / BLOCK_MANIFEST), "--keys", str(keys_dir),
+        "--identity", str(strangers / LOTTERY_IDENTITY), "--db", str(work),
+    )  # fmt: skip
+    assert result.returncode == 1 and "identity" in result.stderr
+    with sqlite3.connect(work) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM tickets").fetchone() == (0,)
+
+
+CLAIMER = """
+import sys
+from printpipe.cli import main
+sys.argv = ["printpipe", "claim", sys.argv[1], "--db", sys.argv[2], "--terminal", sys.argv[3]]
+sys.stdin.readline()  # start together
+main()
+"""
+
+
+def test_sixteen_concurrent_claims_pay_exactly_once(db, stores, game, tmp_path):
+    work = tmp_path / "ledger.sqlite"
+    work.write_bytes(db.read_bytes())
+    ticket, code, _, prize, _ = next(s for s in _samples(stores, game) if 0 < s[3] <= 150)
+    run_cli("packs", "activate", "--db", str(work), f"{ticket.pack:06d}", check=True)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CLAIMER, code, str(work), f"T{i:02d}"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for i in range(16)
+    ]
+    for proc in procs:  # all are running and waiting; release them at once
+        proc.stdin.write("go\n")
+        proc.stdin.flush()
+    results = [proc.communicate(timeout=120) for proc in procs]
+    answers = [out.strip() for out, _ in results]
+    assert all("Traceback" not in err for _, err in results)
+    paid = [a for a in answers if a == f"PAID {prize}"]
+    already = [a for a in answers if a.startswith("ALREADY PAID ")]
+    assert len(paid) == 1 and len(already) == 15, answers
+    assert [p.returncode for p in procs].count(0) == 1
+    with Ledger(work) as book:
+        assert book.conn.execute("SELECT COUNT(*) FROM payments").fetchone() == (1,)
+        claims = book.conn.execute("SELECT COUNT(*) FROM audit_log WHERE action = 'claim'")
+        assert claims.fetchone() == (16,)
+
+
+@pytest.fixture(scope="module")
+def fuzz_book(db, stores, game, tmp_path_factory):
+    work = tmp_path_factory.mktemp("fuzz") / "ledger.sqlite"
+    work.write_bytes(db.read_bytes())
+    book = Ledger(work)
+    samples = _samples(stores, game)
+    book.set_pack_state(sorted({f"{s[0].pack:06d}" for s in samples}), "activated", "L")
+    book.configure(None, 10**6, "L")  # fuzzing must not lock the tickets it checks
+    yield book, samples
+    book.close()
+
+
+def _mutations(samples):
+    codes = [s[1] for s in samples]
+    digits = st.text("0123456789", min_size=0, max_size=30)
+    valid_unknown = st.builds(
+        lambda p, t, v: TicketId(412, p, t).validation_code(v),
+        st.integers(0, 999_999),
+        st.integers(0, 999),
+        st.integers(0, 10**10 - 1),
+    )
+    wrong_virn = st.builds(
+        lambda s, v: s[0].validation_code(v), st.sampled_from(samples), st.integers(0, 10**10 - 1)
+    )
+    edited = st.builds(
+        lambda c, i, d: c[:i] + d + c[i + 1 :],
+        st.sampled_from(codes),
+        st.integers(0, 24),
+        st.sampled_from("0123456789x -"),
+    )
+    recheck = st.builds(  # right check digits over an edited body
+        lambda c, i, d: (b := (c[:i] + d + c[i + 1 : 23])) + f"{mod97_check(b):02d}",
+        st.sampled_from(codes),
+        st.integers(0, 22),
+        st.sampled_from("0123456789"),
+    )
+    return st.one_of(st.text(max_size=40), digits, valid_unknown, wrong_virn, edited, recheck)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck))
+@given(data=st.data())
+def test_fuzzed_codes_never_crash_and_never_give_a_wrong_prize(fuzz_book, data):
+    book, samples = fuzz_book
+    code = data.draw(_mutations(samples))
+    answer = book.validate(code, "fuzz")
+    assert answer.text.startswith(ANSWER_PREFIXES)
+    if answer.outcome in ("WIN", "WIN_AT_LOTTERY", "NO_WIN"):
+        truth = {s[1]: s[3] for s in samples}
+        assert code.strip() in truth, code  # only a sampled ticket's exact code can win
+        assert answer.amount_eur == truth[code.strip()]
+    if len(code.strip()) == 14:
+        assert answer.amount_eur is None
+
+
+def test_validate_errors_are_one_line(tmp_path):
+    bad = tmp_path / "not.sqlite"
+    bad.write_bytes(b"not a database at all" * 100)
+    result = run_cli("validate", "1" * 25, "--db", str(bad))
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    with pytest.raises(PrintpipeError):
+        Ledger(tmp_path / "absent.sqlite")
+
+
+def test_verify_then_import_api(stores, keys_dir, game, tmp_path):
+    manifest = verify_manifest(
+        stores[0] / BLOCK_MANIFEST, load_producer_public_key(keys_dir / PRODUCER_SIGNING_PUB)
+    )
+    with Ledger(tmp_path / "l.sqlite", create=True) as book:
+        text = book.import_manifest(
+            manifest, game, load_lottery_identity(keys_dir / LOTTERY_IDENTITY)
+        )
+        assert "1,000 records (1,000 new)" in text
+        assert book.conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
