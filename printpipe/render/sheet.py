@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from reportlab.pdfgen.canvas import Canvas
 
 from printpipe.errors import PrintpipeError
-from printpipe.render.ticket import TicketFace, TicketRenderer
 from printpipe.render.template import MM, Template
+from printpipe.render.ticket import TicketFace, TicketRenderer
 
 SHEETS = {"A3": (297.0, 420.0), "SRA3": (320.0, 450.0)}
 REGISTRATION = (1, 1, 1, 1)
@@ -123,7 +123,12 @@ def _define_marks(c: Canvas, name: str, places: Sequence[tuple[float, float]], t
     c.setLineWidth(0.25)
     ops = []
     for x, y in places:
-        for cx, cy, dx, dy in ((x, y, -1, -1), (x + w, y, 1, -1), (x, y + h, -1, 1), (x + w, y + h, 1, 1)):
+        for cx, cy, dx, dy in (
+            (x, y, -1, -1),
+            (x + w, y, 1, -1),
+            (x, y + h, -1, 1),
+            (x + w, y + h, 1, 1),
+        ):
             ops.append(f"{cx + dx * start:.2f} {cy:.2f} m {cx + dx * end:.2f} {cy:.2f} l")
             ops.append(f"{cx:.2f} {cy + dy * start:.2f} m {cx:.2f} {cy + dy * end:.2f} l")
     c.addLiteral("\n".join(ops) + "\nS")

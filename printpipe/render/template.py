@@ -106,7 +106,10 @@ def load_template(path: Path) -> Template:
     front = {name: reader.rect(f"front.{name}") for name in FRONT_ZONES}
     back = {name: reader.rect(f"back.{name}") for name in BACK_ZONES}
     paws = reader.table("front.paws")
-    cols, rows = int(reader.number(paws, "front.paws.cols")), int(reader.number(paws, "front.paws.rows"))
+    cols, rows = (
+        int(reader.number(paws, "front.paws.cols")),
+        int(reader.number(paws, "front.paws.rows")),
+    )
     gap = reader.number(paws, "front.paws.gap")
     if cols * rows != 9:
         raise reader.error("front.paws", f"cols x rows must be 9 paw prints, not {cols * rows}")

@@ -75,7 +75,9 @@ class TicketFace:
     validation_text: str
 
     @staticmethod
-    def of(game_number: int, pack: int, ticket: int, variant: int, symbols, virn: int) -> TicketFace:
+    def of(
+        game_number: int, pack: int, ticket: int, variant: int, symbols, virn: int
+    ) -> TicketFace:
         """The face of ticket ``ticket`` of printed pack number ``pack``."""
         ticket_id = TicketId(game_number, pack, ticket)
         return TicketFace(
@@ -216,14 +218,24 @@ class TicketRenderer:
         self.serial_label_x = x + (w - label_w - serial_w) / 2
         self.serial_x = self.serial_label_x + label_w
         self.serial_y = y + (h - self.serial_pt * 0.7) / 2
-        self.scratch_rects = "".join(
-            "{:.2f} {:.2f} {:.2f} {:.2f} re\n".format(*t.box(zone)) for zone in t.scratch_zones()
-        ) + "f\n"
+        self.scratch_rects = (
+            "".join(
+                "{:.2f} {:.2f} {:.2f} {:.2f} re\n".format(*t.box(zone))
+                for zone in t.scratch_zones()
+            )
+            + "f\n"
+        )
 
     # -- static forms ---------------------------------------------------------------------------
     def _text_fit(
-        self, text: str, zone: tuple[float, float, float, float], font: str, size: float,
-        colour: tuple[float, float, float, float] = K, centred: bool = False, leading: float = 1.15,
+        self,
+        text: str,
+        zone: tuple[float, float, float, float],
+        font: str,
+        size: float,
+        colour: tuple[float, float, float, float] = K,
+        centred: bool = False,
+        leading: float = 1.15,
     ) -> None:
         """Wrap ``text`` into the zone, shrinking the type until it fits."""
         x, y, w, h = zone
@@ -307,9 +319,7 @@ class TicketRenderer:
         c.setFont(fonts["bold"], min(label_h * 0.6, 6.5))
         c.drawCentredString(x + w / 2, y + h - label_h * 0.72, front["validation_label"])
         c.rect(*t.box(t.validation_scratch), stroke=0, fill=1)
-        self._text_fit(
-            front["legal"], t.box(t.front["legal"]), fonts["regular"], 5.5, centred=True
-        )
+        self._text_fit(front["legal"], t.box(t.front["legal"]), fonts["regular"], 5.5, centred=True)
         c.endForm()
         return name
 
@@ -321,7 +331,9 @@ class TicketRenderer:
         rules = self.game.definition.raw["rules"]
         rows = [
             (f"{n} {words['winning_word']}", _fmt_eur(int(amount)))
-            for n, amount in sorted(rules["prize_by_winning_symbols"].items(), key=lambda i: int(i[0]))
+            for n, amount in sorted(
+                rules["prize_by_winning_symbols"].items(), key=lambda i: int(i[0])
+            )
         ]
         rows.append((f"{words['multiplier_word']} au bonus", f"gain x{rules['bonus_multiplier']}"))
         line = h / (len(rows) + 1.3)
@@ -361,12 +373,17 @@ class TicketRenderer:
         x, y, w, h = t.box(t.back["odds"])
         c.setFillColorCMYK(*WHITE)
         c.roundRect(x, y, w, h, 1.5 * MM, stroke=0, fill=1)
-        rows = [(f"{p.lots:,}".replace(",", " ") + " lots de", _fmt_eur(p.amount_eur)) for p in definition.prizes]
+        rows = [
+            (f"{p.lots:,}".replace(",", " ") + " lots de", _fmt_eur(p.amount_eur))
+            for p in definition.prizes
+        ]
         line = h / (len(rows) + 2.4)
         size = min(line * 0.8, 7)
         c.setFillColorCMYK(*K)
         c.setFont(fonts["bold"], size)
-        head = back["odds_title"].format(odds=odds, block_size=f"{definition.block.size:,}".replace(",", " "))
+        head = back["odds_title"].format(
+            odds=odds, block_size=f"{definition.block.size:,}".replace(",", " ")
+        )
         while stringWidth(head, fonts["bold"], size) > w - 2 * MM:
             size -= 0.1
         top = y + h - line
@@ -416,4 +433,3 @@ class TicketRenderer:
     def scratch_zone_boxes(self) -> list[tuple[float, float, float, float]]:
         """The scratch zones in points from the trim's bottom-left (for tests and proofs)."""
         return [self.t.box(zone) for zone in self.t.scratch_zones()]
-
