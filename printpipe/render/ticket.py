@@ -335,7 +335,14 @@ class TicketRenderer:
                 rules["prize_by_winning_symbols"].items(), key=lambda i: int(i[0])
             )
         ]
-        rows.append((f"{words['multiplier_word']} au bonus", f"gain x{rules['bonus_multiplier']}"))
+        rows.append(
+            (
+                f"{words['multiplier_word']} au bonus",
+                f"gain x{rules['bonus_multiplier']}"
+                if len(words["multiplier_word"]) < 7
+                else f"x{rules['bonus_multiplier']}",
+            )
+        )
         line = h / (len(rows) + 1.3)
         size = min(line * 0.78, 7)
         pad = 1.2 * MM
