@@ -265,6 +265,8 @@ def test_kill_midway_then_rerun_gives_the_clean_run(tmp_path, small_block, keys_
     names = sorted(p.name for p in clean.iterdir() if not p.name.startswith("."))
     assert names == sorted(p.name for p in crashed.iterdir() if not p.name.startswith("."))
     for name in names:
+        if name == "manifest.ppm":  # age encryption is randomised by design: compare the rest
+            continue
         assert _sha(clean / name) == _sha(crashed / name), name
     assert not list(crashed.glob(".*.partial-*"))
 

@@ -289,6 +289,7 @@ class TicketRenderer:
         c.restoreState()
         fmt = {
             "winning_plural": words["winning_plural"],
+            "winning_word": words["winning_word"],
             "multiplier": words["multiplier"],
             "box": words["box"],
             "multiplier_factor": self.game.definition.raw["rules"]["bonus_multiplier"],
