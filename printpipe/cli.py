@@ -10,10 +10,13 @@ import click
 
 from printpipe import __version__
 from printpipe.errors import PrintpipeError
+from printpipe.export import DEFAULT_CHUNK_PACKS
 from printpipe.keys import DEMO_KEYS_DIR, PRODUCER_SIGNING_PUB
 
 DEFAULT_GAME = "chien-chat"
 DEFAULT_OUT = Path("printpipe-out")
+RUN_EXPORT_PACKS = "1:200"
+"""What `printpipe run` exports: 200 packs, 25,000 tickets, a few seconds."""
 
 keys_option = click.option(
     "--keys",
@@ -106,13 +109,86 @@ def audit(
 
 
 @cli.command()
+@click.argument("block_dir", type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="PRINT_DIR: where the press PDFs, job.json and manifest.ppm go.",
+)
+@click.option("--packs", default=None, help="Only packs FIRST:LAST of the block (1-based).")
+@keys_option
+@click.option(
+    "--sheet", default="SRA3", show_default=True, help="Press sheet: A3, SRA3 or WxH (mm)."
+)
+@click.option(
+    "--template",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Ticket template [default: templates/GAME/ticket.toml].",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 256),
+    default=None,
+    help="Worker processes [default: all cores].",
+)
+@click.option(
+    "--chunk-packs",
+    type=click.IntRange(1, 2000),
+    default=DEFAULT_CHUNK_PACKS,
+    show_default=True,
+    help="Whole packs per PDF file.",
+)
+@click.option(
+    "--coating",
+    type=click.Choice(["plate", "panel", "none"]),
+    default="plate",
+    show_default=True,
+    help="plate: ScratchOff spot plate (press); panel: silver proof panels; none: revealed.",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def export(
+    block_dir: Path,
+    out_dir: Path,
+    packs: str | None,
+    keys_dir: Path,
+    sheet: str,
+    template: Path | None,
+    workers: int | None,
+    chunk_packs: int,
+    coating: str,
+    quiet: bool,
+) -> None:
+    """Press-ready PDFs of a block store (or a pack range), job.json and the run's manifest."""
+    _export(
+        block_dir, out_dir, packs, keys_dir, sheet, template, workers, chunk_packs, coating, quiet
+    )
+
+
+@cli.command()
 @click.option("--game", "game_id", default=DEFAULT_GAME, show_default=True)
 @click.option("--block", type=click.IntRange(1, 999), default=1, show_default=True)
 @keys_option
 @click.option("--out", type=click.Path(path_type=Path), default=DEFAULT_OUT, show_default=True)
+@click.option(
+    "--packs",
+    "export_packs",
+    default=RUN_EXPORT_PACKS,
+    show_default=True,
+    help="Packs to export to press PDFs at the end of the run.",
+)
 @quiet_option
-def run(game_id: str, block: int, keys_dir: Path, out: Path, quiet: bool) -> None:
-    """The main job on defaults: keys (demo ones if none), generate a block, audit it."""
+def run(
+    game_id: str, block: int, keys_dir: Path, out: Path, export_packs: str, quiet: bool
+) -> None:
+    """The main job on defaults: keys (demo ones if none), generate a block, audit it, export
+    the first packs to press PDFs."""
+    from printpipe.keys import ensure_demo_keys
+
+    if keys_dir == DEMO_KEYS_DIR:
+        ensure_demo_keys(keys_dir)
     block_dir = out / _block_dir_name(game_id, block)
     if (block_dir / "summary.json").exists():
         click.echo(f"block store {block_dir} exists: keeping it", err=True)
@@ -120,6 +196,56 @@ def run(game_id: str, block: int, keys_dir: Path, out: Path, quiet: bool) -> Non
         _generate(game_id, block, keys_dir, block_dir, None, False, quiet)
     if not _audit(block_dir, keys_dir / PRODUCER_SIGNING_PUB, quiet):
         sys.exit(1)
+    print_dir = out / f"{_block_dir_name(game_id, block)}-print"
+    _export(
+        block_dir,
+        print_dir,
+        export_packs,
+        keys_dir,
+        "SRA3",
+        None,
+        None,
+        DEFAULT_CHUNK_PACKS,
+        "plate",
+        quiet,
+    )
+
+
+def _export(
+    block_dir: Path,
+    out_dir: Path,
+    packs: str | None,
+    keys_dir: Path,
+    sheet: str,
+    template: Path | None,
+    workers: int | None,
+    chunk_packs: int,
+    coating: str,
+    quiet: bool,
+) -> None:
+    import time
+
+    from printpipe.export import export_block
+
+    started = time.perf_counter()
+    job = export_block(
+        block_dir,
+        out_dir,
+        packs,
+        keys_dir,
+        sheet,
+        template,
+        workers,
+        chunk_packs,
+        coating,
+        not quiet,
+    )
+    elapsed = time.perf_counter() - started
+    click.echo(
+        f"exported {job['tickets']:,} tickets (packs {job['packs']['first']} to "
+        f"{job['packs']['last']}) to {len(job['files'])} press PDF(s) in {out_dir} "
+        f"in {elapsed:.1f} s; job.json and {job['manifest']} written"
+    )
 
 
 def _block_dir_name(game_id: str, block: int) -> str:

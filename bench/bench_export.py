@@ -1,0 +1,188 @@
+"""Export benchmark: tickets/s with 1 and 2 workers, peak RSS per worker, PDF bytes per ticket,
+and the ratio to a minimal hand-written PDF writer drawing the same ticket in the same run.
+
+    python bench/bench_export.py [--packs 200] [--repeat 3]
+
+The hand-written writer is the pure-Python ceiling: the same per-ticket work (python-barcode
+modules, bars as ``re`` strings, 11 symbol form placements, two strings of digits, the front
+and back static forms placed by reference, Flate per page) with none of reportlab's canvas.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import zlib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from printpipe.block import PackRange  # noqa: E402
+from printpipe.export import export_block  # noqa: E402
+from printpipe.games import load_game  # noqa: E402
+from printpipe.generate import generate_block  # noqa: E402
+from printpipe.keys import init_keys, load_secrets, load_signing_key  # noqa: E402
+from printpipe.render.barcodes import bars_literal, code128_modules, itf_modules  # noqa: E402
+from printpipe.render.ticket import TicketFace  # noqa: E402
+from printpipe.store import BlockStore  # noqa: E402
+
+
+def hand_written_pdf(path: Path, faces: list[TicketFace], slots: int = 9) -> None:
+    """A minimal PDF writer: same sheets, same per-ticket operators, Helvetica (not embedded)."""
+    objects: list[bytes] = []
+
+    def add(body: bytes) -> int:
+        objects.append(body)
+        return len(objects)
+
+    forms = {}
+    for name in ["front0", "front1", "back", *[f"s{i}" for i in range(19)]]:
+        stream = b"0 0 0 0.2 k 0 0 20 20 re f"
+        forms[name] = add(
+            b"<< /Type /XObject /Subtype /Form /BBox [0 0 216 360] /Length %d >>\n"
+            b"stream\n%s\nendstream" % (len(stream), stream)
+        )
+    font = add(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    xobjects = b" ".join(b"/%s %d 0 R" % (n.encode(), i) for n, i in forms.items())
+    resources = add(b"<< /Font << /F1 %d 0 R >> /XObject << %s >> >>" % (font, xobjects))
+    pages_id = len(objects) + 1 + 0  # reserved below
+    objects.append(b"")  # placeholder for /Pages
+    kids = []
+    for start in range(0, len(faces), slots):
+        for side in ("front", "back"):
+            ops = []
+            for k, face in enumerate(faces[start : start + slots]):
+                x, y = 30 + (k % 3) * 250, 30 + (k // 3) * 400
+                ops.append(f"q 1 0 0 1 {x:.2f} {y:.2f} cm")
+                if side == "front":
+                    ops.append(f"/front{face.variant} Do")
+                    for j, s in enumerate(face.symbols):
+                        ops.append(f"q 1 0 0 1 {20 + j * 15:.2f} {100:.2f} cm /s{s} Do Q")
+                    ops.append("q 0 0 0 1 k 1 0 0 1 10 40 cm")
+                    ops.append(bars_literal(code128_modules(face.validation_code), 0.25, 8) + "Q")
+                    ops.append(f"BT /F1 6.5 Tf 20 30 Td ({face.validation_text}) Tj ET")
+                else:
+                    ops.append("/back Do q 0 0 0 1 k 1 0 0 1 10 40 cm")
+                    ops.append(bars_literal(itf_modules(face.inventory_code), 0.3, 12) + "Q")
+                    ops.append(f"BT /F1 8 Tf 20 30 Td ({face.serial}) Tj ET")
+                ops.append("Q")
+            data = zlib.compress("\n".join(ops).encode())
+            content = add(
+                b"<< /Length %d /Filter /FlateDecode >>\nstream\n%s\nendstream" % (len(data), data)
+            )
+            kids.append(
+                add(
+                    b"<< /Type /Page /Parent %d 0 R /MediaBox [0 0 907 1276] /Resources %d 0 R "
+                    b"/Contents %d 0 R >>" % (pages_id, resources, content)
+                )
+            )
+    objects[pages_id - 1] = b"<< /Type /Pages /Kids [%s] /Count %d >>" % (
+        b" ".join(b"%d 0 R" % k for k in kids),
+        len(kids),
+    )
+    catalog = add(b"<< /Type /Catalog /Pages %d 0 R >>" % pages_id)
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for i, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (i, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root %d 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        catalog,
+        xref,
+    )
+    path.write_bytes(bytes(out))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--packs", type=int, default=200)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:  # one export in a fresh process, so RUSAGE_CHILDREN is this run's workers
+        block, out, keys, workers = args.child.split(",")
+        started = time.perf_counter()
+        job = export_block(
+            Path(block), Path(out), None, Path(keys), workers=int(workers), show_progress=False
+        )
+        elapsed = time.perf_counter() - started
+        rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        size = sum(f["bytes"] for f in job["files"])
+        print(
+            json.dumps(
+                {"seconds": elapsed, "tickets": job["tickets"], "rss_mb": rss, "bytes": size}
+            )
+        )
+        return
+    game = load_game("chien-chat")
+    with tempfile.TemporaryDirectory() as tmp_text:
+        tmp = Path(tmp_text)
+        init_keys(tmp / "keys")
+        block = tmp / "block"
+        generate_block(
+            game,
+            load_secrets(tmp / "keys"),
+            load_signing_key(tmp / "keys"),
+            1,
+            block,
+            PackRange(1, args.packs),
+            show_progress=False,
+        )
+        store = BlockStore.open(block)
+        tickets = store.read()
+        faces = [
+            TicketFace.of(
+                412, 1 + i // 125, i % 125, tickets.variant[i], tickets.symbols[i], tickets.virn[i]
+            )
+            for i in range(min(len(tickets), 5000))
+        ]
+        rows: dict[str, list[float]] = {"1": [], "2": [], "ratio": [], "hand": []}
+        rss: dict[str, float] = {"1": 0.0, "2": 0.0}
+        per_ticket = 0.0
+        for run in range(args.repeat):
+            for workers in ("1", "2"):
+                out = tmp / f"print-{run}-{workers}"
+                text = subprocess.run(
+                    [
+                        sys.executable,
+                        __file__,
+                        "--child",
+                        f"{block},{out},{tmp / 'keys'},{workers}",
+                    ],
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                ).stdout
+                result = json.loads(text)
+                rows[workers].append(result["tickets"] / result["seconds"])
+                rss[workers] = max(rss[workers], result["rss_mb"])
+                per_ticket = result["bytes"] / result["tickets"]
+            started = time.perf_counter()
+            hand_written_pdf(tmp / "hand.pdf", faces)
+            hand_rate = len(faces) / (time.perf_counter() - started)
+            rows["hand"].append(hand_rate)
+            rows["ratio"].append(hand_rate / rows["1"][-1])
+    print(f"tickets exported per run: {args.packs * 125:,} (front + back, both barcodes)")
+    print(f"1 worker : {statistics.median(rows['1']):8,.0f} tickets/s (median of {args.repeat})")
+    print(f"2 workers: {statistics.median(rows['2']):8,.0f} tickets/s")
+    print(f"peak RSS per worker: {max(rss.values()):.0f} MB")
+    print(f"PDF bytes per ticket: {per_ticket:,.0f}")
+    print(
+        f"hand-written writer: {statistics.median(rows['hand']):8,.0f} tickets/s, "
+        f"{statistics.median(rows['ratio']):.2f}x the export with 1 worker"
+    )
+
+
+if __name__ == "__main__":
+    main()

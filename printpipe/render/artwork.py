@@ -1,0 +1,121 @@
+"""The fixed artwork of the front: the dog and the cat, the kennel and the basket, a paw print.
+
+Drawn in process CMYK in a 100 x 100 unit box (the caller scales it into its zone), once per
+PDF inside the static front form of each effigy.
+"""
+
+from __future__ import annotations
+
+from reportlab.pdfgen.canvas import Canvas
+
+BROWN = (0, 0.45, 0.8, 0.35)
+DARK_BROWN = (0, 0.5, 0.8, 0.65)
+CREAM = (0, 0.06, 0.2, 0)
+BLACK = (0, 0, 0, 1)
+WHITE = (0, 0, 0, 0)
+GREY_CAT = (0.1, 0.1, 0.05, 0.45)
+GINGER = (0, 0.55, 0.95, 0)
+PINK = (0, 0.45, 0.15, 0)
+RED = (0, 0.9, 0.85, 0.1)
+WICKER = (0, 0.25, 0.65, 0.15)
+
+
+def _colour(c: Canvas, cmyk: tuple[float, float, float, float]) -> None:
+    c.setFillColorCMYK(*cmyk)
+    c.setStrokeColorCMYK(*cmyk)
+
+
+def draw_dog(c: Canvas) -> None:
+    """A friendly dog's head with floppy ears."""
+    _colour(c, DARK_BROWN)
+    c.ellipse(4, 30, 30, 92, stroke=0, fill=1)
+    c.ellipse(70, 30, 96, 92, stroke=0, fill=1)
+    _colour(c, BROWN)
+    c.ellipse(18, 8, 82, 90, stroke=0, fill=1)
+    _colour(c, CREAM)
+    c.ellipse(30, 8, 70, 46, stroke=0, fill=1)
+    _colour(c, BLACK)
+    c.circle(37, 60, 5, stroke=0, fill=1)
+    c.circle(63, 60, 5, stroke=0, fill=1)
+    c.ellipse(42, 32, 58, 44, stroke=0, fill=1)
+    c.setLineWidth(2.5)
+    c.line(50, 32, 50, 22)
+    path = c.beginPath()
+    path.moveTo(40, 22)
+    path.curveTo(44, 16, 56, 16, 60, 22)
+    c.drawPath(path, stroke=1, fill=0)
+    _colour(c, PINK)
+    c.ellipse(45, 6, 55, 18, stroke=0, fill=1)
+
+
+def draw_cat(c: Canvas) -> None:
+    """A cat's head: pointed ears, whiskers."""
+    _colour(c, GINGER)
+    for points in (((12, 60), (18, 98), (44, 78)), ((88, 60), (82, 98), (56, 78))):
+        path = c.beginPath()
+        path.moveTo(*points[0])
+        for p in points[1:]:
+            path.lineTo(*p)
+        path.close()
+        c.drawPath(path, stroke=0, fill=1)
+    c.ellipse(10, 10, 90, 84, stroke=0, fill=1)
+    _colour(c, PINK)
+    for points in (((20, 70), (22, 90), (36, 78)), ((80, 70), (78, 90), (64, 78))):
+        path = c.beginPath()
+        path.moveTo(*points[0])
+        for p in points[1:]:
+            path.lineTo(*p)
+        path.close()
+        c.drawPath(path, stroke=0, fill=1)
+    _colour(c, CREAM)
+    c.ellipse(32, 14, 68, 42, stroke=0, fill=1)
+    _colour(c, BLACK)
+    c.ellipse(30, 50, 40, 64, stroke=0, fill=1)
+    c.ellipse(60, 50, 70, 64, stroke=0, fill=1)
+    _colour(c, PINK)
+    path = c.beginPath()
+    path.moveTo(44, 38)
+    path.lineTo(56, 38)
+    path.lineTo(50, 31)
+    path.close()
+    c.drawPath(path, stroke=0, fill=1)
+    _colour(c, BLACK)
+    c.setLineWidth(1.5)
+    for y0, y1 in ((32, 36), (28, 26), (24, 16)):
+        c.line(36, y0, 2, y1)
+        c.line(64, y0, 98, y1)
+
+
+def draw_paw(c: Canvas) -> None:
+    """A paw print: a pad and four toes."""
+    c.ellipse(26, 8, 74, 52, stroke=0, fill=1)
+    for x, y in ((16, 56), (36, 76), (64, 76), (84, 56)):
+        c.ellipse(x - 10, y - 13, x + 10, y + 13, stroke=0, fill=1)
+
+
+def draw_kennel(c: Canvas, w: float, h: float, roof: float) -> None:
+    """A kennel filling w x h points: roof of height ``roof``, walls framing the scratch zone."""
+    _colour(c, BROWN)
+    c.rect(0, 0, w, h - roof, stroke=0, fill=1)
+    _colour(c, RED)
+    path = c.beginPath()
+    path.moveTo(-1, h - roof - 2)
+    path.lineTo(w / 2, h)
+    path.lineTo(w + 1, h - roof - 2)
+    path.close()
+    c.drawPath(path, stroke=0, fill=1)
+
+
+def draw_basket(c: Canvas, w: float, h: float, roof: float) -> None:
+    """A wicker basket filling w x h points, its handle in the top ``roof``."""
+    _colour(c, WICKER)
+    c.setLineWidth(3)
+    c.bezier(6, h - roof, 10, h + roof * 0.4, w - 10, h + roof * 0.4, w - 6, h - roof)
+    c.roundRect(0, 0, w, h - roof + 1, 6, stroke=0, fill=1)
+    _colour(c, DARK_BROWN)
+    c.setLineWidth(0.6)
+    step = 5.0
+    x = 2.0
+    while x < w:
+        c.line(x, 0.5, x, h - roof)
+        x += step

@@ -1,0 +1,233 @@
+"""The ticket template: geometry in millimetres, read from a TOML file and checked on load.
+
+Geometry lives in data, not code, so a second ticket size is a second file.  Every zone is a
+rectangle given from the top-left corner of the trim with y downwards, as a designer measures
+it; :meth:`Template.box` converts to PDF points (origin bottom-left, y upwards).  Loading
+refuses, in one line naming the zone, a zone outside the safe area, two zones of one face that
+overlap, or a barcode or symbol that does not fit its zone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from printpipe.errors import PrintpipeError
+
+MM = 72 / 25.4
+"""PDF points per millimetre."""
+
+FRONT_ZONES = ("artwork", "title", "howto", "paws", "bonus", "paytable", "validation", "legal")
+BACK_ZONES = ("title", "odds", "legal", "serial", "inventory")
+CODE128_MODULES = 189  # 25 digits: start C, 12 pairs, code B, 1 digit, check, stop (11 x 16 + 13)
+ITF_MODULES = 135  # 14 digits, narrow 1 wide 3: start 4 + 7 pairs x 18 + stop 5
+
+
+@dataclass(frozen=True, slots=True)
+class Rect:
+    """A rectangle in mm, from the trim's top-left corner, y downwards."""
+
+    x: float
+    y: float
+    w: float
+    h: float
+
+    def overlaps(self, other: Rect) -> bool:
+        return (
+            self.x < other.x + other.w
+            and other.x < self.x + self.w
+            and self.y < other.y + other.h
+            and other.y < self.y + self.h
+        )
+
+    def inset(self, left: float, top: float, right: float, bottom: float) -> Rect:
+        return Rect(self.x + left, self.y + top, self.w - left - right, self.h - top - bottom)
+
+
+@dataclass(frozen=True)
+class Template:
+    """One ticket size: trim, bleed, zones of both faces, sheet marks, fonts, barcode sizes."""
+
+    path: Path
+    sha256: str
+    width: float
+    height: float
+    bleed: float
+    safe: float
+    sheet: dict[str, float]
+    fonts: dict[str, str]
+    symbols: dict[str, float]
+    barcodes: dict[str, float]
+    front: dict[str, Rect]
+    back: dict[str, Rect]
+    paw_cells: tuple[Rect, ...]
+    bonus_roof: float
+    validation_label: float
+
+    @property
+    def name(self) -> str:
+        return self.path.stem
+
+    # -- derived zones ------------------------------------------------------------------------
+    @property
+    def bonus_scratch(self) -> Rect:
+        """The bonus box's scratch zone: the kennel or basket below its roof."""
+        return self.front["bonus"].inset(1.5, self.bonus_roof, 1.5, 1.2)
+
+    @property
+    def validation_scratch(self) -> Rect:
+        """The retailer's scratch zone: the validation zone below its label."""
+        return self.front["validation"].inset(0, self.validation_label, 0, 0)
+
+    def scratch_zones(self) -> tuple[Rect, ...]:
+        """Every scratch zone of the front: 9 paws, the bonus box, the validation zone."""
+        return (*self.paw_cells, self.bonus_scratch, self.validation_scratch)
+
+    def box(self, rect: Rect) -> tuple[float, float, float, float]:
+        """``rect`` in PDF points relative to the trim's bottom-left corner: x, y, w, h."""
+        return (rect.x * MM, (self.height - rect.y - rect.h) * MM, rect.w * MM, rect.h * MM)
+
+
+def load_template(path: Path) -> Template:
+    """Read and check a ticket template; any problem is one line naming the file and zone."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise PrintpipeError(f"ticket template {path} does not exist") from None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise PrintpipeError(f"ticket template {path} is unreadable: {exc}") from None
+    reader = _Reader(path, data)
+    ticket = reader.table("ticket")
+    width, height = reader.number(ticket, "ticket.width"), reader.number(ticket, "ticket.height")
+    bleed, safe = reader.number(ticket, "ticket.bleed"), reader.number(ticket, "ticket.safe")
+    front = {name: reader.rect(f"front.{name}") for name in FRONT_ZONES}
+    back = {name: reader.rect(f"back.{name}") for name in BACK_ZONES}
+    paws = reader.table("front.paws")
+    cols, rows = (
+        int(reader.number(paws, "front.paws.cols")),
+        int(reader.number(paws, "front.paws.rows")),
+    )
+    gap = reader.number(paws, "front.paws.gap")
+    if cols * rows != 9:
+        raise reader.error("front.paws", f"cols x rows must be 9 paw prints, not {cols * rows}")
+    grid = front["paws"]
+    cell_w, cell_h = (grid.w - gap * (cols - 1)) / cols, (grid.h - gap * (rows - 1)) / rows
+    cells = tuple(
+        Rect(grid.x + c * (cell_w + gap), grid.y + r * (cell_h + gap), cell_w, cell_h)
+        for r in range(rows)
+        for c in range(cols)
+    )
+    template = Template(
+        path=path,
+        sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        width=width,
+        height=height,
+        bleed=bleed,
+        safe=safe,
+        sheet=reader.numbers("sheet", ("margin", "mark_gap", "mark_length", "slug_height")),
+        fonts=reader.strings("fonts", ("regular", "bold", "digits")),
+        symbols=reader.numbers("symbols", ("size", "caption_pt", "caption_gap")),
+        barcodes=reader.numbers(
+            "barcodes",
+            (
+                "code128_module",
+                "code128_height",
+                "itf_narrow",
+                "itf_height",
+                "quiet_modules",
+                "digits_pt",
+            ),
+        ),
+        front=front,
+        back=back,
+        paw_cells=cells,
+        bonus_roof=reader.number(reader.table("front.bonus"), "front.bonus.roof"),
+        validation_label=reader.number(reader.table("front.validation"), "front.validation.label"),
+    )
+    _check(template, reader)
+    return template
+
+
+def _check(t: Template, reader: _Reader) -> None:
+    safe = Rect(t.safe, t.safe, t.width - 2 * t.safe, t.height - 2 * t.safe)
+    for face, zones in (("front", t.front), ("back", t.back)):
+        names = list(zones)
+        for i, name in enumerate(names):
+            zone = zones[name]
+            if not (
+                zone.x >= safe.x - 1e-9
+                and zone.y >= safe.y - 1e-9
+                and zone.x + zone.w <= safe.x + safe.w + 1e-9
+                and zone.y + zone.h <= safe.y + safe.h + 1e-9
+            ):
+                raise reader.error(
+                    f"{face}.{name}",
+                    f"falls outside the trim's safe area ({t.width:g} x {t.height:g} mm, "
+                    f"{t.safe:g} mm inside the trim)",
+                )
+            for other in names[i + 1 :]:
+                if zone.overlaps(zones[other]):
+                    raise reader.error(f"{face}.{name}", f"overlaps {face}.{other}")
+    b, s = t.barcodes, t.symbols
+    symbol_h = s["size"] + s["caption_gap"] + s["caption_pt"] / MM
+    if symbol_h > t.paw_cells[0].h - 1 or s["size"] > t.paw_cells[0].w - 1:
+        raise reader.error("front.paws", "a paw cell is too small for a symbol and its caption")
+    bonus = t.bonus_scratch
+    if bonus.h < symbol_h or bonus.w < 2 * s["size"] + 2:
+        raise reader.error("front.bonus", "the bonus scratch zone is too small for two symbols")
+    needed = (CODE128_MODULES + 2 * b["quiet_modules"]) * b["code128_module"]
+    scratch = t.validation_scratch
+    if needed > scratch.w or b["code128_height"] + b["digits_pt"] / MM + 2 > scratch.h:
+        raise reader.error("front.validation", "too small for the Code 128 barcode and digits")
+    needed = (ITF_MODULES + 2 * b["quiet_modules"]) * b["itf_narrow"]
+    if needed > t.back["inventory"].w or b["itf_height"] + 1 > t.back["inventory"].h:
+        raise reader.error("back.inventory", "too small for the ITF barcode")
+    if b["code128_module"] < 0.25 or b["itf_narrow"] < 0.25 or b["code128_height"] < 8:
+        raise reader.error("barcodes", "narrow bars must be >= 0.25 mm and bars >= 8 mm tall")
+    if b["itf_height"] < 8 or b["quiet_modules"] < 10:
+        raise reader.error("barcodes", "bars >= 8 mm tall and quiet zones >= 10 narrow bars")
+
+
+class _Reader:
+    def __init__(self, path: Path, data: dict[str, Any]) -> None:
+        self.path, self.data = path, data
+
+    def error(self, where: str, problem: str) -> PrintpipeError:
+        return PrintpipeError(f"ticket template {self.path}: zone {where}: {problem}")
+
+    def table(self, where: str) -> dict[str, Any]:
+        node: Any = self.data
+        for part in where.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        if not isinstance(node, dict):
+            raise self.error(where, "missing (expected a table)")
+        return node
+
+    def number(self, table: dict[str, Any], where: str) -> float:
+        value = table.get(where.rsplit(".", 1)[-1])
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise self.error(where, f"expected a number >= 0, found {value!r}")
+        return float(value)
+
+    def numbers(self, where: str, keys: tuple[str, ...]) -> dict[str, float]:
+        table = self.table(where)
+        return {key: self.number(table, f"{where}.{key}") for key in keys}
+
+    def strings(self, where: str, keys: tuple[str, ...]) -> dict[str, str]:
+        table = self.table(where)
+        out = {}
+        for key in keys:
+            if not isinstance(table.get(key), str):
+                raise self.error(f"{where}.{key}", "expected a string")
+            out[key] = table[key]
+        return out
+
+    def rect(self, where: str) -> Rect:
+        table = self.table(where)
+        x, y, w, h = (self.number(table, f"{where}.{k}") for k in ("x", "y", "w", "h"))
+        if w <= 0 or h <= 0:
+            raise self.error(where, "has no area")
+        return Rect(x, y, w, h)
