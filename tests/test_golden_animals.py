@@ -388,7 +388,7 @@ def test_layouts_draw_every_composition_of_a_lot_and_no_other(golden):
         }
         assert set(shown) == set(wanted), tier
         for key, weight in wanted.items():  # 5 standard deviations at most
-            expected = per_tier * weight
+            expected = float(per_tier * weight)
             assert abs(shown[key] - expected) <= 5 * np.sqrt(expected) + 1, (tier, key)
 
 
