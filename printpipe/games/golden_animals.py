@@ -149,7 +149,7 @@ class GoldenAnimals:
             raise reader.error("rules.max_chains_per_grid", "the wins would not fit in a grid")
         self.groups = group_tables(self.rows, self.columns, self.chain_length)
         self._index_tables()
-        self.compositions = self._compositions(reader)
+        self.compositions = self._compositions()
         self._composition_tables()
         self._check_compositions(reader)
 
@@ -391,7 +391,7 @@ class GoldenAnimals:
             [[i for i in range(self.cells) if m >> i & 1] for m, _ in shapes], dtype=np.int64
         )
 
-    def _compositions(self, reader: DefinitionReader) -> dict[int, tuple[Composition, ...]]:
+    def _compositions(self) -> dict[int, tuple[Composition, ...]]:
         """Each lot's compositions and their weights, derived from the paytable and the limits.
 
         A lot's sets of wins (at most ``max_wins_per_unit``, summing to the lot) are equally
@@ -487,7 +487,7 @@ class GoldenAnimals:
                     f"limits, rules.min_compositions asks for {wanted}",
                 )
         flat = [c for tier in sorted(self.compositions) for c in self.compositions[tier]]
-        stream = KeyStream(bytes(32), Purpose.PACK, 0)
+        stream = KeyStream(bytes(32), Purpose.PACK, 0)  # a fixed key: no secret is involved
         first = self._draw_grid(
             self.composition_chains[:, 0], self.composition_singles[:, 0], stream
         )
