@@ -1,17 +1,14 @@
-"""Benchmark: generate and audit one full block of a game; units/s and peak memory.
+"""Benchmark: generate and audit a full block; prints tickets/s and peak memory.
 
-    python bench/bench_block.py [--game golden-animals] [--runs 3]
+Each stage runs in a fresh subprocess (so its peak RSS is its own), ``--repeat`` times;
+the medians are printed.  Targets (issue 2): each stage <= 60 s and <= 1 GB on 2 cores.
 
-Each stage runs as the command a user types, in its own process, so the peak RSS reported
-is that stage's own (from ``wait4``).  The machine is shared: the median of the runs is the
-figure to quote.  Runs this checkout (not an installed printpipe) with demo keys in a
-temporary folder.
+    python bench/bench_block.py [--game chien-chat] [--repeat 3]
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
@@ -19,61 +16,64 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+CHILD = """
+import resource, sys, time
+from pathlib import Path
+from printpipe.games import load_game
+from printpipe.keys import load_secrets, load_signing_key, load_producer_public_key
+stage, game_id, keys, out = sys.argv[1:5]
+game = load_game(game_id)
+started = time.perf_counter()
+if stage == "generate":
+    from printpipe.generate import generate_block
+    generate_block(game, load_secrets(Path(keys)), load_signing_key(Path(keys)), 1, Path(out),
+                   overwrite=True, show_progress=False)
+else:
+    from printpipe.audit import audit_block
+    from printpipe.store import BlockStore
+    report = audit_block(BlockStore.open(Path(out)), game,
+                         load_producer_public_key(Path(keys) / "producer-signing.pub"), False)
+    assert report.passed, report.render()
+elapsed = time.perf_counter() - started
+print(elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
 
 
-def run_stage(args: list[str], env: dict[str, str]) -> tuple[float, int]:
-    """Wall time in seconds and peak RSS in bytes of one ``printpipe`` command."""
-    with tempfile.TemporaryFile() as errors:
-        started = time.perf_counter()
-        process = subprocess.Popen(
-            [sys.executable, "-m", "printpipe", *args],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=errors,
-        )
-        _, status, usage = os.wait4(process.pid, 0)
-        elapsed = time.perf_counter() - started
-        process.returncode = os.waitstatus_to_exitcode(status)
-        if process.returncode != 0:
-            errors.seek(0)
-            sys.exit(f"printpipe {' '.join(args)} failed:\n{errors.read().decode()}")
-    return elapsed, usage.ru_maxrss * 1024
+def run_stage(stage: str, game: str, keys: Path, out: Path) -> tuple[float, float]:
+    result = subprocess.run(
+        [sys.executable, "-c", CHILD, stage, game, str(keys), str(out)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    seconds, max_rss_kb = result.stdout.split()
+    return float(seconds), int(max_rss_kb) / 1024
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--game", default="golden-animals")
-    parser.add_argument("--runs", type=int, default=3)
-    options = parser.parse_args()
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    units = 1_500_000
-    figures: dict[str, list[tuple[float, int]]] = {"generate": [], "audit": []}
-    with tempfile.TemporaryDirectory() as work:
-        keys = Path(work) / "keys"
-        subprocess.run(
-            [sys.executable, "-m", "printpipe", "keys", "init", str(keys)],
-            env=env,
-            check=True,
-            stdout=subprocess.DEVNULL,
-        )
-        for run in range(options.runs):
-            block = Path(work) / f"block-{run}"
-            generate = ["generate", "--game", options.game, "--keys", str(keys)]
-            figures["generate"].append(run_stage([*generate, "--out", str(block), "-q"], env))
-            audit = ["audit", str(block), "--keys", str(keys), "-q"]
-            figures["audit"].append(run_stage(audit, env))
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--game", default="chien-chat")
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+
+    from printpipe.games import load_game
+    from printpipe.keys import init_keys
+
+    tickets = load_game(args.game).definition.block.size
+    with tempfile.TemporaryDirectory() as tmp:
+        keys, out = Path(tmp) / "keys", Path(tmp) / "block"
+        init_keys(keys)
+        started = time.perf_counter()
+        for stage in ("generate", "audit"):
+            runs = [run_stage(stage, args.game, keys, out) for _ in range(args.repeat)]
+            seconds = statistics.median(r[0] for r in runs)
+            rss = statistics.median(r[1] for r in runs)
             print(
-                f"run {run + 1}: generate {figures['generate'][-1][0]:.1f} s, "
-                f"audit {figures['audit'][-1][0]:.1f} s",
-                file=sys.stderr,
+                f"{args.game} {stage:8s}: {tickets:,} tickets, median {seconds:6.2f} s "
+                f"({tickets / seconds:,.0f} tickets/s) over {args.repeat} runs "
+                f"[{', '.join(f'{r[0]:.2f}' for r in runs)}], peak RSS {rss:,.0f} MB"
             )
-    print(f"{options.game}: one block of {units:,} units, median of {options.runs} runs")
-    print(f"{'stage':<10} {'seconds':>8} {'units/s':>10} {'peak RSS MB':>12}")
-    for stage, runs in figures.items():
-        seconds = statistics.median(s for s, _ in runs)
-        peak = statistics.median(r for _, r in runs) / 2**20
-        print(f"{stage:<10} {seconds:>8.1f} {units / seconds:>10,.0f} {peak:>12.0f}")
+        print(f"total bench time {time.perf_counter() - started:.0f} s")
 
 
 if __name__ == "__main__":

@@ -121,7 +121,7 @@ def evaluate_one(game: GoldenAnimals, grid: list[str], extra_grid: list[str] | N
 
 
 def decoded(game: GoldenAnimals, row: np.ndarray) -> tuple[list[str], list[str] | None]:
-    first, second = game.grid_texts(row)
+    first, second = game.field_texts(row)
     return first.split(" "), (second.split(" ") if second else None)
 
 
@@ -407,7 +407,7 @@ def test_a_unit_record_is_checked_from_its_text_alone(golden):
     tiers = np.arange(9).repeat(20)
     symbols = golden.layout(tiers, np.zeros(len(tiers)), KeyStream(bytes(32), Purpose.PACK, 9))
     for row, tier in zip(symbols, tiers, strict=True):
-        grid_text, extra_text = golden.grid_texts(row)
+        grid_text, extra_text = golden.field_texts(row)
         assert len(grid_text.split(" ")) == 20
         assert (extra_text == "") == bool((row[20:] == golden.empty_id).all())
         assert EMPTY not in f"{grid_text} {extra_text}"

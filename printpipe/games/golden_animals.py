@@ -232,8 +232,8 @@ class GoldenAnimals:
             raise InvalidLayout(f"invalid layout: {VIOLATIONS[result.violation[0]]}")
         return int(result.prize_eur[0])
 
-    def grid_texts(self, symbols: np.ndarray) -> tuple[str, str]:
-        """One unit's two grids as the auditor's CSV writes them: codes row by row, spaced.
+    def field_texts(self, symbols: np.ndarray) -> tuple[str, str]:
+        """One unit's fields as the auditor's CSV writes them: codes row by row, spaced.
 
         The extra grid of a unit without EXTRA is the empty text.
         """
