@@ -198,7 +198,7 @@ def audit_block(
         worst <= rules.max_losing_run,
         f"longest run of losers in a pack {worst} (bound {rules.max_losing_run})",
     )
-    if whole:
+    if whole and len(definition.variants) > 1:
         gaps = variant_split.max(axis=1) - variant_split.min(axis=1)
         report.check(
             "effigy split",
@@ -233,7 +233,7 @@ def audit_block(
         + "; ".join(
             f"{amounts[t]} EUR " + "/".join(str(c) for c in variant_split[t]) for t in range(tiers)
         ),
-        f"Teasers (losers showing the multiplier): {teasers:,} of {losers:,} "
+        f"Teasers (losers showing the game's teaser): {teasers:,} of {losers:,} "
         f"({teasers / max(losers, 1):.2%}, parameter {rules.teaser_rate:.2%})",
         f"Duplicates: {tickets - distinct} VIRN, 0 serial",
     ]

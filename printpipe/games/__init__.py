@@ -9,11 +9,13 @@ from pathlib import Path
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import Game
 from printpipe.games.chien_chat import ChienChat
+from printpipe.games.golden_animals import GoldenAnimals
 
 TEMPLATES_DIR = Path(__file__).resolve().parent.parent.parent / "templates"
 
 GAMES: dict[str, Callable[[Path], Game]] = {
     "chien-chat": ChienChat,
+    "golden-animals": GoldenAnimals,
 }
 
 

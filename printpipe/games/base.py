@@ -221,8 +221,17 @@ class DefinitionReader:
             raise self.error(where, "lists a symbol twice")
         return tuple(value)
 
-    def common(self, variants: tuple[str, ...], fields: tuple[SymbolField, ...]) -> GameDefinition:
-        """The parts every game has: identity, block rules, prize table (checked), symbols."""
+    def common(
+        self,
+        variants: tuple[str, ...],
+        fields: tuple[SymbolField, ...],
+        derived_symbols: dict[str, str] | None = None,
+    ) -> GameDefinition:
+        """The parts every game has: identity, block rules, prize table (checked), symbols.
+
+        ``derived_symbols`` (code -> caption) are symbols the game names itself, after those
+        of ``[symbols]``: e.g. money symbols ``ANIMALS:2``, whose code cannot be a caption's.
+        """
         number = self.integer("game.number")
         if number >= 10_000:
             raise self.error("game.number", f"must have at most 4 digits, got {number}")
@@ -250,6 +259,10 @@ class DefinitionReader:
                     f"code must be its caption {caption!r} "
                     f"in upper case without accents ({symbol_code(caption)!r})",
                 )
+            captions[code] = caption
+        for code, caption in (derived_symbols or {}).items():
+            if code in captions:
+                raise self.error(f"symbols.{code}", "is a code the game names itself")
             captions[code] = caption
         return GameDefinition(
             id=self.text("game.id"),
