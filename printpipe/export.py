@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from printpipe.block import PackRange
 from printpipe.errors import PrintpipeError
 from printpipe.games import game_template_dir, load_game
@@ -81,7 +83,7 @@ def render_chunk(job: ChunkJob) -> dict[str, Any]:
     from printpipe.render.fonts import register_fonts
     from printpipe.render.sheet import impose, write_sheets
     from printpipe.render.template import MM, load_template
-    from printpipe.render.ticket import Coating, TicketFace, TicketRenderer, load_texts
+    from printpipe.render.ticket import Coating, TicketRenderer, faces_of_packs, load_texts
 
     _configure_reportlab()
     started = time.perf_counter()
@@ -94,17 +96,14 @@ def render_chunk(job: ChunkJob) -> dict[str, Any]:
     pack_size = store.pack_size
     base = _printed_pack(store, job.first)
     number = game.definition.number
-    faces = [
-        TicketFace.of(number, base + i // pack_size, i % pack_size, v, s, virn)
-        for i, (v, s, virn) in enumerate(
-            zip(
-                tickets.variant.tolist(),
-                tickets.symbols.tolist(),
-                tickets.virn.tolist(),
-                strict=True,
-            )
-        )
-    ]
+    faces = faces_of_packs(
+        game.definition.number,
+        base,
+        pack_size,
+        np.asarray(tickets.variant),
+        np.asarray(tickets.symbols),
+        np.asarray(tickets.virn),
+    )
     fonts = register_fonts(template.fonts)
     out_dir = Path(job.out_dir)
     final = out_dir / job.file_name

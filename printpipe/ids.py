@@ -70,22 +70,71 @@ class TicketId:
     @property
     def serial(self) -> str:
         """The serial printed in clear on the back: ``GGGG-PPPPPP-TTT-C``."""
-        return f"{self.game:04d}-{self.pack:06d}-{self.ticket:03d}-{self.check_digit}"
+        return format_serial(self.game, self.pack, self.ticket, self.check_digit)
 
     @property
     def inventory_code(self) -> str:
         """The 14 digits of the back's ITF barcode: identifies the ticket, never its prize."""
-        return f"{self.digits}{self.check_digit}"
+        return format_inventory_code(self.game, self.pack, self.ticket, self.check_digit)
 
     def validation_code(self, virn: int) -> str:
         """The 25 digits of the front's Code 128 barcode, hidden under the scratch-off coating."""
-        body = f"{self.digits}{virn:010d}"
-        return f"{body}{mod97_check(body):02d}"
+        key = mod97_check(f"{self.digits}{virn:010d}")
+        return format_validation_code(self.game, self.pack, self.ticket, virn, key)
 
     def validation_text(self, virn: int) -> str:
         """The validation code in clear, grouped ``GGGG-PPPPPP-TTT VVVVVVVVVV KK``."""
-        code = self.validation_code(virn)
-        return f"{code[:4]}-{code[4:10]}-{code[10:13]} {code[13:23]} {code[23:]}"
+        key = mod97_check(f"{self.digits}{virn:010d}")
+        return format_validation_text(self.game, self.pack, self.ticket, virn, key)
+
+
+def format_serial(game: int, pack: int, ticket: int, check: int) -> str:
+    return f"{game:04d}-{pack:06d}-{ticket:03d}-{check}"
+
+
+def format_inventory_code(game: int, pack: int, ticket: int, check: int) -> str:
+    return f"{game:04d}{pack:06d}{ticket:03d}{check}"
+
+
+def format_validation_code(game: int, pack: int, ticket: int, virn: int, key: int) -> str:
+    return f"{game:04d}{pack:06d}{ticket:03d}{virn:010d}{key:02d}"
+
+
+def format_validation_text(game: int, pack: int, ticket: int, virn: int, key: int) -> str:
+    return f"{game:04d}-{pack:06d}-{ticket:03d} {virn:010d} {key:02d}"
+
+
+@dataclass(frozen=True, slots=True)
+class PrintedCodes:
+    """What is printed to identify one ticket: the same strings ``TicketId`` gives."""
+
+    serial: str
+    inventory_code: str
+    validation_code: str
+    validation_text: str
+
+
+def printed_codes(
+    game: int, packs: np.ndarray, tickets: np.ndarray, virns: np.ndarray
+) -> list[PrintedCodes]:
+    """The printed codes of many tickets at once, check digits computed over arrays.
+
+    The press prints millions of these: the checks are vectorised, the formats are
+    :class:`TicketId`'s own.
+    """
+    checks = gs1_check_digits_array(game, packs, tickets).tolist()
+    keys = mod97_checks_array(game, packs, tickets, virns).tolist()
+    return [
+        PrintedCodes(
+            format_serial(game, pack, ticket, check),
+            format_inventory_code(game, pack, ticket, check),
+            format_validation_code(game, pack, ticket, virn, key),
+            format_validation_text(game, pack, ticket, virn, key),
+        )
+        for pack, ticket, virn, check, key in zip(
+            packs.tolist(), tickets.tolist(), virns.tolist(), checks, keys, strict=True
+        )
+    ]
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,11 +26,12 @@ inventory barcode (and the effigy, which carries no information about the prize)
 from __future__ import annotations
 
 import tomllib
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from reportlab.lib.colors import CMYKColorSep
 from reportlab.lib.utils import simpleSplit
 from reportlab.pdfbase.pdfmetrics import stringWidth
@@ -38,10 +39,10 @@ from reportlab.pdfgen.canvas import Canvas
 
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import Game
-from printpipe.ids import TicketId
+from printpipe.ids import TicketId, printed_codes
 from printpipe.render import artwork
-from printpipe.render.barcodes import bars_literal, code128_modules, itf_modules
-from printpipe.render.fonts import register_fonts
+from printpipe.render.barcodes import Code128Digits, InterleavedTwoOfFive
+from printpipe.render.fonts import FixedAlphabetText, register_fonts
 from printpipe.render.symbols import define_symbol_forms, symbol_block_height
 from printpipe.render.template import MM, Template
 
@@ -88,6 +89,23 @@ class TicketFace:
             ticket_id.validation_code(int(virn)),
             ticket_id.validation_text(int(virn)),
         )
+
+
+def faces_of_packs(
+    game_number: int,
+    first_pack: int,
+    pack_size: int,
+    variants: np.ndarray,
+    symbols: np.ndarray,
+    virns: np.ndarray,
+) -> list[TicketFace]:
+    """The faces of consecutive whole packs starting at printed pack ``first_pack``."""
+    rows = np.arange(len(variants))
+    codes = printed_codes(game_number, first_pack + rows // pack_size, rows % pack_size, virns)
+    return [
+        TicketFace(variant, tuple(row), *astuple(code))
+        for variant, row, code in zip(variants.tolist(), symbols.tolist(), codes, strict=True)
+    ]
 
 
 def load_texts(path: Path) -> dict[str, Any]:
@@ -142,10 +160,15 @@ class TicketRenderer:
             c.addLiteral(place)
             c.doForm(forms[symbol])
             c.addLiteral("Q")
-        modules = code128_modules(face.validation_code)
-        c.addLiteral(self.code128_place + bars_literal(modules, *self.code128_size) + "Q")
-        c.setFont(self.fonts["digits"], self.t.barcodes["digits_pt"])
-        c.drawString(self.validation_text_x, self.validation_text_y, face.validation_text)
+        c.addLiteral(
+            self.code128_place
+            + self.code128.literal(face.validation_code)
+            + "Q\nq 0 0 0 1 k "
+            + self.validation_digits.literal(
+                self.validation_text_x, self.validation_text_y, face.validation_text
+            )
+            + "Q"
+        )
         if self.coating is Coating.PANEL:
             for place, form in self.panel_places:
                 c.addLiteral(place)
@@ -160,10 +183,13 @@ class TicketRenderer:
         c = self.c
         c.addLiteral(f"q 1 0 0 1 {x:.2f} {y:.2f} cm")
         c.doForm(self.back_form)
-        modules = itf_modules(face.inventory_code)
-        c.addLiteral(self.itf_place + bars_literal(modules, *self.itf_size) + "Q")
-        c.setFont(self.fonts["digits"], self.serial_pt)
-        c.drawString(self.serial_x, self.serial_y, face.serial)
+        c.addLiteral(
+            self.itf_place
+            + self.itf.literal(face.inventory_code)
+            + "Q\nq 0 0 0 1 k "
+            + self.serial_digits.literal(self.serial_x, self.serial_y, face.serial)
+            + "Q"
+        )
         c.addLiteral("Q")
 
     def finish_page(self) -> None:
@@ -195,19 +221,23 @@ class TicketRenderer:
         digits_font = self.fonts["digits"]
         x, y, w, h = t.box(t.validation_scratch)
         sample = TicketFace.of(self.game.definition.number, 1, 0, 0, (0,) * 11, 0)
-        bars_w = len(code128_modules(sample.validation_code)) * b["code128_module"] * MM
+        self.code128 = Code128Digits(
+            len(sample.validation_code), b["code128_module"], b["code128_height"]
+        )
+        bars_w = self.code128.width_modules * b["code128_module"] * MM
         digits_h = b["digits_pt"]
         stack = b["code128_height"] * MM + 1.0 * MM + digits_h
         bottom = y + (h - stack) / 2
-        self.code128_size = (b["code128_module"], b["code128_height"])
         bars_y = bottom + digits_h + 1.0 * MM
         self.code128_place = f"q 0 0 0 1 k 1 0 0 1 {x + (w - bars_w) / 2:.2f} {bars_y:.2f} cm\n"
         text_w = stringWidth(sample.validation_text, digits_font, digits_h)
         self.validation_text_x = x + (w - text_w) / 2
         self.validation_text_y = bottom + digits_h * 0.2
         x, y, w, h = t.box(t.back["inventory"])
-        bars_w = len(itf_modules(sample.inventory_code)) * b["itf_narrow"] * MM
-        self.itf_size = (b["itf_narrow"], b["itf_height"])
+        self.itf = InterleavedTwoOfFive(
+            len(sample.inventory_code), b["itf_narrow"], b["itf_height"]
+        )
+        bars_w = self.itf.width_modules * b["itf_narrow"] * MM
         bars_y = y + (h - b["itf_height"] * MM) / 2
         self.itf_place = f"q 0 0 0 1 k 1 0 0 1 {x + (w - bars_w) / 2:.2f} {bars_y:.2f} cm\n"
         x, y, w, h = t.box(t.back["serial"])
@@ -218,6 +248,9 @@ class TicketRenderer:
         self.serial_label_x = x + (w - label_w - serial_w) / 2
         self.serial_x = self.serial_label_x + label_w
         self.serial_y = y + (h - self.serial_pt * 0.7) / 2
+        alphabet = "0123456789- "
+        self.validation_digits = FixedAlphabetText(self.c, digits_font, digits_h, alphabet)
+        self.serial_digits = FixedAlphabetText(self.c, digits_font, self.serial_pt, alphabet)
         self.scratch_rects = (
             "".join(
                 "{:.2f} {:.2f} {:.2f} {:.2f} re\n".format(*t.box(zone))
