@@ -135,8 +135,8 @@ def _write_pack(
     per_effigy = len(specimens) // len(d.variants)
     contents = [
         "p. 1 : cette page",
-        f"p. 2-{len(specimens) + 1} : {len(specimens)} specimens ({per_effigy} par effigie : "
-        "chaque rang, un perdant, un perdant teaser)",
+        f"p. 2-{len(specimens) + 1} : {len(specimens)} specimens, {per_effigy} par effigie :",
+        "    chaque rang, un perdant, un perdant teaser",
         f"p. {pages} : planche des symboles",
         f"{SIDECAR}, aperçus PNG {PREVIEW_DPI} dpi de chaque page",
     ]

@@ -159,16 +159,29 @@ def draw_cover(
         bold,
     )
     y -= line * 1.2
-    text(
-        c,
-        MARGIN,
-        y,
-        f"Contrôle : {n(totals.lots)} lots et {fmt_eur(totals.total_eur)}, égaux au total du "
-        "règlement (article 3). Chances = taille du bloc / lots ; part des ventes = total / "
-        f"({n(d.block.size)} x {price}).",
-        regular,
-        8,
-    )
+    checks = [
+        f"Contrôle : {n(totals.lots)} lots et {fmt_eur(totals.total_eur)}, égaux aux totaux du "
+        "règlement (article 3).",
+        f"Chances = taille du bloc / lots ; part des ventes = total / ({n(d.block.size)} x "
+        f"{price} = {fmt_eur(d.block.size * d.price_cents // 100)}).",
+    ]
+    for i, line_text in enumerate(checks):
+        text(c, MARGIN, y - i * 4.2 * MM, line_text, regular, 8)
+
+    # identifiers, in full: they tie the signed proof to the files that will print
+    y -= 15 * MM
+    text(c, MARGIN, y, "Identifiants", bold, 10)
+    ids = [
+        ("Définition", f"{d.source.name}  sha256 {d.source_sha256}"),
+        ("Gabarit", f"{template.path.name}  sha256 {template.sha256}"),
+        ("Textes", f"{texts_path.name}  sha256 {_sha(texts_path)}"),
+        ("Logiciel", f"printpipe {__version__}"),
+        ("Specimens", "lot 000000 (jamais émis), tirés par le jeu d'un flux fixe public"),
+    ]
+    for name, value in ids:
+        y -= 4.2 * MM
+        text(c, MARGIN, y, name, bold, 7.5)
+        text(c, MARGIN + 20 * MM, y, value, regular, 7.5)
 
     # the block parameters and identifiers, right column
     b = d.block
@@ -178,7 +191,7 @@ def draw_cover(
         ("Pools", f"{b.pools} de {n(b.pool_size)} tickets"),
         ("Carnets", f"{n(b.packs)} de {b.pack_size} tickets ({n(b.packs_per_pool)} par pool)"),
         ("Perdants consécutifs", f"au plus {b.max_losing_run} dans un carnet"),
-        ("Teasers", f"{b.teaser_rate:.0%} des perdants montrent le multiplicateur"),
+        ("Teasers", f"{b.teaser_rate * 100:g} % des perdants montrent le multiplicateur"),
         ("Gros lots", f">= {n(b.high_tier_min_eur)} € : au plus un par carnet"),
         ("Lots majeurs", f">= {n(b.distinct_pools_min_eur)} € : chacun dans un pool différent"),
     ]
@@ -188,19 +201,6 @@ def draw_cover(
         y -= 5 * MM
         text(c, x, y, name, bold, 8)
         text(c, x + 32 * MM, y, value, regular, 8)
-    y -= 9 * MM
-    text(c, x, y, "Identifiants", bold, 10)
-    ids = [
-        ("Définition", f"{d.source.name} sha256 {d.source_sha256[:16]}"),
-        ("Gabarit", f"{template.path.name} sha256 {template.sha256[:16]}"),
-        ("Textes", f"{texts_path.name} sha256 {_sha(texts_path)[:16]}"),
-        ("Logiciel", f"printpipe {__version__}"),
-        ("Specimens", "lot 000000 (jamais émis), flux specimen fixe"),
-    ]
-    for name, value in ids:
-        y -= 5 * MM
-        text(c, x, y, name, bold, 8)
-        text(c, x + 22 * MM, y, value, regular, 8)
     y -= 9 * MM
     text(c, x, y, "Contenu", bold, 10)
     for item in contents:

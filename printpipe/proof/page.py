@@ -68,8 +68,8 @@ def diagonal_mark(
     c.rotate(angle)
     c.setFillColorCMYK(*colour)
     c.setStrokeColorCMYK(*colour)
-    c.setFillAlpha(0.22)
-    c.setLineWidth(max(size / 30, 0.5))
+    c.setFillAlpha(0.1)
+    c.setLineWidth(max(size / 45, 0.4))
     c.setFont(font, size)
     t = c.beginText()
     t.setTextRenderMode(2)  # fill and stroke

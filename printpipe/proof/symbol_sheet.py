@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from reportlab.pdfgen.canvas import Canvas
 
+from printpipe.errors import PrintpipeError
 from printpipe.games.base import Game
 from printpipe.proof.page import GREY, INK, MARGIN, PAGE, fit_size, text
 from printpipe.render.symbols import symbol_block_height
@@ -15,7 +16,7 @@ from printpipe.render.template import MM
 from printpipe.render.ticket import TicketRenderer
 
 COLS = 5
-SCALE = 2.4
+SCALE = 2.0
 
 
 def symbol_roles(game: Game) -> dict[str, list[str]]:
@@ -59,7 +60,9 @@ def draw_symbol_sheet(c: Canvas, renderer: TicketRenderer, game: Game) -> list[s
         c.setLineWidth(0.3)
         c.rect(x + 1 * MM, y + 1 * MM, cell_w - 2 * MM, cell_h - 2 * MM, stroke=1, fill=0)
         form = renderer.symbol_forms[i]
-        big_y = y + cell_h - 3 * MM - block_h * SCALE
+        big_y = y + cell_h - 2.5 * MM - block_h * SCALE
+        if big_y < y + 12 * MM:  # keep the caption clear of the code line
+            raise PrintpipeError("symbol sheet: cells too small for the symbols and their codes")
         c.saveState()
         c.translate(x + cell_w * 0.42, big_y)
         c.scale(SCALE, SCALE)
@@ -69,8 +72,8 @@ def draw_symbol_sheet(c: Canvas, renderer: TicketRenderer, game: Game) -> list[s
         c.translate(x + cell_w - 8 * MM, big_y)
         c.doForm(form)
         c.restoreState()
-        text(c, x + 3 * MM, y + 7.5 * MM, f"code {code}", fonts["bold"], 8, INK)
+        text(c, x + 3 * MM, y + 8 * MM, f"code {code}", fonts["bold"], 8, INK)
         role = " ; ".join(roles[code]) or "non utilisé"
         size = fit_size(role, fonts["regular"], 7, cell_w - 6 * MM)
-        text(c, x + 3 * MM, y + 3.5 * MM, role, fonts["regular"], size, GREY)
+        text(c, x + 3 * MM, y + 4 * MM, role, fonts["regular"], size, GREY)
     return list(d.symbol_codes)
