@@ -59,10 +59,11 @@ def diagonal_mark(
     line: str,
     font: str,
     colour: tuple[float, float, float, float] = RED,
+    largest: float = 60,
 ) -> None:
     """``line`` across a ticket or sheet: outlined and see-through, so what is under it
     (the symbols the proof is about) stays readable, yet no copy can pass for a ticket."""
-    size = fit_size(line, font, 60, length)
+    size = fit_size(line, font, largest, length)
     c.saveState()
     c.translate(cx, cy)
     c.rotate(angle)

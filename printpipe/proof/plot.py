@@ -34,6 +34,7 @@ def write_pack_plot(path: Path, store: BlockStore, game: Game) -> dict[str, obje
 
     matplotlib.use("Agg")
     from matplotlib import pyplot as plt
+    from matplotlib.ticker import MaxNLocator, NullFormatter, ScalarFormatter
 
     definition = game.definition
     packs = store.pack_range
@@ -43,10 +44,11 @@ def write_pack_plot(path: Path, store: BlockStore, game: Game) -> dict[str, obje
     fig, (top, left, right) = _axes(plt)
     fig.suptitle(
         f"{definition.title} - bloc {store.block}, carnets {packs.first} à {packs.last} "
-        f"({packs.count * store.pack_size:,} tickets) - chiffres de l'audit".replace(",", " "),
+        f"({_n(packs.count * store.pack_size)} tickets) - chiffres de l'audit",
         fontsize=13,
     )
-    top.plot(numbers, winners, ".", markersize=1.5, color="#1f5fa8")
+    top.plot(numbers, winners, ".", markersize=2 if len(numbers) > 500 else 6, color="#1f5fa8")
+    top.margins(y=0.15)
     top.axhline(np.median(winners), color="#c0392b", linewidth=0.8, label="médiane")
     per_pool = definition.block.packs_per_pool
     for edge in range(per_pool, definition.block.packs, per_pool):
@@ -61,19 +63,27 @@ def write_pack_plot(path: Path, store: BlockStore, game: Game) -> dict[str, obje
     )
     top.legend(loc="upper right", fontsize=8)
     values, frequency = np.unique(winners, return_counts=True)
-    left.bar(values, frequency, color="#1f5fa8")
+    left.bar(values, frequency, color="#1f5fa8", width=0.6)
+    left.xaxis.set_major_locator(MaxNLocator(integer=True))
+    top.yaxis.set_major_locator(MaxNLocator(integer=True))
     left.set_xlabel("gagnants par carnet")
     left.set_ylabel("carnets")
     left.set_title("Répartition des gagnants", fontsize=10)
-    bins = np.unique(np.geomspace(max(prize.min(), 1), prize.max() + 1, 40).round())
-    right.hist(prize, bins=bins, color="#d68910")
-    right.set_xscale("log")
+    wide = prize.max() > 20 * max(prize.min(), 1)  # the big lots: a log scale shows them
+    if wide:
+        bins = np.unique(np.geomspace(max(prize.min(), 1), prize.max() + 1, 40).round())
+        right.hist(prize, bins=bins, color="#d68910")
+        right.set_xscale("log")
+        right.xaxis.set_major_formatter(ScalarFormatter())
+        right.xaxis.set_minor_formatter(NullFormatter())
+    else:
+        right.hist(prize, bins=min(40, max(len(np.unique(prize)), 1)), color="#d68910")
     right.set_yscale("log")
-    right.set_xlabel("gains par carnet (EUR, échelle log)")
+    right.set_xlabel("gains par carnet (EUR" + (", échelle log)" if wide else ")"))
     right.set_ylabel("carnets (échelle log)")
     right.set_title(
-        f"Gains par carnet : min {prize.min():,}, médiane {np.median(prize):,.0f}, "
-        f"max {prize.max():,} EUR".replace(",", " "),
+        f"Gains par carnet : min {_n(prize.min())}, médiane {_n(np.median(prize))}, "
+        f"max {_n(prize.max())} EUR",
         fontsize=10,
     )
     fig.text(
@@ -103,6 +113,10 @@ def write_pack_plot(path: Path, store: BlockStore, game: Game) -> dict[str, obje
             "total": int(prize.sum()),
         },
     }
+
+
+def _n(value: float) -> str:
+    return f"{value:,.0f}".replace(",", " ")
 
 
 def _axes(plt):

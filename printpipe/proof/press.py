@@ -112,7 +112,9 @@ def write_press_proof(
 
     def overlay(c: Canvas, sheet: int, side: str) -> None:
         w, h = imposition.sheet_w * MM, imposition.sheet_h * MM
-        diagonal_mark(c, w / 2, h / 2, min(w, h) * 1.1, 54.7, "PROOF", renderer.fonts["bold"], RED)
+        diagonal_mark(
+            c, w / 2, h / 2, min(w, h) * 1.1, 54.7, "PROOF", renderer.fonts["bold"], RED, 260
+        )
         c.setFillColorCMYK(*RED)
         c.setFont(renderer.fonts["bold"], 9)
         top = h - template.sheet["margin"] * MM + 1
