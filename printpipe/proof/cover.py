@@ -19,7 +19,7 @@ from printpipe import __version__
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import Game
 from printpipe.proof.page import GREY, INK, MARGIN, PAGE, RED, text
-from printpipe.proof.specimen_pages import _odds, fmt_eur
+from printpipe.proof.specimen_pages import fmt_eur, odds_figure
 from printpipe.render.template import MM, Template
 
 
@@ -137,7 +137,7 @@ def draw_cover(
                 n(r.lots),
                 fmt_eur(r.amount_eur),
                 fmt_eur(r.total_eur),
-                _odds(d.block.size, r.lots),
+                odds_figure(d.block.size, r.lots),
                 _pct(r.share),
             ],
             regular,
@@ -153,7 +153,7 @@ def draw_cover(
             n(totals.lots),
             "",
             fmt_eur(totals.total_eur),
-            _odds(d.block.size, totals.lots),
+            odds_figure(d.block.size, totals.lots),
             _pct(totals.share),
         ],
         bold,

@@ -128,7 +128,7 @@ def draw_specimen_page(
     shown = paws_codes.count(effigy.winning_symbol)
     multiplied = effigy.multiplier_symbol in bonus_codes
     tier_lots = int(definition.tier_lots[specimen.tier])
-    odds_text = f"1 chance sur {_odds(definition.block.size, tier_lots)}"
+    odds_text = f"1 chance sur {odds_figure(definition.block.size, tier_lots)}"
     shows = (
         f"Montre {shown} x {effigy.winning_symbol} dans les traces de pattes, "
         f"{effigy.multiplier_symbol if multiplied else 'pas de ' + effigy.multiplier_symbol} "
@@ -170,7 +170,7 @@ def draw_specimen_page(
     }
 
 
-def _odds(block_size: int, lots: int) -> str:
+def odds_figure(block_size: int, lots: int) -> str:
     odds = block_size / lots
     return f"{odds:,.0f}".replace(",", " ") if odds >= 100 else f"{odds:.2f}".replace(".", ",")
 
