@@ -144,10 +144,8 @@ def audit_block(
                     f"(records {recorded[i]} EUR, symbols give {evaluation.prize_eur[i]} EUR)"
                 )
             pack_rows = slice(rows.start // pack_size, rows.stop // pack_size)
+            pack_tiers[pack_rows], pack_prize[pack_rows] = pack_tallies(tier, amounts, pack_size)
             by_pack = tier.reshape(-1, pack_size)
-            for t in range(tiers):
-                pack_tiers[pack_rows, t] = (by_pack == t).sum(axis=1)
-            pack_prize[pack_rows] = recorded.reshape(-1, pack_size).sum(axis=1)
             np.add.at(variant_split, (tier, variant % len(definition.variants)), 1)
             longest_runs[pack_rows] = longest_losing_runs(by_pack)
             teasers += int(_teasers(game, variant, symbols, recorded).sum())
@@ -238,6 +236,19 @@ def audit_block(
         f"Duplicates: {tickets - distinct} VIRN, 0 serial",
     ]
     return report
+
+
+def pack_tallies(
+    tier: np.ndarray, amounts: np.ndarray, pack_size: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per pack of whole-pack rows: tickets of each tier (packs, tiers) and prize money in EUR.
+
+    The audit's own per-pack figures, public so the proofs' plot shows exactly what the
+    audit counted.
+    """
+    by_pack = np.asarray(tier, dtype=np.int64).reshape(-1, pack_size)
+    counts = np.stack([(by_pack == t).sum(axis=1) for t in range(len(amounts))], axis=1)
+    return counts, amounts[by_pack].sum(axis=1)
 
 
 def _spread_checks(

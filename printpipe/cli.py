@@ -168,6 +168,60 @@ def export(
 
 
 @cli.command()
+@click.option("--game", "game_id", default=DEFAULT_GAME, show_default=True, help="Game id.")
+@click.option(
+    "--out", "out_dir", type=click.Path(path_type=Path), required=True, help="PROOF_DIR to write."
+)
+@click.option("--force", is_flag=True, help="Replace an existing PROOF_DIR.")
+@click.option(
+    "--from-block",
+    "block_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Also proof real press sheets of this block store, and plot it per pack.",
+)
+@click.option("--packs", default=None, help="Pack range of the press file [default: first 40].")
+@click.option("--sheets", default="1", show_default=True, help="Press sheets, e.g. 1,3,5-7.")
+@click.option("--sheet", default="SRA3", show_default=True, help="A3, SRA3 or WxH (mm).")
+@click.option(
+    "--coating",
+    type=click.Choice(["plate", "panel", "none"]),
+    default="plate",
+    show_default=True,
+    help="Coating of the press sheets.",
+)
+@keys_option
+def proof(
+    game_id: str,
+    out_dir: Path,
+    force: bool,
+    block_dir: Path | None,
+    packs: str | None,
+    sheets: str,
+    sheet: str,
+    coating: str,
+    keys_dir: Path,
+) -> None:
+    """The proof pack the lottery signs: cover, specimens, symbol sheet, PNG previews."""
+    from printpipe.proof import PressRequest, make_proof
+
+    press = PressRequest(block_dir, packs, sheets, sheet, coating, keys_dir) if block_dir else None
+    record = make_proof(game_id, out_dir, force, press)
+    click.echo(
+        f"wrote {record['pdf']} ({record['pages']} pages, {len(record['specimens'])} specimens) "
+        f"and {len(record['previews'])} PNG previews to {out_dir} in {record['seconds']:.1f} s"
+    )
+    if record["press_proof"]:
+        done = record["press_proof"]
+        click.echo(
+            f"wrote {done['file']} (sheets {','.join(map(str, done['sheets']))} of "
+            f"{done['sheets_in_file']}): REAL OUTCOMES, CONFIDENTIAL - destroy after sign-off"
+        )
+    if record["plot"]:
+        click.echo(f"wrote {record['plot']['file']} (per-pack winners and prize money)")
+
+
+@cli.command()
 @click.option("--game", "game_id", default=DEFAULT_GAME, show_default=True)
 @click.option("--block", type=click.IntRange(1, 999), default=1, show_default=True)
 @keys_option

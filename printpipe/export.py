@@ -20,7 +20,7 @@ import signal
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,6 +30,11 @@ from printpipe.games import game_template_dir, load_game
 from printpipe.ids import TicketId
 from printpipe.progress import progress_bar
 from printpipe.store import BlockStore
+
+if TYPE_CHECKING:
+    from reportlab.pdfgen.canvas import Canvas
+
+    from printpipe.render.template import Template
 
 JOB_FORMAT = "printpipe-print-job/1"
 JOB_FILE = "job.json"
@@ -71,6 +76,26 @@ def _configure_reportlab() -> None:
     rl_config.invariant = 1  # no dates or random IDs: same inputs, same bytes
 
 
+def new_canvas(path: Path, pagesize: tuple[float, float], template: Template) -> Canvas:
+    """A canvas set up as every printpipe PDF must be: process CMYK or spot colours only,
+    no dates or random IDs (same inputs, same bytes), the template's fonts embedded and the
+    page preamble on one of them (never an unembedded Helvetica).  Shared by export and proofs.
+    """
+    from reportlab.pdfgen.canvas import Canvas
+
+    from printpipe.render.fonts import register_fonts
+
+    _configure_reportlab()
+    fonts = register_fonts(template.fonts)
+    return Canvas(
+        str(path),
+        pagesize=pagesize,
+        initialFontName=fonts["regular"],
+        enforceColorSpace="sep_cmyk",
+        pageCompression=1,
+    )
+
+
 def chunk_file_name(game_id: str, block: int, first_pack: int, last_pack: int) -> str:
     """File name of a chunk, from its printed pack numbers."""
     return f"{game_id}-b{block:04d}-p{first_pack:06d}-{last_pack:06d}.pdf"
@@ -78,9 +103,6 @@ def chunk_file_name(game_id: str, block: int, first_pack: int, last_pack: int) -
 
 def render_chunk(job: ChunkJob) -> dict[str, Any]:
     """Render one chunk into its PDF (temp name, fsync, rename); returns worker statistics."""
-    from reportlab.pdfgen.canvas import Canvas
-
-    from printpipe.render.fonts import register_fonts
     from printpipe.render.sheet import impose, write_sheets
     from printpipe.render.template import MM, load_template
     from printpipe.render.ticket import Coating, TicketRenderer, faces_of_packs, load_texts
@@ -104,17 +126,10 @@ def render_chunk(job: ChunkJob) -> dict[str, Any]:
         np.asarray(tickets.symbols),
         np.asarray(tickets.virn),
     )
-    fonts = register_fonts(template.fonts)
     out_dir = Path(job.out_dir)
     final = out_dir / job.file_name
     tmp = out_dir / f".{job.file_name}.partial-{os.getpid()}"
-    canvas = Canvas(
-        str(tmp),
-        pagesize=(imposition.sheet_w * MM, imposition.sheet_h * MM),
-        initialFontName=fonts["regular"],
-        enforceColorSpace="sep_cmyk",
-        pageCompression=1,
-    )
+    canvas = new_canvas(tmp, (imposition.sheet_w * MM, imposition.sheet_h * MM), template)
     canvas.setTitle(job.file_name)
     canvas.setCreator("printpipe")
     renderer = TicketRenderer(canvas, template, game, texts, Coating(job.settings.coating))

@@ -107,10 +107,20 @@ def draw_kennel(c: Canvas, w: float, h: float, roof: float) -> None:
 
 
 def draw_basket(c: Canvas, w: float, h: float, roof: float) -> None:
-    """A wicker basket filling w x h points, its handle in the top ``roof``."""
+    """A wicker basket filling w x h points, its hood in the top ``roof``.
+
+    The hood is filled dark, like the kennel's roof: the white "BONUS PANIER" label sits on
+    it, and on the bare background of an open handle it could not be read.
+    """
+    _colour(c, DARK_BROWN)
+    hood = c.beginPath()
+    hood.moveTo(2, h - roof - 1)
+    hood.curveTo(6, h + roof * 0.25, w - 6, h + roof * 0.25, w - 2, h - roof - 1)
+    hood.close()
+    c.drawPath(hood, stroke=0, fill=1)
     _colour(c, WICKER)
-    c.setLineWidth(3)
-    c.bezier(6, h - roof, 10, h + roof * 0.4, w - 10, h + roof * 0.4, w - 6, h - roof)
+    c.setLineWidth(1.5)
+    c.bezier(2, h - roof - 1, 6, h + roof * 0.25, w - 6, h + roof * 0.25, w - 2, h - roof - 1)
     c.roundRect(0, 0, w, h - roof + 1, 6, stroke=0, fill=1)
     _colour(c, DARK_BROWN)
     c.setLineWidth(0.6)

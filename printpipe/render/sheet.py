@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from reportlab.pdfgen.canvas import Canvas
@@ -141,10 +141,14 @@ def write_sheets(
     imposition: Imposition,
     faces: Sequence[TicketFace],
     slug: Callable[[int, int, str], str],
+    only: Collection[int] | None = None,
+    overlay: Callable[[Canvas, int, str], None] | None = None,
 ) -> int:
     """Draw ``faces`` (one chunk, in order) as duplex sheets on ``c``; returns pages drawn.
 
-    ``slug(sheet_index, sheets, side)`` gives each sheet's slug line.
+    ``slug(sheet_index, sheets, side)`` gives each sheet's slug line.  Press proofs draw
+    ``only`` some sheet indices of the chunk (each exactly as in the press file) and add an
+    ``overlay(canvas, sheet_index, side)`` (their PROOF mark) on top of each page.
     """
     t = renderer.t
     c.setTrimBox(imposition.trim_box)
@@ -155,6 +159,8 @@ def write_sheets(
     slug_font, slug_y = renderer.fonts["regular"], t.sheet["margin"] * MM
     pages = 0
     for s, slots in enumerate(order):
+        if only is not None and s not in only:
+            continue
         for side, places, draw in (
             ("front", imposition.front, renderer.draw_front),
             ("back", imposition.back, renderer.draw_back),
@@ -167,6 +173,8 @@ def write_sheets(
             c.setFillColorCMYK(0, 0, 0, 1)
             c.setFont(slug_font, 6)
             c.drawString(t.sheet["margin"] * MM, slug_y, slug(s, sheets, side))
+            if overlay is not None:
+                overlay(c, s, side)
             c.showPage()
             pages += 1
     return pages

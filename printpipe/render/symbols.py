@@ -131,10 +131,12 @@ def draw_collier(c: Canvas) -> None:
 
 
 def draw_arbre(c: Canvas) -> None:
+    """A fir tree: three stacked tiers and a trunk.  Not a round canopy: at 10 mm a round
+    one read as the cloud (NUAGE), a decoy of the same ticket."""
     _fill(c, INK)
-    _poly(c, [(42, 4), (58, 4), (55, 44), (45, 44)])
-    for x, y, r in ((50, 72, 24), (30, 56, 18), (70, 56, 18), (38, 82, 16), (62, 82, 16)):
-        c.circle(x, y, r, stroke=0, fill=1)
+    c.rect(43, 2, 14, 18, stroke=0, fill=1)
+    for base, top, half in ((16, 52, 42), (40, 74, 33), (62, 98, 24)):
+        _poly(c, [(50 - half, base), (50 + half, base), (50, top)])
 
 
 def draw_chapeau(c: Canvas) -> None:

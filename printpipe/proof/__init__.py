@@ -1,0 +1,206 @@
+"""The proof pack (issue 5): what the lottery approves before a print run.
+
+``make_proof`` writes, into a temporary folder renamed into place when complete:
+
+- ``proof-GAME.pdf``: the cover page (:mod:`.cover`), one page per specimen ticket
+  (:mod:`.specimens`, :mod:`.specimen_pages`) and the symbol sheet (:mod:`.symbol_sheet`),
+  all drawn by the press renderer with proof coatings; and a 150 dpi PNG of every page
+  (:mod:`.previews`);
+- ``proof.json``: what each specimen shows (page, place, effigy, tier, amount, serial,
+  symbols), so tests and reviewers check the pack against the rules without reading pixels;
+- with a block store only (``from_block``): PROOF-marked press sheets of real tickets
+  (:mod:`.press`) and the per-pack plot for the audit report (:mod:`.plot`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from printpipe.errors import PrintpipeError
+
+PROOF_FORMAT = "printpipe-proof/1"
+SIDECAR = "proof.json"
+
+
+@dataclass(frozen=True)
+class PressRequest:
+    """Which real sheets to proof: a block store, a pack range, sheet numbers, sheet size."""
+
+    block_dir: Path
+    packs: str | None
+    sheets: str
+    sheet: str
+    coating: str
+    keys_dir: Path
+
+
+def make_proof(
+    game_id: str, out_dir: Path, force: bool = False, press: PressRequest | None = None
+) -> dict[str, Any]:
+    """Write the proof pack of ``game_id`` to ``out_dir``; returns the ``proof.json`` record."""
+    from printpipe.games import game_template_dir, load_game
+    from printpipe.render.template import load_template
+
+    started = time.perf_counter()
+    game = load_game(game_id)
+    template = load_template(game_template_dir(game_id) / "ticket.toml")
+    texts_path = game_template_dir(game_id) / "texts.toml"
+    press_job = _check_press(press, game) if press else None
+    if out_dir.exists() and not force:
+        raise PrintpipeError(f"{out_dir} already exists (use --force to replace it)")
+    tmp = out_dir.parent / f".{out_dir.name}.partial-{os.getpid()}"
+    try:
+        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir()
+    except OSError as exc:
+        raise PrintpipeError(f"cannot write to {out_dir.parent}: {exc.strerror}") from None
+    try:
+        record = _write_pack(tmp, game, template, texts_path, press_job)
+        record["seconds"] = round(time.perf_counter() - started, 2)
+        (tmp / SIDECAR).write_text(
+            json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
+        if out_dir.exists():
+            old = out_dir.parent / f".{out_dir.name}.old-{os.getpid()}"
+            out_dir.rename(old)
+            tmp.rename(out_dir)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            tmp.rename(out_dir)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return record
+
+
+def _check_press(press: PressRequest, game) -> dict[str, Any]:
+    """Open and check everything a press proof needs before anything is written."""
+    from printpipe.block import PackRange
+    from printpipe.export import DEFAULT_CHUNK_PACKS
+    from printpipe.keys import PRODUCER_SIGNING_PUB, load_producer_public_key
+    from printpipe.proof.press import parse_sheets
+    from printpipe.render.sheet import parse_sheet
+    from printpipe.render.ticket import Coating
+    from printpipe.store import BlockStore
+
+    store = BlockStore.open(press.block_dir)
+    if store.game_id != game.definition.id:
+        raise PrintpipeError(
+            f"block store {press.block_dir} is of game {store.game_id}, not {game.definition.id}"
+        )
+    store.check_intact(load_producer_public_key(press.keys_dir / PRODUCER_SIGNING_PUB))
+    stored = store.pack_range
+    if press.packs:
+        packs = PackRange.parse(press.packs, game.definition.block.packs)
+    else:  # the first press file an export of the store writes
+        packs = PackRange(stored.first, min(stored.first + DEFAULT_CHUNK_PACKS - 1, stored.last))
+    return {
+        "store": store,
+        "packs": packs,
+        "sheets": parse_sheets(press.sheets),
+        "sheet_mm": parse_sheet(press.sheet),
+        "coating": Coating(press.coating),
+    }
+
+
+def _write_pack(
+    out: Path, game, template, texts_path: Path, press_job: dict[str, Any] | None
+) -> dict[str, Any]:
+    from printpipe.export import new_canvas
+    from printpipe.proof.cover import draw_cover
+    from printpipe.proof.page import PAGE, footer
+    from printpipe.proof.previews import PREVIEW_DPI, write_previews
+    from printpipe.proof.specimen_pages import draw_specimen_page
+    from printpipe.proof.specimens import make_specimens
+    from printpipe.proof.symbol_sheet import draw_symbol_sheet
+    from printpipe.render.ticket import Coating, TicketRenderer, load_texts
+
+    d = game.definition
+    specimens = make_specimens(game)
+    pages = len(specimens) + 2
+    name = f"proof-{d.id}.pdf"
+    canvas = new_canvas(out / name, PAGE, template)
+    canvas.setTitle(f"Proof pack - {d.title} - game {d.number:04d}")
+    canvas.setCreator("printpipe proof")
+    renderer = TicketRenderer(canvas, template, game, load_texts(texts_path), Coating.PANEL)
+    fonts = renderer.fonts
+    slug = f"{d.title} - jeu {d.number:04d} - épreuves, sans valeur - gabarit {template.name}"
+    per_effigy = len(specimens) // len(d.variants)
+    contents = [
+        "p. 1 : cette page",
+        f"p. 2-{len(specimens) + 1} : {len(specimens)} specimens, {per_effigy} par effigie :",
+        "    chaque rang, un perdant, un perdant teaser",
+        f"p. {pages} : planche des symboles",
+        f"{SIDECAR}, aperçus PNG {PREVIEW_DPI} dpi de chaque page",
+    ]
+    draw_cover(canvas, game, template, texts_path, fonts, contents)
+    footer(canvas, fonts, slug, 1, pages)
+    canvas.showPage()
+    records = []
+    for i, specimen in enumerate(specimens, start=1):
+        record = draw_specimen_page(canvas, renderer, game, specimen, i, len(specimens))
+        record["page"] = i + 1
+        records.append(record)
+        footer(canvas, fonts, slug, i + 1, pages)
+        renderer.finish_page()
+        canvas.showPage()
+    symbols = draw_symbol_sheet(canvas, renderer, game)
+    footer(canvas, fonts, slug, pages, pages)
+    canvas.showPage()
+    canvas.save()
+    previews = write_previews(out / name, out, name.removesuffix(".pdf"))
+    record: dict[str, Any] = {
+        "format": PROOF_FORMAT,
+        "game": {"id": d.id, "number": d.number, "definition_sha256": d.source_sha256},
+        "template": {"name": template.name, "sha256": template.sha256},
+        "pdf": name,
+        "pages": pages,
+        "previews": previews,
+        "preview_dpi": PREVIEW_DPI,
+        "symbol_sheet": {"page": pages, "codes": symbols},
+        "specimens": records,
+        "press_proof": None,
+        "plot": None,
+    }
+    if press_job:
+        record.update(_write_press(out, game, template, press_job))
+    return record
+
+
+def _write_press(out: Path, game, template, job: dict[str, Any]) -> dict[str, Any]:
+    import sys
+
+    from printpipe.proof.plot import have_matplotlib, write_pack_plot
+    from printpipe.proof.press import write_press_proof
+    from printpipe.proof.previews import write_previews
+
+    store, packs = job["store"], job["packs"]
+    name = f"press-proof-b{store.block:04d}-packs-{packs.first}-{packs.last}.pdf"
+    press = write_press_proof(
+        out / name,
+        store,
+        game,
+        template,
+        job["sheet_mm"],
+        packs,
+        job["sheets"],
+        job["coating"],
+    )
+    press["previews"] = write_previews(out / name, out, name.removesuffix(".pdf"))
+    plot = None
+    if have_matplotlib():
+        plot = write_pack_plot(out / f"block-{store.block:04d}-per-pack.png", store, game)
+    else:
+        print(
+            "printpipe: no per-pack plot: matplotlib is not installed "
+            "(pip install 'printpipe[plot]')",
+            file=sys.stderr,
+        )
+    return {"press_proof": press, "plot": plot}

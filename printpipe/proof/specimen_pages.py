@@ -1,0 +1,207 @@
+"""Specimen pages: one specimen a page, covered front, revealed front and back, at 100 %.
+
+The tickets are drawn by the press renderer (:class:`~printpipe.render.ticket.TicketRenderer`),
+never by a drawing of their own: the covered front with ``Coating.PANEL`` (silver panels,
+"GRATTEZ ICI"), the revealed one with ``Coating.NONE``.  One renderer serves both, because a
+PDF can define each of its forms only once; :func:`draw_revealed` switches its coating for
+one ticket.  Everything the page says about the specimen (tier, amount, symbols) is printed
+outside the trim, so the ticket itself stays exactly as printed apart from the SPECIMEN mark.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reportlab.pdfgen.canvas import Canvas
+
+from printpipe.games.base import LOSING_TIER, Game
+from printpipe.ids import SPECIMEN_PACK
+from printpipe.proof.page import (
+    BLEED_LINE,
+    GREY,
+    MARGIN,
+    PAGE,
+    SPECIMEN_TEXT,
+    TRIM_LINE,
+    diagonal_mark,
+    fit_size,
+    scale_bar,
+    text,
+    trim_and_bleed,
+)
+from printpipe.proof.specimens import Specimen
+from printpipe.render.template import MM, Template
+from printpipe.render.ticket import Coating, TicketFace, TicketRenderer
+
+GAP = 16 * MM  # between trims: room for both tickets' bleed and crop marks
+TRIM_BOTTOM = 42 * MM
+COLUMNS = (
+    ("covered_front", "RECTO COUVERT (tel qu'en vente)"),
+    ("revealed_front", "RECTO DÉCOUVERT (gratté)"),
+    ("back", "VERSO"),
+)
+
+
+def fmt_eur(amount: int) -> str:
+    """French money: thin-space thousands, euro sign after."""
+    return f"{amount:,}".replace(",", " ") + " €"
+
+
+def draw_revealed(renderer: TicketRenderer, x: float, y: float, face: TicketFace) -> None:
+    """The front with nothing over the scratch zones, from the same renderer and forms."""
+    coating = renderer.coating
+    renderer.coating = Coating.NONE
+    try:
+        renderer.draw_front(x, y, face)
+    finally:
+        renderer.coating = coating
+
+
+def specimen_label(game: Game, specimen: Specimen) -> str:
+    """The heading of a specimen: effigy, tier and amount, as the lottery names them."""
+    definition = game.definition
+    effigy = game.effigies[specimen.variant]
+    if specimen.tier == LOSING_TIER:
+        kind = (
+            f"Perdant avec {effigy.multiplier_symbol} au bonus (teaser)"
+            if specimen.teaser
+            else "Perdant"
+        )
+        return f"{effigy.caption} - {kind} : 0 €"
+    return f"{effigy.caption} - Rang {specimen.tier} / {len(definition.prizes)} : " + fmt_eur(
+        specimen.amount_eur
+    )
+
+
+def draw_specimen_page(
+    c: Canvas, renderer: TicketRenderer, game: Game, specimen: Specimen, index: int, count: int
+) -> dict[str, Any]:
+    """Draw one specimen's page (without showPage); returns its record for ``proof.json``."""
+    definition, t, fonts = game.definition, renderer.t, renderer.fonts
+    codes = definition.symbol_codes
+    effigy = game.effigies[specimen.variant]
+    face = TicketFace.of(
+        definition.number,
+        SPECIMEN_PACK,
+        specimen.number,
+        specimen.variant,
+        specimen.symbols,
+        specimen.virn,
+    )
+    width = t.width * MM
+    x0 = (PAGE[0] - 3 * width - 2 * GAP) / 2
+    places = {name: (x0 + i * (width + GAP), TRIM_BOTTOM) for i, (name, _) in enumerate(COLUMNS)}
+    renderer.draw_front(*places["covered_front"], face)
+    draw_revealed(renderer, *places["revealed_front"], face)
+    renderer.draw_back(*places["back"], face)
+    renderer.finish_page()
+
+    # the SPECIMEN mark across each ticket, clear of both barcodes
+    height = t.height * MM
+    paws = t.box(t.front["paws"])
+    odds = t.box(t.back["odds"])
+    for name, (x, y) in places.items():
+        zx, zy, zw, zh = odds if name == "back" else paws
+        diagonal_mark(
+            c, x + zx + zw / 2, y + zy + zh / 2, 100 * MM, 58, SPECIMEN_TEXT, fonts["bold"]
+        )
+        trim_and_bleed(c, t, x, y)
+    top = TRIM_BOTTOM + height
+    for name, caption in COLUMNS:
+        x, _ = places[name]
+        text(c, x + width / 2, top + 10 * MM, caption, fonts["bold"], 9, align="centre")
+
+    # labels, all outside the trim
+    label = specimen_label(game, specimen)
+    text(c, MARGIN, PAGE[1] - 14 * MM, label, fonts["bold"], 17)
+    text(
+        c,
+        PAGE[0] - MARGIN,
+        PAGE[1] - 14 * MM,
+        f"SPECIMEN {index}/{count}",
+        fonts["bold"],
+        12,
+        align="right",
+    )
+    paws_codes = [codes[s] for s in specimen.symbols[:9]]
+    bonus_codes = [codes[s] for s in specimen.symbols[9:]]
+    shown = paws_codes.count(effigy.winning_symbol)
+    multiplied = effigy.multiplier_symbol in bonus_codes
+    tier_lots = int(definition.tier_lots[specimen.tier])
+    odds_text = f"1 chance sur {odds_figure(definition.block.size, tier_lots)}"
+    shows = (
+        f"Montre {shown} x {effigy.winning_symbol} dans les traces de pattes, "
+        f"{effigy.multiplier_symbol if multiplied else 'pas de ' + effigy.multiplier_symbol} "
+        f"dans la case bonus ({effigy.bonus_box})."
+    )
+    if specimen.tier != LOSING_TIER:
+        shows += f"  {tier_lots:,} lots par bloc ({odds_text})".replace(",", " ") + "."
+    text(c, MARGIN, PAGE[1] - 21 * MM, shows, fonts["regular"], 9.5)
+
+    lines = [
+        f"N° de série (verso) : {face.serial}    Code de validation (sous la zone détaillant) : "
+        f"{face.validation_text}    Lot 000000 : jamais émis, la validation répond SPECIMEN.",
+        "Traces (ligne par ligne) : "
+        + " / ".join(" ".join(paws_codes[r * 3 : r * 3 + 3]) for r in range(3))
+        + f"    Bonus : {' '.join(bonus_codes)}"
+        + f"    Gain selon les règles du jeu : {fmt_eur(specimen.amount_eur)}",
+    ]
+    for i, line in enumerate(lines):
+        size = fit_size(line, fonts["regular"], 8.5, PAGE[0] - 2 * MARGIN)
+        text(c, MARGIN, 28 * MM - i * 5.5 * MM, line, fonts["regular"], size)
+    _legend(c, fonts, t, 14 * MM)
+    return {
+        "page": None,  # set by the caller, who knows the page number
+        "specimen": index,
+        "effigy": definition.variants[specimen.variant],
+        "tier": specimen.tier,
+        "amount_eur": specimen.amount_eur,
+        "teaser": specimen.teaser,
+        "label": label,
+        "serial": face.serial,
+        "validation_code": face.validation_code,
+        "inventory_code": face.inventory_code,
+        "paws": paws_codes,
+        "bonus": bonus_codes,
+        "trim_pt": {
+            name: [round(x, 2), round(y, 2), round(width, 2), round(height, 2)]
+            for name, (x, y) in places.items()
+        },
+    }
+
+
+def odds_figure(block_size: int, lots: int) -> str:
+    odds = block_size / lots
+    return f"{odds:,.0f}".replace(",", " ") if odds >= 100 else f"{odds:.2f}".replace(".", ",")
+
+
+def _legend(c: Canvas, fonts: dict[str, str], t: Template, y: float) -> None:
+    x = MARGIN
+    c.saveState()
+    c.setLineWidth(0.8)
+    c.setStrokeColorCMYK(*TRIM_LINE)
+    c.line(x, y + 1, x + 8 * MM, y + 1)
+    c.setStrokeColorCMYK(*BLEED_LINE)
+    c.setDash(3, 2)
+    c.line(x + 62 * MM, y + 1, x + 70 * MM, y + 1)
+    c.restoreState()
+    text(
+        c,
+        x + 10 * MM,
+        y,
+        f"coupe (format fini {t.width:g} x {t.height:g} mm)",
+        fonts["regular"],
+        7.5,
+        GREY,
+    )
+    text(c, x + 72 * MM, y, f"fond perdu ({t.bleed:g} mm)", fonts["regular"], 7.5, GREY)
+    scale_bar(c, PAGE[0] - MARGIN - 85 * MM, y, fonts["regular"])
+    text(
+        c,
+        x + 105 * MM,
+        y,
+        "Imprimer à 100 % (taille réelle).",
+        fonts["regular"],
+        7.5,
+        GREY,
+    )
