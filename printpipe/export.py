@@ -32,8 +32,7 @@ from printpipe.progress import progress_bar
 from printpipe.store import BlockStore
 
 if TYPE_CHECKING:
-    from reportlab.pdfgen.canvas import Canvas
-
+    from printpipe.render.canvas import PressCanvas
     from printpipe.render.template import Template
 
 JOB_FORMAT = "printpipe-print-job/1"
@@ -76,18 +75,17 @@ def _configure_reportlab() -> None:
     rl_config.invariant = 1  # no dates or random IDs: same inputs, same bytes
 
 
-def new_canvas(path: Path, pagesize: tuple[float, float], template: Template) -> Canvas:
+def new_canvas(path: Path, pagesize: tuple[float, float], template: Template) -> PressCanvas:
     """A canvas set up as every printpipe PDF must be: process CMYK or spot colours only,
     no dates or random IDs (same inputs, same bytes), the template's fonts embedded and the
     page preamble on one of them (never an unembedded Helvetica).  Shared by export and proofs.
     """
-    from reportlab.pdfgen.canvas import Canvas
-
+    from printpipe.render.canvas import PressCanvas
     from printpipe.render.fonts import register_fonts
 
     _configure_reportlab()
     fonts = register_fonts(template.fonts)
-    return Canvas(
+    return PressCanvas(
         str(path),
         pagesize=pagesize,
         initialFontName=fonts["regular"],

@@ -35,13 +35,13 @@ import numpy as np
 from reportlab.lib.colors import CMYKColorSep
 from reportlab.lib.utils import simpleSplit
 from reportlab.pdfbase.pdfmetrics import stringWidth
-from reportlab.pdfgen.canvas import Canvas
 
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import Game
 from printpipe.ids import TicketId, printed_codes
 from printpipe.render import artwork
 from printpipe.render.barcodes import Code128Digits, InterleavedTwoOfFive
+from printpipe.render.canvas import PressCanvas
 from printpipe.render.fonts import FixedAlphabetText, register_fonts
 from printpipe.render.symbols import define_symbol_forms, symbol_block_height
 from printpipe.render.template import MM, Template
@@ -125,7 +125,7 @@ class TicketRenderer:
 
     def __init__(
         self,
-        canvas: Canvas,
+        canvas: PressCanvas,
         template: Template,
         game: Game,
         texts: dict[str, Any],
@@ -146,51 +146,45 @@ class TicketRenderer:
         self.front_forms = [self._define_front(v) for v in range(len(self.variants))]
         self.back_form = self._define_back()
         self._coated: list[str] = []
+        self.panel_places: list[tuple[str, str]] = []
         if coating is Coating.PANEL:
             self._define_panels()
+        self._operators()
 
     # -- per ticket ---------------------------------------------------------------------------
     def draw_front(self, x: float, y: float, face: TicketFace) -> None:
         """The front of ``face`` with its trim's bottom-left corner at (x, y) points."""
-        c = self.c
-        c.addLiteral(f"q 1 0 0 1 {x:.2f} {y:.2f} cm")
-        c.doForm(self.front_forms[face.variant])
-        forms = self.symbol_forms
-        for place, symbol in zip(self.symbol_places, face.symbols, strict=True):
-            c.addLiteral(place)
-            c.doForm(forms[symbol])
-            c.addLiteral("Q")
-        c.addLiteral(
-            self.code128_place
+        places = self._symbol_ops
+        self.c.addLiteral(
+            f"q 1 0 0 1 {x:.2f} {y:.2f} cm\n"
+            + self._front_ops[face.variant]
+            + "".join([places[i][symbol] for i, symbol in enumerate(face.symbols)])
+            + self.code128_place
             + self.code128.literal(face.validation_code)
             + "Q\nq 0 0 0 1 k "
             + self.validation_digits.literal(
                 self.validation_text_x, self.validation_text_y, face.validation_text
             )
+            + "Q\n"
+            + (self._panel_ops if self.coating is Coating.PANEL else "")
             + "Q"
         )
-        if self.coating is Coating.PANEL:
-            for place, form in self.panel_places:
-                c.addLiteral(place)
-                c.doForm(form)
-                c.addLiteral("Q")
-        c.addLiteral("Q")
+        self.c.use_forms(self._front_form_names)
         if self.coating is Coating.PLATE:
             self._coated.append(f"q 1 0 0 1 {x:.2f} {y:.2f} cm\n{self.scratch_rects}Q")
 
     def draw_back(self, x: float, y: float, face: TicketFace) -> None:
         """The back of ``face`` with its trim's bottom-left corner at (x, y) points."""
-        c = self.c
-        c.addLiteral(f"q 1 0 0 1 {x:.2f} {y:.2f} cm")
-        c.doForm(self.back_form)
-        c.addLiteral(
-            self.itf_place
+        self.c.addLiteral(
+            f"q 1 0 0 1 {x:.2f} {y:.2f} cm\n"
+            + self._back_ops
+            + self.itf_place
             + self.itf.literal(face.inventory_code)
             + "Q\nq 0 0 0 1 k "
             + self.serial_digits.literal(self.serial_x, self.serial_y, face.serial)
-            + "Q"
+            + "Q\nQ"
         )
-        c.addLiteral("Q")
+        self.c.use_forms(self._back_form_names)
 
     def finish_page(self) -> None:
         """Lay the ScratchOff plate over every front drawn on this page (press coating only)."""
@@ -470,6 +464,20 @@ class TicketRenderer:
                 c.drawCentredString(w / 2, h * 0.08, self.texts["front"]["scratch"])
                 c.endForm()
             self.panel_places.append((f"q 1 0 0 1 {x:.2f} {y:.2f} cm", kinds[key]))
+
+    def _operators(self) -> None:
+        """Each form placement as its final operators, formatted once for every ticket."""
+        draw = self.c.form_operator
+        self._symbol_ops = [
+            [f"{place} {draw(form)} Q\n" for form in self.symbol_forms]
+            for place in self.symbol_places
+        ]
+        self._front_ops = [f"{draw(form)}\n" for form in self.front_forms]
+        self._back_ops = f"{draw(self.back_form)}\n"
+        self._panel_ops = "".join(f"{place} {draw(form)} Q\n" for place, form in self.panel_places)
+        panels = [form for _, form in self.panel_places]
+        self._front_form_names = [*self.front_forms, *self.symbol_forms, *panels]
+        self._back_form_names = [self.back_form]
 
     def scratch_zone_boxes(self) -> list[tuple[float, float, float, float]]:
         """The scratch zones in points from the trim's bottom-left (for tests and proofs)."""
