@@ -26,7 +26,7 @@ inventory barcode (and the effigy, which carries no information about the prize)
 from __future__ import annotations
 
 import tomllib
-from dataclasses import astuple, dataclass
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -103,7 +103,14 @@ def faces_of_packs(
     rows = np.arange(len(variants))
     codes = printed_codes(game_number, first_pack + rows // pack_size, rows % pack_size, virns)
     return [
-        TicketFace(variant, tuple(row), *astuple(code))
+        TicketFace(
+            variant,
+            tuple(row),
+            code.serial,
+            code.inventory_code,
+            code.validation_code,
+            code.validation_text,
+        )
         for variant, row, code in zip(variants.tolist(), symbols.tolist(), codes, strict=True)
     ]
 
