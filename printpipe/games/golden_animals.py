@@ -130,7 +130,7 @@ class GoldenAnimals:
         derived = {code: f"{money_caption} {a} €" for a, code in self.money_codes.items()}
         derived[EMPTY] = "(no extra grid)"
         fields = (SymbolField(GRID, self.cells), SymbolField(EXTRA_GRID, self.cells))
-        self.definition: GameDefinition = reader.common(VARIANTS, fields, derived)
+        self.definition: GameDefinition = reader.common(VARIANTS, fields, derived, EMPTY)
         self.extra_symbol = self._extra_symbol(reader)
         self.offer_price_cents = reader.money_cents("offer.price_eur")
         self.linked_game = reader.text("offer.linked_game")
