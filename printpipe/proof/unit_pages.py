@@ -26,7 +26,7 @@ from printpipe.games.base import LOSING_TIER, Game
 from printpipe.ids import SPECIMEN_PACK, TicketId
 from printpipe.proof.cover import CoverFacts, draw_cover, prize_rows
 from printpipe.proof.page import GREY, INK, MARGIN, PAGE, RED, diagonal_mark, footer, text
-from printpipe.proof.specimen_pages import fmt_eur
+from printpipe.proof.specimen_pages import fmt_eur, odds_figure
 from printpipe.proof.specimens import Specimen, make_composition_specimens
 from printpipe.render.animals import draw_symbol
 from printpipe.render.grid import draw_grid
@@ -180,7 +180,7 @@ def _draw_unit(
 
 
 def _odds(size: int, lots: int) -> str:
-    return f"Chances du rang : 1 sur {size / max(lots, 1):,.0f}".replace(",", " ")
+    return f"Chances du rang : 1 sur {odds_figure(size, lots)}"
 
 
 def _draw_paytable(c: Canvas, game: Any, fonts: dict[str, str]) -> list[str]:
