@@ -119,7 +119,7 @@ def _draw_unit(
     codes = [d.symbol_codes[s] for s in specimen.symbols]
     cells = game.cells
     winning, words = game.unit_wins(np.array(specimen.symbols))
-    opens = words is not None and game.extra_symbol in codes[:cells]
+    opens = game.extra_symbol in codes[:cells]
     serial = TicketId(d.number, SPECIMEN_PACK, specimen.number).serial
     label = specimen_label(game, specimen)
     composition = composition_text(words)
