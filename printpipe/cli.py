@@ -161,7 +161,11 @@ def export(
     coating: str,
     quiet: bool,
 ) -> None:
-    """Press-ready PDFs of a block store (or a pack range), job.json and the run's manifest."""
+    """Press-ready PDFs of a block store (or a pack range), job.json and the run's manifest.
+
+    For a game whose output is a feed (an online game), the unit feed instead of PDFs; the
+    press options (--sheet, --template, --workers, --chunk-packs, --coating) do not apply.
+    """
     _export(
         block_dir, out_dir, packs, keys_dir, sheet, template, workers, chunk_packs, coating, quiet
     )
@@ -295,9 +299,14 @@ def _export(
         not quiet,
     )
     elapsed = time.perf_counter() - started
+    what = (
+        f"the unit feed {job['files'][0]['path']}"
+        if job.get("output") == "feed"
+        else f"{len(job['files'])} press PDF(s)"
+    )
     click.echo(
         f"exported {job['tickets']:,} tickets (packs {job['packs']['first']} to "
-        f"{job['packs']['last']}) to {len(job['files'])} press PDF(s) in {out_dir} "
+        f"{job['packs']['last']}) to {what} in {out_dir} "
         f"in {elapsed:.1f} s; job.json and {job['manifest']} written"
     )
 
@@ -480,6 +489,55 @@ def manifest_export(
     verified = _verified_manifest(file, keys_dir, producer_key)
     count = export_csv(verified, _manifest_game(verified), _identity(keys_dir, identity), csv_path)
     click.echo(f"wrote {count:,} records to {csv_path}")
+
+
+@cli.group()
+def feed() -> None:
+    """Read a unit feed (the export of an online game): one unit, or every unit re-checked."""
+
+
+@feed.command("show")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--unit", "serial", required=True, help="The unit's serial GGGG-PPPPPP-TTT-C.")
+def feed_show(file: Path, serial: str) -> None:
+    """Print one unit's record and its lot recomputed by the rules (exit 1 if they differ)."""
+    import numpy as np
+
+    from printpipe.feed import FeedReader
+    from printpipe.games import load_game
+    from printpipe.games.base import Game
+
+    with FeedReader(file) as reader:
+        game: Game = load_game(reader.header["game"]["id"])
+        reader.check_game(game)
+        unit = reader.unit(reader.index_of(serial))
+    click.echo(f"unit {unit.serial} (game {game.definition.id}, block {reader.header['block']})")
+    for name, codes in unit.fields.items():
+        click.echo(f"{name}: {' '.join(codes) if codes is not None else '(none)'}")
+    result = game.evaluate(np.zeros(1, dtype=np.int64), unit.symbols[None, :])
+    if result.violation[0]:
+        raise PrintpipeError(
+            f"unit {unit.serial}: its symbols break a rule: {game.violations[result.violation[0]]}"
+        )
+    by_rules = int(result.prize_eur[0])
+    click.echo(f"lot recorded: {unit.prize_eur} EUR; by the rules: {by_rules} EUR")
+    if by_rules != unit.prize_eur:
+        raise PrintpipeError(f"unit {unit.serial}: the record's lot is not the rules' lot")
+
+
+@feed.command("verify")
+@click.argument("file", type=click.Path(path_type=Path))
+def feed_verify(file: Path) -> None:
+    """Re-check every unit of a feed: place in block order, and its lot by the rules."""
+    from printpipe.feed import FeedReader, verify_feed
+    from printpipe.games import load_game
+
+    with FeedReader(file) as reader:
+        totals = verify_feed(reader, load_game(reader.header["game"]["id"]))
+    click.echo(
+        f"feed {file}: {totals['units']:,} units in block order, every lot as the rules give it "
+        f"({totals['winning_units']:,} winning, {totals['prize_eur']:,} EUR)"
+    )
 
 
 @cli.group()

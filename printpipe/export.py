@@ -203,6 +203,10 @@ def export_block(
         raise PrintpipeError(
             f"pack range {packs} is not in the block store {block_dir} (it holds packs {stored})"
         )
+    if game.definition.output == "feed":  # an online game: the unit feed, no press files
+        from printpipe.feed_export import export_feed
+
+        return export_feed(store, game, out_dir, packs, recipient, signing_key)
     if chunk_packs < 1:
         raise PrintpipeError("--chunk-packs must be at least 1")
     template_path = (template or game_template_dir(game.definition.id) / "ticket.toml").resolve()

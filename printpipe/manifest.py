@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import itertools
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -52,7 +51,7 @@ from pyrage import x25519
 from printpipe import __version__
 from printpipe.block import PackRange, Tickets
 from printpipe.errors import PrintpipeError
-from printpipe.games.base import Game, GameDefinition
+from printpipe.games.base import VARIANT_COLUMN, Game, GameDefinition
 from printpipe.ids import gs1_check_digits_array
 from printpipe.store import BlockStore
 
@@ -62,8 +61,6 @@ BLOCK_MANIFEST = "manifest.ppm"
 BATCH_PACKS = 200
 """Packs encoded per batch: bounds memory at a few MB whatever the run's size."""
 MAX_HEADER_BYTES = 16 << 20
-VARIANT_COLUMN = "effigy"
-"""The column of the ticket's variant (the effigy for chien-chat): the spec's name for it."""
 
 _MAGIC = f"{FORMAT}\n".encode()
 _LENGTH_PREFIX = b"header-bytes "
@@ -76,10 +73,8 @@ _SIGNATURE_PREFIX = b"signature "
 
 
 def record_columns(definition: GameDefinition) -> list[str]:
-    """The CSV columns of a game's records: fixed ones, then one per symbol field."""
-    fields = [f.name for f in definition.fields]
-    place = ["serial", "game", "block", "pool", "pack", "ticket", VARIANT_COLUMN]
-    return [*place, *fields, "prize_eur", "virn"]
+    """The CSV columns of a game's records, as its definition lays them out."""
+    return list(definition.records.columns)
 
 
 def header_row(definition: GameDefinition) -> bytes:
@@ -99,39 +94,56 @@ class RecordColumns:
     virn: np.ndarray
 
 
+def _field_texts(definition: GameDefinition, symbols: np.ndarray) -> dict[str, list[str]]:
+    """Each symbol field as text: codes separated by spaces; a field of blanks is empty."""
+    codes = np.array(definition.symbol_codes, dtype=object)
+    blank = definition.records.blank_symbol
+    blank_id = definition.symbol_codes.index(blank) if blank is not None else -1
+    texts: dict[str, list[str]] = {}
+    start = 0
+    for f in definition.fields:
+        part = symbols[:, start : start + f.width].astype(np.int64)
+        start += f.width
+        rows = [" ".join(row) for row in codes[part].tolist()]
+        for i in np.flatnonzero((part == blank_id).all(axis=1)).tolist():
+            rows[i] = ""
+        texts[f.name] = rows
+    return texts
+
+
 def encode_records(definition: GameDefinition, rows: RecordColumns) -> bytes:
     """The canonical CSV rows of tickets: the one encoding, used to write and to re-check."""
     rules = definition.block
-    pack_number = (rows.block - 1) * rules.packs + rows.block_pack.astype(np.int64)
-    pool = (rows.block_pack.astype(np.int64) - 1) // rules.packs_per_pool + 1
-    checks = gs1_check_digits_array(definition.number, pack_number, rows.ticket)
-    codes = np.array(definition.symbol_codes, dtype=object)
-    variants = np.array(definition.variants, dtype=object)
-    symbols = codes[rows.symbols.astype(np.int64)]
-    bounds = np.cumsum([0, *(f.width for f in definition.fields)])
-    field_text = [
-        [" ".join(row) for row in symbols[:, a:b].tolist()] for a, b in itertools.pairwise(bounds)
-    ]
+    block_pack = rows.block_pack.astype(np.int64)
+    pack_number = (rows.block - 1) * rules.packs + block_pack
+    ticket = rows.ticket.astype(np.int64)
+    checks = gs1_check_digits_array(definition.number, pack_number, ticket)
     game = f"{definition.number:04d}"
-    lines = []
-    for i, (pack, ticket, check, po, var, prize, virn) in enumerate(
-        zip(
-            pack_number.tolist(),
-            rows.ticket.tolist(),
-            checks.tolist(),
-            pool.tolist(),
-            variants[rows.variant.astype(np.int64)].tolist(),
-            rows.prize_eur.tolist(),
-            rows.virn.tolist(),
-            strict=True,
-        )
-    ):
-        fields = ",".join(text[i] for text in field_text)
-        lines.append(
-            f"{game}-{pack:06d}-{ticket:03d}-{check},{game},{rows.block},{po},{pack:06d},"
-            f"{ticket:03d},{var},{fields},{prize},{virn:010d}\n"
-        )
-    return "".join(lines).encode()
+    n = len(ticket)
+    packs_text = [f"{p:06d}" for p in pack_number.tolist()]
+    tickets_text = [f"{t:03d}" for t in ticket.tolist()]
+    columns: dict[str, Callable[[], list[str]]] = {
+        "serial": lambda: [
+            f"{game}-{p}-{t}-{c}"
+            for p, t, c in zip(packs_text, tickets_text, checks.tolist(), strict=True)
+        ],
+        "game": lambda: [game] * n,
+        "block": lambda: [str(rows.block)] * n,
+        "pool": lambda: [str(p) for p in ((block_pack - 1) // rules.packs_per_pool + 1).tolist()],
+        "pack": lambda: packs_text,
+        "ticket": lambda: tickets_text,
+        "unit": lambda: [
+            str(u) for u in ((block_pack - 1) * rules.pack_size + ticket + 1).tolist()
+        ],
+        VARIANT_COLUMN: lambda: np.array(definition.variants, dtype=object)[
+            rows.variant.astype(np.int64)
+        ].tolist(),
+        "prize_eur": lambda: [str(p) for p in rows.prize_eur.tolist()],
+        "virn": lambda: [f"{v:010d}" for v in rows.virn.tolist()],
+    }
+    fields = _field_texts(definition, rows.symbols)
+    texts = [fields[c] if c in fields else columns[c]() for c in definition.records.columns]
+    return "".join(",".join(parts) + "\n" for parts in zip(*texts, strict=True)).encode()
 
 
 def _store_records(
@@ -617,6 +629,9 @@ class RecordChecker:
         self.tier_counts = np.zeros(len(definition.tier_amounts), dtype=np.int64)
         self.symbol_index = {code: i for i, code in enumerate(definition.symbol_codes)}
         self.variant_index = {v: i for i, v in enumerate(definition.variants)}
+        blank = definition.records.blank_symbol
+        # no blank mark: an empty field cannot be filled, so it fails as malformed
+        self.blank_row = [self.symbol_index[blank]] * definition.symbol_width if blank else []
         self.amount_tier = {int(a): t for t, a in enumerate(definition.tier_amounts)}
 
     def error(self, problem: str) -> PrintpipeError:
@@ -641,16 +656,35 @@ class RecordChecker:
         symbols = np.empty((n, width), dtype=np.int64)
         prize = np.empty(n, dtype=np.int64)
         virn = np.empty(n, dtype=np.int64)
-        nfields = len(definition.fields)
         sym = self.symbol_index
+        columns = definition.records.columns
+        at = {name: i for i, name in enumerate(columns)}
+        spans = []
+        start = 0
+        for f in definition.fields:
+            spans.append((at[f.name], start, start + f.width))
+            start += f.width
+        blank = self.blank_row
+        variant_at = at.get(VARIANT_COLUMN)
+        virn_at = at.get("virn")
+        virn[:] = 0
+        variant[:] = 0
+        i = 0
         try:
             for i, line in enumerate(lines):
                 parts = line.decode().split(",")
-                variant[i] = self.variant_index[parts[6]]
-                codes = " ".join(parts[7 : 7 + nfields]).split(" ")
-                symbols[i] = [sym[c] for c in codes]
-                prize[i] = int(parts[7 + nfields])
-                virn[i] = int(parts[8 + nfields])
+                if len(parts) != len(columns):
+                    raise ValueError
+                if variant_at is not None:
+                    variant[i] = self.variant_index[parts[variant_at]]
+                for column, a, b in spans:
+                    text = parts[column]
+                    symbols[i, a:b] = (
+                        blank[: b - a] if text == "" else [sym[c] for c in text.split(" ")]
+                    )
+                prize[i] = int(parts[at["prize_eur"]])
+                if virn_at is not None:
+                    virn[i] = int(parts[virn_at])
         except (KeyError, ValueError, IndexError, UnicodeDecodeError):
             raise self.error(f"record {self.seen + i + 1} is malformed") from None
         if n and (virn.min() < 0 or virn.max() >= 10**10 or prize.min() < 0):

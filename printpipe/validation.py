@@ -449,6 +449,13 @@ class Ledger:
         or with an already-imported manifest) rolls back everything.
         """
         header = manifest.header
+        if not game.definition.records.has_virn:
+            # e.g. golden-animals: an online unit is never scanned at a retailer, and its
+            # records carry no VIRN to check a scanned code against
+            raise PrintpipeError(
+                f"manifest {manifest.path} refused: the records of {game.definition.id} carry "
+                "no VIRN, its units are not validated by retailers"
+            )
         checker = RecordChecker(game, manifest)
         stats = {"new": 0}
         stamp = now()

@@ -72,6 +72,34 @@ class SymbolField:
     width: int
 
 
+OUTPUT_KINDS = ("press", "feed")
+"""What an export run of a game writes: press PDFs of tickets, or the unit feed of a game server."""
+PLACE_COLUMNS = ("serial", "game", "block", "pool", "pack", "ticket", "unit")
+"""Record columns that say where a ticket sits; ``unit`` is its 1-based place in the block."""
+VARIANT_COLUMN = "effigy"
+"""The record column of the ticket's variant (the spec's name for chien-chat's effigy)."""
+DEFAULT_RECORD_COLUMNS = ("serial", "game", "block", "pool", "pack", "ticket", VARIANT_COLUMN)
+"""Place columns of a game whose definition names none (then its fields, prize_eur, virn)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecordLayout:
+    """The columns of a game's records: the manifest's plaintext, which is the auditor's CSV.
+
+    From ``[records] columns`` in the game definition (default: the paper ticket's
+    ``serial,game,block,pool,pack,ticket,effigy,<fields>,prize_eur,virn``).  A symbol field
+    holding only ``blank_symbol`` (a mark the game names, e.g. "no extra grid") is written as
+    the empty text.
+    """
+
+    columns: tuple[str, ...]
+    blank_symbol: str | None = None
+
+    @property
+    def has_virn(self) -> bool:
+        return "virn" in self.columns
+
+
 @dataclass(frozen=True)
 class GameDefinition:
     """The data of a game, checked on load; shared by every game."""
@@ -90,6 +118,10 @@ class GameDefinition:
     source: Path
     source_sha256: str
     raw: dict[str, Any] = field(repr=False)
+    records: RecordLayout = RecordLayout(())
+    """The record columns (manifest plaintext, auditor's CSV)."""
+    output: str = "press"
+    """What an export writes (``[output] kind``): ``press`` PDFs, or the unit ``feed``."""
 
     @property
     def tier_amounts(self) -> np.ndarray:
@@ -226,6 +258,7 @@ class DefinitionReader:
         variants: tuple[str, ...],
         fields: tuple[SymbolField, ...],
         derived_symbols: dict[str, str] | None = None,
+        blank_symbol: str | None = None,
     ) -> GameDefinition:
         """The parts every game has: identity, block rules, prize table (checked), symbols.
 
@@ -278,7 +311,47 @@ class DefinitionReader:
             source=self.path,
             source_sha256=hashlib.sha256(self.data_bytes).hexdigest(),
             raw=self.data,
+            records=self._records(variants, fields, blank_symbol),
+            output=self._output(),
         )
+
+    def _output(self) -> str:
+        """``[output] kind``: press PDFs unless the game says it feeds a game server."""
+        if "output" not in self.data:
+            return "press"
+        kind = self.text("output.kind")
+        if kind not in OUTPUT_KINDS:
+            raise self.error(
+                "output.kind", f"expected one of {', '.join(OUTPUT_KINDS)}, got {kind!r}"
+            )
+        return kind
+
+    def _records(
+        self, variants: tuple[str, ...], fields: tuple[SymbolField, ...], blank: str | None
+    ) -> RecordLayout:
+        """``[records] columns``, checked: known names, each once, every field, the prize."""
+        names = [f.name for f in fields]
+        if "records" not in self.data:
+            return RecordLayout((*DEFAULT_RECORD_COLUMNS, *names, "prize_eur", "virn"), blank)
+        columns = self.get("records.columns")
+        known = (*PLACE_COLUMNS, VARIANT_COLUMN, *names, "prize_eur", "virn")
+        if not isinstance(columns, list) or not all(isinstance(c, str) for c in columns):
+            raise self.error("records.columns", "expected a list of column names")
+        for column in columns:
+            if column not in known:
+                raise self.error(
+                    "records.columns", f"unknown column {column!r} (known: {', '.join(known)})"
+                )
+        if len(set(columns)) != len(columns):
+            raise self.error("records.columns", "names a column twice")
+        for needed in ("serial", *names, "prize_eur"):
+            if needed not in columns:
+                raise self.error("records.columns", f"must hold {needed!r}")
+        if len(variants) > 1 and VARIANT_COLUMN not in columns:
+            raise self.error(
+                "records.columns", f"the game has variants: must hold {VARIANT_COLUMN!r}"
+            )
+        return RecordLayout(tuple(columns), blank)
 
     def _prizes(self) -> tuple[PrizeTier, ...]:
         rows = self.get("prizes")

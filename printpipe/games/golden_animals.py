@@ -130,7 +130,7 @@ class GoldenAnimals:
         derived = {code: f"{money_caption} {a} €" for a, code in self.money_codes.items()}
         derived[EMPTY] = "(no extra grid)"
         fields = (SymbolField(GRID, self.cells), SymbolField(EXTRA_GRID, self.cells))
-        self.definition: GameDefinition = reader.common(VARIANTS, fields, derived)
+        self.definition: GameDefinition = reader.common(VARIANTS, fields, derived, EMPTY)
         self.extra_symbol = self._extra_symbol(reader)
         self.offer_price_cents = reader.money_cents("offer.price_eur")
         self.linked_game = reader.text("offer.linked_game")
@@ -241,6 +241,32 @@ class GoldenAnimals:
         first, second = symbols[: self.cells], symbols[self.cells :]
         extra = "" if (second == self.empty_id).all() else " ".join(codes[i] for i in second)
         return " ".join(codes[i] for i in first), extra
+
+    def unit_wins(self, symbols: np.ndarray) -> tuple[np.ndarray, list[list[str]]]:
+        """One unit's winning cells (bool per cell, both grids) and its wins per grid, in words.
+
+        Read off the same group tables as ``evaluate``: what a proof highlights and labels is
+        what the rules pay, never a separate reckoning.  The extra grid's list is empty when
+        the unit has no EXTRA.
+        """
+        symbols = np.asarray(symbols, dtype=np.int64)
+        winning = np.zeros(2 * self.cells, dtype=bool)
+        words: list[list[str]] = [[], []]
+        opens = bool((symbols[: self.cells] == self.extra_id).any())
+        for g in range(2 if opens else 1):
+            grid = symbols[g * self.cells : (g + 1) * self.cells]
+            for animal, amount in zip(self.animal_ids, self.animal_amounts, strict=True):
+                mask = int(cell_masks((grid == animal)[None, :])[0])
+                chains = int(self.groups.chains[mask])
+                if chains:
+                    cells = unpack_masks(np.array([self.groups.crowded[mask]]), self.cells)[0]
+                    winning[g * self.cells : (g + 1) * self.cells] |= cells
+                    code = self.definition.symbol_codes[animal]
+                    words[g] += [f"chaîne {code} {_eur(int(amount))}"] * chains
+            money = self.is_money[grid]
+            winning[g * self.cells : (g + 1) * self.cells] |= money
+            words[g] += [f"ANIMALS {_eur(int(self.money_value[s]))}" for s in grid[money].tolist()]
+        return winning, words
 
     def teasers(self, variants: np.ndarray, symbols: np.ndarray, prizes: np.ndarray) -> np.ndarray:
         """Losing units that show EXTRA, whose extra grid then wins nothing (decision 4)."""
@@ -579,6 +605,10 @@ def cell_masks(cells: np.ndarray) -> np.ndarray:
 def unpack_masks(masks: np.ndarray, cells: int) -> np.ndarray:
     """The boolean rows of bit masks: the inverse of :func:`cell_masks`."""
     return (masks[:, None] >> np.arange(cells, dtype=np.uint32)) & 1 == 1
+
+
+def _eur(amount: int) -> str:
+    return f"{amount:,}".replace(",", " ") + " €"
 
 
 def _win_text(win: Win) -> str:

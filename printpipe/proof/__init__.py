@@ -49,9 +49,24 @@ def make_proof(
 
     started = time.perf_counter()
     game = load_game(game_id)
-    template = load_template(game_template_dir(game_id) / "ticket.toml")
-    texts_path = game_template_dir(game_id) / "texts.toml"
-    press_job = _check_press(press, game) if press else None
+    if game.definition.output == "feed":  # an online game: units as the screen shows them
+        from printpipe.proof.unit_pages import write_unit_pack
+
+        if press:
+            raise PrintpipeError(
+                f"--from-block: {game_id} is an online game, it has no press sheets"
+            )
+
+        def write(tmp: Path) -> dict[str, Any]:
+            return write_unit_pack(tmp, game)
+    else:
+        template = load_template(game_template_dir(game_id) / "ticket.toml")
+        texts_path = game_template_dir(game_id) / "texts.toml"
+        press_job = _check_press(press, game) if press else None
+
+        def write(tmp: Path) -> dict[str, Any]:
+            return _write_pack(tmp, game, template, texts_path, press_job)
+
     if out_dir.exists() and not force:
         raise PrintpipeError(f"{out_dir} already exists (use --force to replace it)")
     tmp = out_dir.parent / f".{out_dir.name}.partial-{os.getpid()}"
@@ -62,7 +77,7 @@ def make_proof(
     except OSError as exc:
         raise PrintpipeError(f"cannot write to {out_dir.parent}: {exc.strerror}") from None
     try:
-        record = _write_pack(tmp, game, template, texts_path, press_job)
+        record = write(tmp)
         record["seconds"] = round(time.perf_counter() - started, 2)
         (tmp / SIDECAR).write_text(
             json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"

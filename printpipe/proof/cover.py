@@ -70,29 +70,80 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@dataclass(frozen=True)
+class CoverFacts:
+    """What a cover says that depends on the kind of game (paper ticket or online unit)."""
+
+    subtitle: str
+    item: str  # what a block is made of: "tickets", "unités"
+    checks: list[str]  # lines under the prize table
+    identifiers: list[tuple[str, str]]
+    params: list[tuple[str, str]]
+
+
+def _n(value: int) -> str:
+    return f"{value:,}".replace(",", " ")
+
+
+def ticket_cover_facts(game: Game, template: Template, texts_path: Path) -> CoverFacts:
+    """The cover facts of a paper ticket game (chien-chat): effigies, template, texts, packs."""
+    d = game.definition
+    price = f"{d.price_cents / 100:g}".replace(".", ",") + " €"
+    _, totals = prize_rows(game)
+    b = d.block
+    return CoverFacts(
+        subtitle=f"Jeu n° {d.number:04d} ({d.id}) - ticket à {price} - "
+        f"effigies {' / '.join(e.caption for e in game.effigies)}",
+        item="tickets",
+        checks=[
+            f"Contrôle : {_n(totals.lots)} lots et {fmt_eur(totals.total_eur)}, égaux aux totaux "
+            "du règlement (article 3).",
+            f"Chances = taille du bloc / lots ; part des ventes = total / ({_n(d.block.size)} x "
+            f"{price} = {fmt_eur(d.block.size * d.price_cents // 100)}).",
+        ],
+        identifiers=[
+            ("Définition", f"{d.source.name}  sha256 {d.source_sha256}"),
+            ("Gabarit", f"{template.path.name}  sha256 {template.sha256}"),
+            ("Textes", f"{texts_path.name}  sha256 {_sha(texts_path)}"),
+            ("Logiciel", f"printpipe {__version__}"),
+            ("Specimens", "lot 000000 (jamais émis), tirés par le jeu d'un flux fixe public"),
+        ],
+        params=[
+            ("Taille d'un bloc", f"{_n(b.size)} tickets"),
+            ("Pools", f"{b.pools} de {_n(b.pool_size)} tickets"),
+            (
+                "Carnets",
+                f"{_n(b.packs)} de {b.pack_size} tickets ({_n(b.packs_per_pool)} par pool)",
+            ),
+            ("Perdants consécutifs", f"au plus {b.max_losing_run} dans un carnet"),
+            ("Teasers", f"{b.teaser_rate * 100:g} % des perdants montrent le multiplicateur"),
+            ("Gros lots", f">= {_n(b.high_tier_min_eur)} € : au plus un par carnet"),
+            (
+                "Lots majeurs",
+                f">= {_n(b.distinct_pools_min_eur)} € : chacun dans un pool différent",
+            ),
+        ],
+    )
+
+
 def draw_cover(
     c: Canvas,
     game: Game,
-    template: Template,
-    texts_path: Path,
+    template: Template | None,
+    texts_path: Path | None,
     fonts: dict[str, str],
     contents: list[str],
+    facts: CoverFacts | None = None,
 ) -> None:
-    """Draw the cover page (without showPage)."""
+    """Draw the cover page (without showPage); ``facts`` default to a paper ticket's."""
     d = game.definition
+    if facts is None:
+        assert template is not None and texts_path is not None
+        facts = ticket_cover_facts(game, template, texts_path)
     bold, regular = fonts["bold"], fonts["regular"]
     w, h = PAGE
-    price = f"{d.price_cents / 100:g}".replace(".", ",") + " €"
     text(c, MARGIN, h - 17 * MM, f"BON À TIRER - {d.title}", bold, 22)
-    text(
-        c,
-        MARGIN,
-        h - 25 * MM,
-        f"Jeu n° {d.number:04d} ({d.id}) - ticket à {price} - "
-        f"effigies {' / '.join(e.caption for e in game.effigies)}",
-        regular,
-        11,
-    )
+    text(c, MARGIN, h - 25 * MM, facts.subtitle, regular, 11)
     text(c, w - MARGIN, h - 17 * MM, "ÉPREUVES - SANS VALEUR", bold, 12, RED, "right")
 
     # the prize table of a block
@@ -110,7 +161,7 @@ def draw_cover(
         c,
         MARGIN,
         top + 3 * MM,
-        f"Tableau des lots d'un bloc de {d.block.size:,} tickets".replace(",", " "),
+        f"Tableau des lots d'un bloc de {_n(d.block.size)} {facts.item}",
         bold,
         10,
     )
@@ -159,42 +210,22 @@ def draw_cover(
         bold,
     )
     y -= line * 1.2
-    checks = [
-        f"Contrôle : {n(totals.lots)} lots et {fmt_eur(totals.total_eur)}, égaux aux totaux du "
-        "règlement (article 3).",
-        f"Chances = taille du bloc / lots ; part des ventes = total / ({n(d.block.size)} x "
-        f"{price} = {fmt_eur(d.block.size * d.price_cents // 100)}).",
-    ]
+    checks = facts.checks
     for i, line_text in enumerate(checks):
         text(c, MARGIN, y - i * 4.2 * MM, line_text, regular, 8)
 
     # identifiers, in full: they tie the signed proof to the files that will print
     y -= 15 * MM
     text(c, MARGIN, y, "Identifiants", bold, 10)
-    ids = [
-        ("Définition", f"{d.source.name}  sha256 {d.source_sha256}"),
-        ("Gabarit", f"{template.path.name}  sha256 {template.sha256}"),
-        ("Textes", f"{texts_path.name}  sha256 {_sha(texts_path)}"),
-        ("Logiciel", f"printpipe {__version__}"),
-        ("Specimens", "lot 000000 (jamais émis), tirés par le jeu d'un flux fixe public"),
-    ]
+    ids = facts.identifiers
     for name, value in ids:
         y -= 4.2 * MM
         text(c, MARGIN, y, name, bold, 7.5)
         text(c, MARGIN + 20 * MM, y, value, regular, 7.5)
 
     # the block parameters and identifiers, right column
-    b = d.block
     x = MARGIN + 178 * MM
-    params = [
-        ("Taille d'un bloc", f"{n(b.size)} tickets"),
-        ("Pools", f"{b.pools} de {n(b.pool_size)} tickets"),
-        ("Carnets", f"{n(b.packs)} de {b.pack_size} tickets ({n(b.packs_per_pool)} par pool)"),
-        ("Perdants consécutifs", f"au plus {b.max_losing_run} dans un carnet"),
-        ("Teasers", f"{b.teaser_rate * 100:g} % des perdants montrent le multiplicateur"),
-        ("Gros lots", f">= {n(b.high_tier_min_eur)} € : au plus un par carnet"),
-        ("Lots majeurs", f">= {n(b.distinct_pools_min_eur)} € : chacun dans un pool différent"),
-    ]
+    params = facts.params
     y = top + 3 * MM
     text(c, x, y, "Paramètres du bloc", bold, 10)
     for name, value in params:

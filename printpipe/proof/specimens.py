@@ -105,3 +105,53 @@ def make_specimens(game: Game) -> list[Specimen]:
             )
         )
     return specimens
+
+
+def make_composition_specimens(game: Game, per_tier: int = 3, draws: int = 32) -> list[Specimen]:
+    """Per prize tier, ``per_tier`` units of different compositions, then two losers.
+
+    For a game whose lots come in several compositions (Golden Animals: a 10 EUR lot is a
+    PANDA chain, or ANIMALS 5 + 5, ...): ``draws`` units of each tier are laid out by the
+    game from the specimen stream and the first ones whose wins (``game.unit_wins``, read
+    off the rules' own tables) differ are kept.  Every one is then checked by ``evaluate``.
+    """
+    definition = game.definition
+    stream = specimen_stream()
+    rows: list[tuple[int, bool, np.ndarray]] = []
+    for prize in definition.prizes:
+        tiers = np.full(draws, prize.tier, dtype=np.int64)
+        drawn = game.layout(tiers, np.zeros(draws, dtype=np.int64), stream)
+        seen: set[tuple[tuple[str, ...], ...]] = set()
+        for row in drawn:
+            _, words = game.unit_wins(row)  # type: ignore[attr-defined]
+            key = tuple(tuple(sorted(w)) for w in words)
+            if key not in seen:
+                seen.add(key)
+                rows.append((prize.tier, False, row))
+            if len(seen) == per_tier:
+                break
+    plain, teaser = _pick_losers(game, 0, stream)
+    rows += [(LOSING_TIER, False, plain), (LOSING_TIER, True, teaser)]
+    symbols = np.array([r[2] for r in rows], dtype=np.int64)
+    prizes = game.evaluate(np.zeros(len(rows), dtype=np.int64), symbols).prize_eur
+    amounts = definition.tier_amounts
+    specimen_virns = virns(SPECIMEN_KEY, np.arange(len(rows), dtype=np.uint64))
+    specimens = []
+    for number, ((tier, teaser_, row), prize) in enumerate(zip(rows, prizes, strict=True)):
+        if int(prize) != int(amounts[tier]):
+            raise PrintpipeError(
+                f"specimen {number}: the rules give {int(prize)} EUR, its tier is "
+                f"{int(amounts[tier])} EUR (layout and rules disagree)"
+            )
+        specimens.append(
+            Specimen(
+                number,
+                0,
+                tier,
+                int(amounts[tier]),
+                teaser_,
+                tuple(int(s) for s in row),
+                int(specimen_virns[number]),
+            )
+        )
+    return specimens
