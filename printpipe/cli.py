@@ -33,6 +33,12 @@ definition_option = click.option(
     help="Game definition to use instead of templates/GAME/game.toml.",
 )
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+scheduler_option = click.option(
+    "--scheduler",
+    default=None,
+    metavar="tcp://HOST:PORT",
+    help="Run the chunks on this Dask scheduler's workers (pip install printpipe[dask]).",
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -148,6 +154,12 @@ def audit(
     show_default=True,
     help="plate: ScratchOff spot plate (press); panel: silver proof panels; none: revealed.",
 )
+@scheduler_option
+@click.option(
+    "--collect",
+    is_flag=True,
+    help="Workers return the PDFs and this process writes them (no shared folder needed).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def export(
     block_dir: Path,
@@ -159,11 +171,24 @@ def export(
     workers: int | None,
     chunk_packs: int,
     coating: str,
+    scheduler: str | None,
+    collect: bool,
     quiet: bool,
 ) -> None:
     """Press-ready PDFs of a block store (or a pack range), job.json and the run's manifest."""
     _export(
-        block_dir, out_dir, packs, keys_dir, sheet, template, workers, chunk_packs, coating, quiet
+        block_dir,
+        out_dir,
+        packs,
+        keys_dir,
+        sheet,
+        template,
+        workers,
+        chunk_packs,
+        coating,
+        quiet,
+        scheduler,
+        collect,
     )
 
 
@@ -222,6 +247,8 @@ def _export(
     chunk_packs: int,
     coating: str,
     quiet: bool,
+    scheduler: str | None = None,
+    collect: bool = False,
 ) -> None:
     import time
 
@@ -239,6 +266,8 @@ def _export(
         chunk_packs,
         coating,
         not quiet,
+        scheduler,
+        collect,
     )
     elapsed = time.perf_counter() - started
     click.echo(
