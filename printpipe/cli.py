@@ -374,7 +374,10 @@ def _finished(store_dir: Path, secrets, packs_text: str | None) -> bool:
     summary_path = store_dir / "summary.json"
     if not summary_path.exists():
         return False
-    summary = json.loads(summary_path.read_text())
+    try:
+        summary = json.loads(summary_path.read_text())
+    except (OSError, ValueError) as exc:
+        raise PrintpipeError(f"{summary_path} is unreadable: {exc}") from None
     same_keys = summary.get("commitments") == {
         "producer_secret_sha256": commitment(secrets.producer),
         "lottery_secret_sha256": commitment(secrets.lottery),
