@@ -1,4 +1,6 @@
-"""A print export run: a pack range cut into chunks of whole packs, rendered by a process pool.
+"""A print export run: a pack range cut into chunks of whole packs, rendered by a local process
+pool or by the workers of a Dask cluster (``cluster.py``: the same work unit, only the engine
+differs).
 
 Each chunk is one duplex PDF (front sheet, back sheet, ...), written under a temporary name,
 fsynced and renamed when complete, so a file with its final name is always a finished one.
