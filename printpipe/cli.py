@@ -33,6 +33,12 @@ definition_option = click.option(
     help="Game definition to use instead of templates/GAME/game.toml.",
 )
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+scheduler_option = click.option(
+    "--scheduler",
+    default=None,
+    metavar="tcp://HOST:PORT",
+    help="Run the chunks on this Dask scheduler's workers (pip install printpipe[dask]).",
+)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -58,31 +64,65 @@ def keys_init(directory: Path) -> None:
 
 @cli.command()
 @click.option("--game", "game_id", default=DEFAULT_GAME, show_default=True, help="Game id.")
-@click.option("--block", type=click.IntRange(1, 999), default=1, show_default=True)
+@click.option(
+    "--block", type=click.IntRange(1, 999), default=None, help="Block number [default: 1]."
+)
+@click.option(
+    "--blocks",
+    default=None,
+    metavar="FIRST:LAST",
+    help="Several blocks, each into OUT/GAME-block-NNNN (finished ones are kept).",
+)
 @keys_option
 @click.option(
     "--out",
     type=click.Path(path_type=Path),
     default=None,
-    help="Block store folder [default: printpipe-out/GAME-block-NNNN].",
+    help="Block store folder [default: printpipe-out/GAME-block-NNNN]; with --blocks, the "
+    "parent folder [default: printpipe-out].",
 )
 @click.option("--packs", default=None, help="Only packs FIRST:LAST of the block (1-based).")
 @click.option("--force", is_flag=True, help="Replace an existing block store.")
+@scheduler_option
 @definition_option
 @quiet_option
 def generate(
     game_id: str,
-    block: int,
+    block: int | None,
+    blocks: str | None,
     keys_dir: Path,
     out: Path | None,
     packs: str | None,
     force: bool,
+    scheduler: str | None,
     definition: Path | None,
     quiet: bool,
 ) -> None:
-    """Generate a block (or a pack range of it) into a block store."""
-    out = out or DEFAULT_OUT / _block_dir_name(game_id, block)
-    _generate(game_id, block, keys_dir, out, packs, force, quiet, definition)
+    """Generate a block (or a pack range of it), or several blocks, into block stores."""
+    if blocks is None:
+        block = block or 1
+        out = out or DEFAULT_OUT / _block_dir_name(game_id, block)
+        _generate(
+            game_id, [block], keys_dir, {block: out}, packs, force, quiet, definition, scheduler
+        )
+        return
+    if block is not None:
+        raise PrintpipeError("give --block or --blocks, not both")
+    numbers = _parse_blocks(blocks)
+    outs = {n: (out or DEFAULT_OUT) / _block_dir_name(game_id, n) for n in numbers}
+    _generate(game_id, numbers, keys_dir, outs, packs, force, quiet, definition, scheduler)
+
+
+def _parse_blocks(text: str) -> list[int]:
+    """``FIRST:LAST`` (inclusive) or a single ``N``: the block numbers of an emission."""
+    first, sep, last = text.partition(":")
+    last = last if sep else first
+    if not (first.strip().isdigit() and last.strip().isdigit()):
+        raise PrintpipeError(f"--blocks {text!r} must be FIRST:LAST, e.g. 1:10")
+    numbers = list(range(int(first), int(last) + 1))
+    if not numbers or not 1 <= numbers[0] <= numbers[-1] <= 999:
+        raise PrintpipeError(f"--blocks {text!r} must be within 1:999, FIRST <= LAST")
+    return numbers
 
 
 @cli.command()
@@ -148,6 +188,12 @@ def audit(
     show_default=True,
     help="plate: ScratchOff spot plate (press); panel: silver proof panels; none: revealed.",
 )
+@scheduler_option
+@click.option(
+    "--collect",
+    is_flag=True,
+    help="Workers return the PDFs and this process writes them (no shared folder needed).",
+)
 @click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 def export(
     block_dir: Path,
@@ -159,6 +205,8 @@ def export(
     workers: int | None,
     chunk_packs: int,
     coating: str,
+    scheduler: str | None,
+    collect: bool,
     quiet: bool,
 ) -> None:
     """Press-ready PDFs of a block store (or a pack range), job.json and the run's manifest.
@@ -167,7 +215,18 @@ def export(
     press options (--sheet, --template, --workers, --chunk-packs, --coating) do not apply.
     """
     _export(
-        block_dir, out_dir, packs, keys_dir, sheet, template, workers, chunk_packs, coating, quiet
+        block_dir,
+        out_dir,
+        packs,
+        keys_dir,
+        sheet,
+        template,
+        workers,
+        chunk_packs,
+        coating,
+        quiet,
+        scheduler,
+        collect,
     )
 
 
@@ -251,7 +310,7 @@ def run(
     if (block_dir / "summary.json").exists():
         click.echo(f"block store {block_dir} exists: keeping it", err=True)
     else:
-        _generate(game_id, block, keys_dir, block_dir, None, False, quiet)
+        _generate(game_id, [block], keys_dir, {block: block_dir}, None, False, quiet)
     if not _audit(block_dir, keys_dir / PRODUCER_SIGNING_PUB, quiet):
         sys.exit(1)
     print_dir = out / f"{_block_dir_name(game_id, block)}-print"
@@ -280,6 +339,8 @@ def _export(
     chunk_packs: int,
     coating: str,
     quiet: bool,
+    scheduler: str | None = None,
+    collect: bool = False,
 ) -> None:
     import time
 
@@ -297,6 +358,8 @@ def _export(
         chunk_packs,
         coating,
         not quiet,
+        scheduler,
+        collect,
     )
     elapsed = time.perf_counter() - started
     what = (
@@ -317,17 +380,18 @@ def _block_dir_name(game_id: str, block: int) -> str:
 
 def _generate(
     game_id: str,
-    block: int,
+    blocks: list[int],
     keys_dir: Path,
-    out: Path,
+    outs: dict[int, Path],
     packs_text: str | None,
     force: bool,
     quiet: bool,
     definition: Path | None = None,
+    scheduler: str | None = None,
 ) -> None:
     from printpipe.block import PackRange
     from printpipe.games import load_game
-    from printpipe.generate import generate_block
+    from printpipe.generate import generate_blocks
     from printpipe.keys import (
         LOTTERY_RECIPIENT,
         ensure_demo_keys,
@@ -343,18 +407,51 @@ def _generate(
     secrets = load_secrets(keys_dir)
     signing_key = load_signing_key(keys_dir)
     recipient = load_lottery_recipient(keys_dir / LOTTERY_RECIPIENT)
+    if len(blocks) > 1 and not force:
+        outs = {n: path for n, path in outs.items() if not _finished(path, secrets, packs_text)}
+        for n in sorted(set(blocks) - set(outs)):
+            click.echo(f"block store {_block_dir_name(game_id, n)} exists: keeping it", err=True)
     started = time.perf_counter()
-    summary = generate_block(
-        game, secrets, signing_key, block, out, packs, force, not quiet, recipient
+    summaries = generate_blocks(
+        game, secrets, signing_key, outs, packs, force, not quiet, recipient, scheduler
     )
     elapsed = time.perf_counter() - started
-    totals = summary["totals"]
-    click.echo(
-        f"generated {summary['tickets']:,} tickets of {game_id} block {block} "
-        f"(packs {summary['packs']['first']} to {summary['packs']['last']}) in {out} "
-        f"in {elapsed:.1f} s: {totals['winning_tickets']:,} winning, {totals['prize_eur']:,} EUR"
-        f"; block manifest {out / 'manifest.ppm'}"
-    )
+    for summary in summaries:
+        totals = summary["totals"]
+        out = outs[summary["block"]]
+        click.echo(
+            f"generated {summary['tickets']:,} tickets of {game_id} block {summary['block']} "
+            f"(packs {summary['packs']['first']} to {summary['packs']['last']}) in {out} "
+            f"in {elapsed:.1f} s: {totals['winning_tickets']:,} winning, "
+            f"{totals['prize_eur']:,} EUR; block manifest {out / 'manifest.ppm'}"
+        )
+
+
+def _finished(store_dir: Path, secrets, packs_text: str | None) -> bool:
+    """Whether a block of an emission is already done (a rerun keeps it): same secrets and
+    packs; a store made from other inputs is refused rather than silently kept."""
+    import json
+
+    from printpipe.rng import commitment
+
+    summary_path = store_dir / "summary.json"
+    if not summary_path.exists():
+        return False
+    try:
+        summary = json.loads(summary_path.read_text())
+    except (OSError, ValueError) as exc:
+        raise PrintpipeError(f"{summary_path} is unreadable: {exc}") from None
+    same_keys = summary.get("commitments") == {
+        "producer_secret_sha256": commitment(secrets.producer),
+        "lottery_secret_sha256": commitment(secrets.lottery),
+    }
+    packs = summary.get("packs", {})
+    same_packs = packs_text is None or f"{packs.get('first')}:{packs.get('last')}" == packs_text
+    if not (same_keys and same_packs):
+        raise PrintpipeError(
+            f"{store_dir} holds a block store of other secrets or packs (use --force to replace it)"
+        )
+    return True
 
 
 def _audit(

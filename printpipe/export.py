@@ -1,4 +1,6 @@
-"""A print export run: a pack range cut into chunks of whole packs, rendered by a process pool.
+"""A print export run: a pack range cut into chunks of whole packs, rendered by a local process
+pool or by the workers of a Dask cluster (``cluster.py``: the same work unit, only the engine
+differs).
 
 Each chunk is one duplex PDF (front sheet, back sheet, ...), written under a temporary name,
 fsynced and renamed when complete, so a file with its final name is always a finished one.
@@ -13,18 +15,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing
 import os
 import resource
 import signal
 import time
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from printpipe.block import PackRange
+from printpipe.block import PackRange, Tickets
+from printpipe.cluster import ChunkRunner, make_runner, run_in_order
 from printpipe.errors import PrintpipeError
 from printpipe.games import game_template_dir, load_game
 from printpipe.ids import TicketId
@@ -56,16 +59,34 @@ class ExportSettings:
 
 
 @dataclass(frozen=True)
-class ChunkJob:
-    """One chunk to render: picklable, so it can go to a worker (or, later, a Dask worker)."""
+class ChunkSpec:
+    """One chunk of a run, as the coordinator lists it: a file name and its packs."""
 
-    block_dir: str
-    out_dir: str
     file_name: str
     first: int  # block-relative packs
     last: int
-    template: str
+
+
+@dataclass(frozen=True)
+class ChunkJob:
+    """One chunk to render: the work unit sent to a local process or to a Dask worker.
+
+    It carries everything rendering needs (the chunk's ticket columns, the loaded template,
+    the settings), so a worker needs neither the block store nor any key: only printpipe
+    installed.  ``out_dir`` None means "return the PDF bytes" (``--collect``).
+    """
+
+    game_id: str
+    block: int
+    printed_first: int  # the pack number printed on the chunk's first pack
+    first: int  # block-relative packs
+    last: int
+    pack_size: int
+    file_name: str
+    out_dir: str | None
     settings: ExportSettings
+    template: Template = field(repr=False)
+    tickets: Tickets = field(repr=False)
 
 
 def _configure_reportlab() -> None:
@@ -100,34 +121,37 @@ def chunk_file_name(game_id: str, block: int, first_pack: int, last_pack: int) -
 
 
 def render_chunk(job: ChunkJob) -> dict[str, Any]:
-    """Render one chunk into its PDF (temp name, fsync, rename); returns worker statistics."""
+    """Render one chunk; write its PDF (temp name, fsync, rename) or return its bytes.
+
+    Returns worker statistics and the PDF's SHA-256, so that the coordinator can check the
+    file it sees in the shared folder is the one the worker wrote.
+    """
     from printpipe.render.sheet import impose, write_sheets
-    from printpipe.render.template import MM, load_template
+    from printpipe.render.template import MM
     from printpipe.render.ticket import Coating, TicketRenderer, faces_of_packs, load_texts
 
     _configure_reportlab()
     started = time.perf_counter()
-    store = BlockStore.open(Path(job.block_dir))
-    game = load_game(store.game_id)
-    template = load_template(Path(job.template))
+    game = load_game(job.game_id)
+    template = job.template
     texts = load_texts(game_template_dir(game.definition.id) / "texts.toml")
     imposition = impose(template, *job.settings.sheet_mm)
-    tickets = store.read(PackRange(job.first, job.last))
-    pack_size = store.pack_size
-    base = _printed_pack(store, job.first)
+    tickets = job.tickets
+    pack_size = job.pack_size
+    base = job.printed_first
     number = game.definition.number
     faces = faces_of_packs(
-        game.definition.number,
+        number,
         base,
         pack_size,
         np.asarray(tickets.variant),
         np.asarray(tickets.symbols),
         np.asarray(tickets.virn),
     )
-    out_dir = Path(job.out_dir)
-    final = out_dir / job.file_name
-    tmp = out_dir / f".{job.file_name}.partial-{os.getpid()}"
-    canvas = new_canvas(tmp, (imposition.sheet_w * MM, imposition.sheet_h * MM), template)
+    # The path is never written: the bytes are taken with getpdfdata().
+    canvas = new_canvas(
+        Path(job.file_name), (imposition.sheet_w * MM, imposition.sheet_h * MM), template
+    )
     canvas.setTitle(job.file_name)
     canvas.setCreator("printpipe")
     renderer = TicketRenderer(canvas, template, game, texts, Coating(job.settings.coating))
@@ -136,24 +160,27 @@ def render_chunk(job: ChunkJob) -> dict[str, Any]:
 
     def slug(sheet: int, sheets: int, side: str) -> str:
         return (
-            f"{title} - game {number:04d} - block {store.block} - sheet {sheet + 1}/{sheets} "
+            f"{title} - game {number:04d} - block {job.block} - sheet {sheet + 1}/{sheets} "
             f"{'FRONT' if side == 'front' else 'BACK (mirrored)'} - packs {base:06d} to "
             f"{base + job.last - job.first:06d} ({first_serial} to {last_serial}), cut and stack: "
             f"slot k holds ticket k x {sheets} + {sheet} - {job.file_name}"
         )
 
     pages = write_sheets(canvas, renderer, imposition, faces, slug)
-    canvas.save()
-    with open(tmp, "rb") as handle:
-        os.fsync(handle.fileno())
-    os.replace(tmp, final)
-    return {
+    data = canvas.getpdfdata()
+    result: dict[str, Any] = {
         "file": job.file_name,
         "pages": pages,
         "tickets": len(faces),
+        "sha256": hashlib.sha256(data).hexdigest(),
         "seconds": time.perf_counter() - started,
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
+    if job.out_dir is None:
+        result["data"] = data
+    else:
+        _write_file_atomic(Path(job.out_dir) / job.file_name, data)
+    return result
 
 
 def _printed_pack(store: BlockStore, block_pack: int) -> int:
@@ -178,8 +205,14 @@ def export_block(
     chunk_packs: int = DEFAULT_CHUNK_PACKS,
     coating: str = "plate",
     show_progress: bool = True,
+    scheduler: str | None = None,
+    collect: bool = False,
 ) -> dict[str, Any]:
-    """Export a block store's packs to press PDFs in ``out_dir``; returns the job record."""
+    """Export a block store's packs to press PDFs in ``out_dir``; returns the job record.
+
+    The chunks run on a local process pool, or on a Dask cluster when ``scheduler`` is an
+    address; with ``collect`` the workers return the PDF bytes and this process writes them.
+    """
     from printpipe.keys import (
         LOTTERY_RECIPIENT,
         PRODUCER_SIGNING_PUB,
@@ -215,28 +248,17 @@ def export_block(
     impose(loaded, *sheet_mm)  # refuse a sheet too small before writing anything
     settings = ExportSettings(sheet, sheet_mm, loaded.name, loaded.sha256, chunk_packs, coating)
     _prepare_out_dir(out_dir, store, packs, settings)
-    jobs = [
-        ChunkJob(
-            str(block_dir.resolve()),
-            str(out_dir.resolve()),
-            chunk_file_name(
-                game.definition.id,
-                store.block,
-                _printed_pack(store, first),
-                _printed_pack(store, min(first + chunk_packs - 1, packs.last)),
-            ),
-            first,
-            min(first + chunk_packs - 1, packs.last),
-            str(template_path),
-            settings,
-        )
-        for first in range(packs.first, packs.last + 1, chunk_packs)
-    ]
-    todo = [job for job in jobs if not (out_dir / job.file_name).exists()]
-    _run(todo, workers or os.cpu_count() or 1, store.pack_size, show_progress, out_dir)
-    files = [
-        _file_entry(out_dir, job, store, game.definition.number, loaded, settings) for job in jobs
-    ]
+    specs = chunk_specs(store, packs, chunk_packs)
+    todo = [spec for spec in specs if not (out_dir / spec.file_name).exists()]
+    target = None if collect else str(out_dir.resolve())
+    jobs = (_chunk_job(store, spec, target, loaded, settings) for spec in todo)
+    tickets = sum(spec.last - spec.first + 1 for spec in todo) * store.pack_size
+    engine = _engine(scheduler, min(workers or os.cpu_count() or 1, max(1, len(todo))))
+    rendered = _render(jobs, engine, tickets, show_progress, out_dir) if todo else iter(())
+    done = {spec.file_name for spec in todo}
+    files = _file_entries(
+        specs, done, rendered, out_dir, store, game.definition.number, loaded, settings
+    )
     write_run_manifest(out_dir / MANIFEST_FILE, store, packs, recipient, signing_key, files)
     record = {
         "format": JOB_FORMAT,
@@ -255,6 +277,117 @@ def export_block(
     }
     _write_atomic(out_dir / JOB_FILE, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
     return record
+
+
+def chunk_specs(store: BlockStore, packs: PackRange, chunk_packs: int) -> list[ChunkSpec]:
+    """The chunks of a run, in block order: whole packs, ``chunk_packs`` at a time."""
+    game_id = store.game_id
+    specs = []
+    for first in range(packs.first, packs.last + 1, chunk_packs):
+        last = min(first + chunk_packs - 1, packs.last)
+        name = chunk_file_name(
+            game_id, store.block, _printed_pack(store, first), _printed_pack(store, last)
+        )
+        specs.append(ChunkSpec(name, first, last))
+    return specs
+
+
+def _chunk_job(
+    store: BlockStore,
+    spec: ChunkSpec,
+    out_dir: str | None,
+    template: Template,
+    settings: ExportSettings,
+) -> ChunkJob:
+    """The work unit of one chunk, its ticket columns read (copied) from the store."""
+    rows = store.read(PackRange(spec.first, spec.last))
+    tickets = Tickets(*(np.array(getattr(rows, column)) for column in Tickets.COLUMNS))
+    return ChunkJob(
+        store.game_id,
+        store.block,
+        _printed_pack(store, spec.first),
+        spec.first,
+        spec.last,
+        store.pack_size,
+        spec.file_name,
+        out_dir,
+        settings,
+        template,
+        tickets,
+    )
+
+
+def _engine(scheduler: str | None, workers: int) -> Callable[[], ChunkRunner]:
+    """How to start the run's engine (started only when there is something to render)."""
+    return lambda: make_runner(scheduler, workers, "export", _init_worker)
+
+
+def _render(
+    jobs: Iterator[ChunkJob],
+    engine: Callable[[], ChunkRunner],
+    tickets: int,
+    show_progress: bool,
+    out_dir: Path,
+) -> Iterator[dict[str, Any]]:
+    """Render the chunks on the run's engine; results in block order, as they arrive.
+
+    Collected bytes are written as soon as they arrive (any order: files are independent),
+    so only small result records wait for their turn.  Ctrl-C, an error or a lost cluster
+    stops the run and removes partial files; finished chunk files stay for a resume.
+    """
+    runner = engine()
+    try:
+        with progress_bar(tickets, "export", "tickets", show_progress) as bar:
+
+            def arrived(job: ChunkJob, result: dict[str, Any]) -> dict[str, Any]:
+                result = _receive(out_dir, result)
+                bar.update(result["tickets"])
+                return result
+
+            for _job, result in run_in_order(runner, render_chunk, jobs, arrived):
+                yield result
+    except BaseException:
+        runner.close(abort=True)
+        for leftover in out_dir.glob(".*.partial-*"):
+            leftover.unlink(missing_ok=True)
+        raise
+    runner.close(abort=False)
+
+
+def _receive(out_dir: Path, result: dict[str, Any]) -> dict[str, Any]:
+    """Write a collected chunk, or check the file a worker wrote is the one it rendered."""
+    path = out_dir / result["file"]
+    data = result.pop("data", None)
+    if data is not None:
+        if hashlib.sha256(data).hexdigest() != result["sha256"]:
+            raise PrintpipeError(f"{result['file']} was damaged on its way from the worker")
+        _write_file_atomic(path, data)
+    elif not path.is_file() or _sha256(path) != result["sha256"]:
+        raise PrintpipeError(
+            f"{path} is missing or differs from what the worker wrote: do the workers write "
+            "to the same shared folder? (else use --collect)"
+        )
+    return result
+
+
+def _file_entries(
+    specs: list[ChunkSpec],
+    done: set[str],
+    rendered: Iterator[dict[str, Any]],
+    out_dir: Path,
+    store: BlockStore,
+    game_number: int,
+    template: Template,
+    settings: ExportSettings,
+) -> list[dict[str, Any]]:
+    """job.json's file list in block order, built as the rendered chunks come in."""
+    entries = []
+    for spec in specs:
+        sha256 = next(rendered)["sha256"] if spec.file_name in done else None
+        entries.append(_file_entry(out_dir, spec, store, game_number, template, settings, sha256))
+    for _ in rendered:  # runs the engine's orderly close
+        raise RuntimeError("more rendered chunks than chunks")
+    return entries
 
 
 def _prepare_out_dir(
@@ -291,35 +424,16 @@ def _prepare_out_dir(
         raise PrintpipeError(f"cannot write to {out_dir}: {exc.strerror}") from None
 
 
-def _run(
-    todo: list[ChunkJob], workers: int, pack_size: int, show_progress: bool, out_dir: Path
-) -> list[dict[str, Any]]:
-    """Render the chunks, in a process pool when more than one worker; Ctrl-C stops cleanly."""
-    total = sum((job.last - job.first + 1) * pack_size for job in todo)
-    results: list[dict[str, Any]] = []
-    if not todo:
-        return results
-    workers = max(1, min(workers, len(todo)))
-    with progress_bar(total, "export", "tickets", show_progress) as bar:
-        pool = multiprocessing.get_context("fork").Pool(workers, initializer=_init_worker)
-        try:
-            for result in pool.imap_unordered(render_chunk, todo):
-                results.append(result)
-                bar.update(result["tickets"])
-            pool.close()
-        except BaseException:
-            pool.terminate()
-            pool.join()
-            for leftover in out_dir.glob(".*.partial-*"):
-                leftover.unlink(missing_ok=True)
-            raise
-        pool.join()
-    return results
-
-
 def _file_entry(
-    out_dir: Path, job: ChunkJob, store: BlockStore, game_number: int, template, settings
+    out_dir: Path,
+    job: ChunkSpec,
+    store: BlockStore,
+    game_number: int,
+    template: Template,
+    settings: ExportSettings,
+    sha256: str | None,
 ) -> dict[str, Any]:
+    """One file of job.json; ``sha256`` when known from this run (else read from disk)."""
     from printpipe.render.sheet import cut_and_stack, impose
 
     path = out_dir / job.file_name
@@ -329,7 +443,7 @@ def _file_entry(
     last = TicketId(game_number, _printed_pack(store, job.last), store.pack_size - 1)
     return {
         "path": job.file_name,
-        "sha256": _sha256(path),
+        "sha256": sha256 or _sha256(path),
         "bytes": path.stat().st_size,
         "pages": 2 * sheets,
         "kind": "duplex",
@@ -342,9 +456,14 @@ def _file_entry(
 
 
 def _write_atomic(path: Path, text: str) -> None:
+    _write_file_atomic(path, text.encode("utf-8"))
+
+
+def _write_file_atomic(path: Path, data: bytes) -> None:
+    """Temp name, fsync, rename: a file with its final name is always a complete one."""
     tmp = path.parent / f".{path.name}.partial-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
+    with open(tmp, "wb") as handle:
+        handle.write(data)
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(tmp, path)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -10,14 +12,77 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pyrage import x25519
 
 from printpipe import __version__
-from printpipe.block import PackRange, generate_packs, longest_losing_runs
+from printpipe.block import PackRange, Tickets, generate_packs, longest_losing_runs
+from printpipe.cluster import ChunkRunner, DaskRunner, run_in_order
 from printpipe.games.base import Game
-from printpipe.keys import BlockSecrets
+from printpipe.keys import BlockKey, BlockSecrets
 from printpipe.manifest import write_block_manifest
-from printpipe.plan import plan_block
+from printpipe.plan import BlockPlan, plan_block
 from printpipe.progress import progress_bar
 from printpipe.rng import commitment, derive_block_key
 from printpipe.store import FORMAT, StoreWriter
+
+GENERATE_CHUNK_PACKS = 1000
+"""Packs per generate work unit: 125,000 tickets, 2.6 MB of columns, about 0.2 s of work."""
+
+
+@dataclass(frozen=True)
+class GenerateJob:
+    """One chunk of a block to generate: the work unit sent to a Dask worker.
+
+    It carries the game and the block's *derived* key only: a worker can compute these
+    packs (and nothing of another block), never the producer's or the lottery's secret, and
+    it never sees the signing key: it returns columns; the coordinator hashes and signs.
+    """
+
+    game: Game = field(repr=False)
+    block: int
+    first: int  # 0-based packs of the block, inclusive
+    last: int
+    key: BlockKey
+
+
+def generate_chunk(job: GenerateJob) -> Tickets:
+    """Packs ``first`` to ``last`` of a block, VIRNs included (the same bytes as in-process)."""
+    plan = _plan(job.game, job.key)
+    parts = list(generate_packs(job.game, plan, job.key.key, job.first, job.last))
+    return parts[0] if len(parts) == 1 else Tickets.concatenate(parts)
+
+
+_PLANS: dict[tuple[str, bytes], BlockPlan] = {}
+
+
+def _plan(game: Game, key: BlockKey) -> BlockPlan:
+    """The block's plan, kept for the next chunk of the same block (a 16 ms draw otherwise)."""
+    cache_key = (game.definition.source_sha256, key.key)
+    plan = _PLANS.get(cache_key)
+    if plan is None:
+        plan = plan_block(game.definition, key.key)
+        _PLANS.clear()  # one block at a time: no other block's key stays in memory
+        _PLANS[cache_key] = plan
+    return plan
+
+
+class InProcessRunner:
+    """Runs each work unit at once in this process: the local engine of ``generate``.
+
+    Generating is numpy-bound and fast (a block in seconds), so locally one process writes
+    the store as before; only ``--scheduler`` changes the engine.
+    """
+
+    slots = 1
+
+    def __init__(self) -> None:
+        self._done: list[tuple[int, Any]] = []
+
+    def submit(self, index: int, fn: Callable[[Any], Any], job: Any) -> None:
+        self._done.append((index, fn(job)))
+
+    def next_done(self) -> tuple[int, Any]:
+        return self._done.pop(0)
+
+    def close(self, abort: bool) -> None:
+        self._done.clear()
 
 
 def generate_block(
@@ -36,42 +101,136 @@ def generate_block(
     With ``manifest_recipient``, the block-level manifest (``manifest.ppm``) is written into
     the store folder before it is renamed into place: a finished store always has it.
     """
-    definition = game.definition
-    rules = definition.block
+    return generate_blocks(
+        game,
+        secrets,
+        signing_key,
+        {block: out},
+        packs,
+        overwrite,
+        show_progress,
+        manifest_recipient,
+    )[0]
+
+
+def generate_blocks(
+    game: Game,
+    secrets: BlockSecrets,
+    signing_key: Ed25519PrivateKey,
+    outs: dict[int, Path],
+    packs: PackRange | None = None,
+    overwrite: bool = False,
+    show_progress: bool = True,
+    manifest_recipient: x25519.Recipient | None = None,
+    scheduler: str | None = None,
+    chunk_packs: int = GENERATE_CHUNK_PACKS,
+) -> list[dict[str, Any]]:
+    """Generate several blocks (block number -> store folder); their summaries, in order.
+
+    The chunks of all blocks are one map, in block order, on this process or on a Dask
+    cluster: the cluster stays busy across block boundaries, and each block is committed
+    (hashed, signed, manifest written) here as soon as its last chunk has arrived.
+    """
+    rules = game.definition.block
     packs = packs or PackRange(1, rules.packs)
     packs.check_within(rules.packs)
-    block_key = derive_block_key(secrets.producer, secrets.lottery, definition.number, block)
-    plan = plan_block(definition, block_key)
-
-    tiers = len(definition.prizes) + 1
-    tier_counts = np.zeros(tiers, dtype=np.int64)
-    variant_counts = np.zeros((tiers, len(definition.variants)), dtype=np.int64)
-    longest_run = 0
-    writer = StoreWriter(out, packs.count * rules.pack_size, definition.symbol_width, overwrite)
+    writers = {
+        block: _BlockWriter(game, secrets, block, out, packs, overwrite)
+        for block, out in outs.items()
+    }
+    summaries = []
+    runner: ChunkRunner = InProcessRunner()
     try:
-        with progress_bar(
-            packs.count * rules.pack_size, "generate", "tickets", show_progress
-        ) as bar:
-            for batch in generate_packs(game, plan, block_key, packs.first - 1, packs.last - 1):
-                writer.append(batch)
-                tier_counts += np.bincount(batch.tier, minlength=tiers)
-                np.add.at(variant_counts, (batch.tier, batch.variant), 1)
-                runs = longest_losing_runs(batch.tier.reshape(-1, rules.pack_size))
-                longest_run = max(longest_run, int(runs.max()))
-                bar.update(len(batch))
-        summary = _summary(game, secrets, block, packs, tier_counts, variant_counts, longest_run)
+        if scheduler:
+            runner = DaskRunner(scheduler, "generate")
+        jobs = _jobs(game, secrets, list(outs), packs, chunk_packs)
+        total = packs.count * rules.pack_size * len(outs)
+        with progress_bar(total, "generate", "tickets", show_progress) as bar:
+            for job, tickets in run_in_order(runner, generate_chunk, jobs):
+                writer = writers[job.block]
+                writer.append(tickets)
+                bar.update(len(tickets))
+                if job.last == packs.last - 1:
+                    summaries.append(writer.commit(signing_key, manifest_recipient))
+    except BaseException:
+        runner.close(abort=True)
+        for writer in writers.values():
+            writer.abort()
+        raise
+    runner.close(abort=False)
+    return summaries
+
+
+def _jobs(
+    game: Game, secrets: BlockSecrets, blocks: list[int], packs: PackRange, chunk_packs: int
+) -> Iterator[GenerateJob]:
+    """The work units of all blocks, in block order; each block key derived here, once."""
+    for block in blocks:
+        key = BlockKey(
+            derive_block_key(secrets.producer, secrets.lottery, game.definition.number, block)
+        )
+        for first in range(packs.first - 1, packs.last, chunk_packs):
+            yield GenerateJob(game, block, first, min(first + chunk_packs, packs.last) - 1, key)
+
+
+class _BlockWriter:
+    """One block's store being written: columns in block order, counts, then the commit."""
+
+    def __init__(
+        self,
+        game: Game,
+        secrets: BlockSecrets,
+        block: int,
+        out: Path,
+        packs: PackRange,
+        overwrite: bool,
+    ) -> None:
+        definition = game.definition
+        self.game, self.secrets, self.block, self.packs = game, secrets, block, packs
+        self.pack_size = definition.block.pack_size
+        tiers = len(definition.prizes) + 1
+        self.tier_counts = np.zeros(tiers, dtype=np.int64)
+        self.variant_counts = np.zeros((tiers, len(definition.variants)), dtype=np.int64)
+        self.longest_run = 0
+        self.store = StoreWriter(
+            out, packs.count * self.pack_size, definition.symbol_width, overwrite
+        )
+
+    def append(self, batch: Tickets) -> None:
+        self.store.append(batch)
+        tiers = len(self.tier_counts)
+        self.tier_counts += np.bincount(batch.tier, minlength=tiers)
+        np.add.at(self.variant_counts, (batch.tier, batch.variant), 1)
+        runs = longest_losing_runs(batch.tier.reshape(-1, self.pack_size))
+        self.longest_run = max(self.longest_run, int(runs.max()))
+
+    def commit(
+        self, signing_key: Ed25519PrivateKey, recipient: x25519.Recipient | None
+    ) -> dict[str, Any]:
+        """Sign the summary and rename the store into place (with its manifest, if asked)."""
+        summary = _summary(
+            self.game,
+            self.secrets,
+            self.block,
+            self.packs,
+            self.tier_counts,
+            self.variant_counts,
+            self.longest_run,
+        )
         before_rename = None
-        if manifest_recipient is not None:
-            recipient = manifest_recipient
+        if recipient is not None:
+            game = self.game
 
             def before_rename(folder: Path) -> None:
                 write_block_manifest(folder, game, recipient, signing_key)
 
-        writer.commit(summary, signing_key, before_rename)
-    except BaseException:
-        writer.abort()
-        raise
-    return summary
+        self.store.commit(summary, signing_key, before_rename)
+        self.committed = True
+        return summary
+
+    def abort(self) -> None:
+        if not getattr(self, "committed", False):
+            self.store.abort()
 
 
 def _summary(

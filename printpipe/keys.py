@@ -49,6 +49,20 @@ class BlockSecrets:
         return "BlockSecrets(<hidden>)"
 
 
+@dataclass(frozen=True, slots=True, repr=False)
+class BlockKey:
+    """One block's derived 32-byte key: what a generate worker receives, never the secrets.
+
+    Its repr hides the key, so that Dask (which logs the arguments of failed tasks) and
+    tracebacks never print it.
+    """
+
+    key: bytes
+
+    def __repr__(self) -> str:
+        return "BlockKey(<hidden>)"
+
+
 def init_keys(directory: Path) -> list[Path]:
     """Create a complete, fresh set of key files; refuses to touch an existing one."""
     existing = [name for name in KEY_FILES if (directory / name).exists()]
