@@ -174,7 +174,9 @@ class DaskRunner:
             raise PrintpipeError(
                 f"no Dask worker joined the scheduler at {address} within {CONNECT_TIMEOUT_S:.0f} s"
             ) from None
-        versions = self._client.run(_worker_version)
+        # A worker that dies while we ask (or is being restarted) answers nothing: that is the
+        # scheduler's business (it reruns its tasks), not a reason to stop the run.
+        versions = self._client.run(_worker_version, on_error="ignore")
         other = {worker: v for worker, v in versions.items() if v != __version__}
         if other:
             worker, version = next(iter(other.items()))

@@ -34,32 +34,41 @@ def register_fonts(fonts: dict[str, str]) -> dict[str, str]:
     return {role: register_font(file_name) for role, file_name in fonts.items()}
 
 
-class FixedAlphabetText:
-    """Strings of a small alphabet (digits, separators) as literal PDF text operators.
+class CachedText:
+    """Strings as literal PDF text operators, each glyph's code cached.
 
-    ``drawString`` splits every string into font subsets and escapes it again; a ticket prints
-    two such strings, which at press speed was a quarter of the render time.  The glyph codes
-    of the alphabet are asked of reportlab once per document (which also puts the glyphs in
-    the embedded subset), so a string is a join of cached codes.  The text stays real text:
-    extractable, and drawn with the embedded font.
+    ``drawString`` splits every string into font subsets and escapes it again; a press sheet
+    prints 19 strings (two per ticket and its slug), which at press speed was a quarter of the
+    render time.  Each character's code is asked of reportlab once per document (which also
+    puts the glyph in the embedded subset), so a string is a join of cached codes.  The text
+    stays real text: extractable, drawn with the embedded font.  All of a writer's characters
+    must fall in one font subset (the first 256 glyphs a document uses), or it refuses them.
     """
 
-    def __init__(self, canvas: Canvas, font_name: str, size: float, alphabet: str) -> None:
-        font = pdfmetrics.getFont(font_name)
-        doc = canvas._doc  # reportlab's document: where the font subsets live
-        subsets = set()
+    def __init__(self, canvas: Canvas, font_name: str, size: float, alphabet: str = "") -> None:
+        self._font = pdfmetrics.getFont(font_name)
+        self._canvas = canvas
+        self._doc = canvas._doc  # reportlab's document: where the font subsets live
         self._codes: dict[str, str] = {}
+        self._subset: int | None = None
+        self._size = size
         for char in alphabet:
-            for subset, data in font.splitString(char, doc):
-                subsets.add(subset)
-                self._codes[char] = canvas._escape(data)
-        if len(subsets) != 1:
-            raise ValueError(f"{font_name}: the alphabet {alphabet!r} spans font subsets")
-        self._prefix = f"BT {font.getSubsetInternalName(subsets.pop(), doc)} {size:.2f} Tf "
+            self._encode(char)
+
+    def _encode(self, char: str) -> str:
+        parts = self._font.splitString(char, self._doc)
+        subset = parts[0][0]
+        if len(parts) != 1 or self._subset not in (None, subset):
+            raise ValueError(f"{self._font.fontName}: {char!r} is not in the writer's subset")
+        if self._subset is None:
+            self._subset = subset
+            name = self._font.getSubsetInternalName(subset, self._doc)
+            self._prefix = f"BT {name} {self._size:.2f} Tf "
+        code = self._codes[char] = self._canvas._escape(parts[0][1])
+        return code
 
     def literal(self, x: float, y: float, text: str) -> str:
         """Operators drawing ``text`` with its baseline starting at (x, y), in the fill colour."""
         codes = self._codes
-        return (
-            f"{self._prefix}1 0 0 1 {x:.2f} {y:.2f} Tm ({''.join(codes[c] for c in text)}) Tj ET\n"
-        )
+        encoded = "".join([codes[c] if c in codes else self._encode(c) for c in text])
+        return f"{self._prefix}1 0 0 1 {x:.2f} {y:.2f} Tm ({encoded}) Tj ET\n"

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from reportlab.pdfgen.canvas import Canvas
 
 from printpipe.errors import PrintpipeError
+from printpipe.render.fonts import CachedText
 from printpipe.render.template import MM, Template
 from printpipe.render.ticket import TicketFace, TicketRenderer
 
@@ -156,7 +157,8 @@ def write_sheets(
     _define_marks(c, "marks-front", imposition.front, t)
     _define_marks(c, "marks-back", imposition.back, t)
     sheets, order = cut_and_stack(len(faces), imposition.slots)
-    slug_font, slug_y = renderer.fonts["regular"], t.sheet["margin"] * MM
+    slug_x, slug_y = t.sheet["margin"] * MM, t.sheet["margin"] * MM
+    slug_text = CachedText(c, renderer.fonts["regular"], 6)
     pages = 0
     for s, slots in enumerate(order):
         if only is not None and s not in only:
@@ -170,9 +172,7 @@ def write_sheets(
                     draw(*places[k], faces[index])
             renderer.finish_page()
             c.doForm(f"marks-{side}")
-            c.setFillColorCMYK(0, 0, 0, 1)
-            c.setFont(slug_font, 6)
-            c.drawString(t.sheet["margin"] * MM, slug_y, slug(s, sheets, side))
+            c.addLiteral(f"q 0 0 0 1 k {slug_text.literal(slug_x, slug_y, slug(s, sheets, side))}Q")
             if overlay is not None:
                 overlay(c, s, side)
             c.showPage()

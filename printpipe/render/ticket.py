@@ -42,7 +42,7 @@ from printpipe.ids import TicketId, printed_codes
 from printpipe.render import artwork
 from printpipe.render.barcodes import Code128Digits, InterleavedTwoOfFive
 from printpipe.render.canvas import PressCanvas
-from printpipe.render.fonts import FixedAlphabetText, register_fonts
+from printpipe.render.fonts import CachedText, register_fonts
 from printpipe.render.symbols import define_symbol_forms, symbol_block_height
 from printpipe.render.template import MM, Template
 
@@ -250,8 +250,8 @@ class TicketRenderer:
         self.serial_x = self.serial_label_x + label_w
         self.serial_y = y + (h - self.serial_pt * 0.7) / 2
         alphabet = "0123456789- "
-        self.validation_digits = FixedAlphabetText(self.c, digits_font, digits_h, alphabet)
-        self.serial_digits = FixedAlphabetText(self.c, digits_font, self.serial_pt, alphabet)
+        self.validation_digits = CachedText(self.c, digits_font, digits_h, alphabet)
+        self.serial_digits = CachedText(self.c, digits_font, self.serial_pt, alphabet)
         self.scratch_rects = (
             "".join(
                 "{:.2f} {:.2f} {:.2f} {:.2f} re\n".format(*t.box(zone))
