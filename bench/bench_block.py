@@ -1,4 +1,5 @@
-"""Benchmark: generate and audit a full block; prints tickets/s and peak memory.
+"""Benchmark: generate (store alone, then with the block manifest, as the CLI does) and audit
+a full block; prints tickets/s and peak memory.
 
 Each stage runs in a fresh subprocess (so its peak RSS is its own), ``--repeat`` times;
 the medians are printed.  Targets (issue 2): each stage <= 60 s and <= 1 GB on 2 cores.
@@ -24,10 +25,13 @@ from printpipe.keys import load_secrets, load_signing_key, load_producer_public_
 stage, game_id, keys, out = sys.argv[1:5]
 game = load_game(game_id)
 started = time.perf_counter()
-if stage == "generate":
+if stage.startswith("generate"):
     from printpipe.generate import generate_block
+    from printpipe.keys import load_lottery_recipient
+    recipient = (load_lottery_recipient(Path(keys) / "lottery.age.pub")
+                 if stage == "generate+manifest" else None)
     generate_block(game, load_secrets(Path(keys)), load_signing_key(Path(keys)), 1, Path(out),
-                   overwrite=True, show_progress=False)
+                   overwrite=True, show_progress=False, manifest_recipient=recipient)
 else:
     from printpipe.audit import audit_block
     from printpipe.store import BlockStore
@@ -64,12 +68,12 @@ def main() -> None:
         keys, out = Path(tmp) / "keys", Path(tmp) / "block"
         init_keys(keys)
         started = time.perf_counter()
-        for stage in ("generate", "audit"):
+        for stage in ("generate", "generate+manifest", "audit"):
             runs = [run_stage(stage, args.game, keys, out) for _ in range(args.repeat)]
             seconds = statistics.median(r[0] for r in runs)
             rss = statistics.median(r[1] for r in runs)
             print(
-                f"{args.game} {stage:8s}: {tickets:,} tickets, median {seconds:6.2f} s "
+                f"{args.game} {stage:17s}: {tickets:,} tickets, median {seconds:6.2f} s "
                 f"({tickets / seconds:,.0f} tickets/s) over {args.repeat} runs "
                 f"[{', '.join(f'{r[0]:.2f}' for r in runs)}], peak RSS {rss:,.0f} MB"
             )
