@@ -239,7 +239,7 @@ def export_block(
     if game.definition.output == "feed":  # an online game: the unit feed, no press files
         from printpipe.feed_export import export_feed
 
-        return export_feed(store, game, out_dir, packs, recipient, signing_key)
+        return export_feed(store, game, out_dir, packs, recipient, signing_key, show_progress)
     if chunk_packs < 1:
         raise PrintpipeError("--chunk-packs must be at least 1")
     template_path = (template or game_template_dir(game.definition.id) / "ticket.toml").resolve()
@@ -259,7 +259,9 @@ def export_block(
     files = _file_entries(
         specs, done, rendered, out_dir, store, game.definition.number, loaded, settings
     )
-    write_run_manifest(out_dir / MANIFEST_FILE, store, packs, recipient, signing_key, files)
+    write_run_manifest(
+        out_dir / MANIFEST_FILE, store, packs, recipient, signing_key, files, show_progress
+    )
     record = {
         "format": JOB_FORMAT,
         "game": {"id": game.definition.id, "number": game.definition.number},

@@ -40,6 +40,7 @@ from printpipe.block import PackRange
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import Game, GameDefinition
 from printpipe.ids import format_serial, gs1_check_digits_array
+from printpipe.progress import progress_bar
 from printpipe.store import BlockStore
 
 FORMAT = "printpipe-feed/1"
@@ -114,7 +115,9 @@ def iter_records(
         yield records.tobytes()
 
 
-def write_feed(path: Path, store: BlockStore, game: Game, packs: PackRange) -> dict[str, Any]:
+def write_feed(
+    path: Path, store: BlockStore, game: Game, packs: PackRange, show_progress: bool = False
+) -> dict[str, Any]:
     """Write the feed of ``packs`` to ``path`` (temp name, fsync, rename); returns its entry."""
     definition = game.definition
     header = feed_header(store, definition, packs)
@@ -122,11 +125,18 @@ def write_feed(path: Path, store: BlockStore, game: Game, packs: PackRange) -> d
     digest = hashlib.sha256()
     size = 0
     try:
-        with open(tmp, "wb") as out:
-            for chunk in _chunks(header, store, packs, definition):
+        with (
+            open(tmp, "wb") as out,
+            progress_bar(header["units"], "feed", "units", show_progress) as bar,
+        ):
+            out.write(head := encode_header(header))
+            digest.update(head)
+            size += len(head)
+            for chunk in iter_records(store, definition, packs):
                 out.write(chunk)
                 digest.update(chunk)
                 size += len(chunk)
+                bar.update(len(chunk) // header["record_bytes"])
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
@@ -149,13 +159,6 @@ def write_feed(path: Path, store: BlockStore, game: Game, packs: PackRange) -> d
         "first_serial": _serial_of(definition.number, first, 0),
         "last_serial": _serial_of(definition.number, last, definition.block.pack_size - 1),
     }
-
-
-def _chunks(
-    header: dict[str, Any], store: BlockStore, packs: PackRange, definition: GameDefinition
-) -> Iterator[bytes]:
-    yield encode_header(header)
-    yield from iter_records(store, definition, packs)
 
 
 # -- reading ---------------------------------------------------------------------------------

@@ -36,6 +36,7 @@ def export_feed(
     packs: PackRange,
     recipient: x25519.Recipient,
     signing_key: Ed25519PrivateKey,
+    show_progress: bool = False,
 ) -> dict[str, Any]:
     """Write the feed of ``packs``, the run's manifest and ``job.json``; returns the job record."""
     from printpipe.manifest import write_run_manifest
@@ -54,8 +55,10 @@ def export_feed(
         (out_dir / JOB_FILE).unlink(missing_ok=True)  # rewritten only when the run is complete
     except OSError as exc:
         raise PrintpipeError(f"cannot write to {out_dir}: {exc.strerror}") from None
-    entry = write_feed(out_dir / name, store, game, packs)
-    write_run_manifest(out_dir / MANIFEST_FILE, store, packs, recipient, signing_key, [entry])
+    entry = write_feed(out_dir / name, store, game, packs, show_progress)
+    write_run_manifest(
+        out_dir / MANIFEST_FILE, store, packs, recipient, signing_key, [entry], show_progress
+    )
     record = {
         "format": JOB_FORMAT,
         "game": {"id": d.id, "number": d.number},

@@ -151,7 +151,7 @@ def generate_blocks(
                 writer.append(tickets)
                 bar.update(len(tickets))
                 if job.last == packs.last - 1:
-                    summaries.append(writer.commit(signing_key, manifest_recipient))
+                    summaries.append(writer.commit(signing_key, manifest_recipient, show_progress))
     except BaseException:
         runner.close(abort=True)
         for writer in writers.values():
@@ -205,7 +205,10 @@ class _BlockWriter:
         self.longest_run = max(self.longest_run, int(runs.max()))
 
     def commit(
-        self, signing_key: Ed25519PrivateKey, recipient: x25519.Recipient | None
+        self,
+        signing_key: Ed25519PrivateKey,
+        recipient: x25519.Recipient | None,
+        show_progress: bool = False,
     ) -> dict[str, Any]:
         """Sign the summary and rename the store into place (with its manifest, if asked)."""
         summary = _summary(
@@ -222,7 +225,7 @@ class _BlockWriter:
             game = self.game
 
             def before_rename(folder: Path) -> None:
-                write_block_manifest(folder, game, recipient, signing_key)
+                write_block_manifest(folder, game, recipient, signing_key, show_progress)
 
         self.store.commit(summary, signing_key, before_rename)
         self.committed = True

@@ -53,6 +53,7 @@ from printpipe.block import PackRange, Tickets
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import VARIANT_COLUMN, Game, GameDefinition
 from printpipe.ids import gs1_check_digits_array
+from printpipe.progress import progress_bar
 from printpipe.store import BlockStore
 
 FORMAT = "printpipe-manifest/1"
@@ -303,6 +304,7 @@ def write_manifest(
     signing_key: Ed25519PrivateKey,
     print_files: list[dict[str, Any]],
     kind: str,
+    show_progress: bool = False,
 ) -> dict[str, Any]:
     """Write a manifest of ``packs`` of ``store`` to ``path`` (temp name, fsync, rename)."""
     definition = game.definition
@@ -329,10 +331,14 @@ def write_manifest(
     except OSError as exc:
         raise PrintpipeError(f"cannot write to {path.parent}: {exc.strerror}") from None
     tmp = path.parent / f".{path.name}.partial-{os.getpid()}"
+    records = packs.count * store.pack_size
     try:
-        with open(tmp, "w+b") as out:
+        with (
+            open(tmp, "w+b") as out,
+            progress_bar(records, "manifest", "records", show_progress, nested=True) as bar,
+        ):
             out.write(prefix + placeholder)
-            reader = _ChunkReader(iter_plaintext(store, definition, packs))
+            reader = _ChunkReader(_counted(iter_plaintext(store, definition, packs), bar.update))
             writer = _HashingWriter(out)
             try:
                 pyrage.encrypt_io(reader, writer, [recipient])
@@ -371,23 +377,40 @@ def write_run_manifest(
     recipient: x25519.Recipient,
     signing_key: Ed25519PrivateKey,
     print_files: list[dict[str, Any]],
+    show_progress: bool = False,
 ) -> None:
     """The manifest of one export run: ``packs`` (block-relative, 1-based) of ``store``."""
     from printpipe.games import load_game
 
+    game = load_game(store.game_id)
     write_manifest(
-        path, store, load_game(store.game_id), packs, recipient, signing_key, print_files, "run"
+        path, store, game, packs, recipient, signing_key, print_files, "run", show_progress
     )
 
 
 def write_block_manifest(
-    store_dir: Path, game: Game, recipient: x25519.Recipient, signing_key: Ed25519PrivateKey
+    store_dir: Path,
+    game: Game,
+    recipient: x25519.Recipient,
+    signing_key: Ed25519PrivateKey,
+    show_progress: bool = False,
 ) -> Path:
     """The block-level manifest, inside the (not yet renamed) block store folder."""
     store = BlockStore.open(store_dir)
     path = store_dir / BLOCK_MANIFEST
-    write_manifest(path, store, game, store.pack_range, recipient, signing_key, [], "block")
+    write_manifest(
+        path, store, game, store.pack_range, recipient, signing_key, [], "block", show_progress
+    )
     return path
+
+
+def _counted(chunks: Iterator[bytes], update: Callable[[int], object]) -> Iterator[bytes]:
+    """The plaintext chunks, reporting the records (lines after the header row) they hold."""
+    header = True
+    for chunk in chunks:
+        update(chunk.count(b"\n") - header)
+        header = False
+        yield chunk
 
 
 def _fsync_dir(directory: Path) -> None:

@@ -10,9 +10,16 @@ from tqdm import tqdm
 
 
 @contextmanager
-def progress_bar(total: int, label: str, unit: str, enabled: bool = True) -> Iterator[tqdm]:
-    """A bar on stderr with rate and time left, so stdout stays for results."""
+def progress_bar(
+    total: int, label: str, unit: str, enabled: bool = True, nested: bool = False
+) -> Iterator[tqdm]:
+    """A bar on stderr with rate and time left, so stdout stays for results.
+
+    A ``nested`` bar (a step inside another bar's run) shows below it and is cleared when done.
+    """
     bar = tqdm(
+        position=1 if nested else None,
+        leave=not nested,
         total=total,
         desc=label,
         unit=f" {unit}",
