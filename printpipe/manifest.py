@@ -306,7 +306,10 @@ def write_manifest(
     kind: str,
     show_progress: bool = False,
 ) -> dict[str, Any]:
-    """Write a manifest of ``packs`` of ``store`` to ``path`` (temp name, fsync, rename)."""
+    """Write a manifest of ``packs`` of ``store`` to ``path`` (temp name, fsync, rename).
+
+    A block manifest is written while ``generate``'s bar is still open: its bar nests below.
+    """
     definition = game.definition
     if store.game_id != definition.id:
         raise PrintpipeError(
@@ -335,7 +338,7 @@ def write_manifest(
     try:
         with (
             open(tmp, "w+b") as out,
-            progress_bar(records, "manifest", "records", show_progress, nested=True) as bar,
+            progress_bar(records, "manifest", "records", show_progress, kind == "block") as bar,
         ):
             out.write(prefix + placeholder)
             reader = _ChunkReader(_counted(iter_plaintext(store, definition, packs), bar.update))
