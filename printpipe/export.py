@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from printpipe.atomic import remove_partials, sha256_file, write_atomic
 from printpipe.block import PackRange, Tickets
 from printpipe.cluster import ChunkRunner, make_runner, run_in_order
 from printpipe.errors import PrintpipeError
@@ -179,7 +180,7 @@ def render_chunk(job: ChunkJob) -> dict[str, Any]:
     if job.out_dir is None:
         result["data"] = data
     else:
-        _write_file_atomic(Path(job.out_dir) / job.file_name, data)
+        write_atomic(Path(job.out_dir) / job.file_name, data)
     return result
 
 
@@ -277,7 +278,7 @@ def export_block(
         "files": files,
         "manifest": MANIFEST_FILE,
     }
-    _write_atomic(out_dir / JOB_FILE, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+    write_atomic(out_dir / JOB_FILE, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
     return record
 
 
@@ -350,8 +351,7 @@ def _render(
                 yield result
     except BaseException:
         runner.close(abort=True)
-        for leftover in out_dir.glob(".*.partial-*"):
-            leftover.unlink(missing_ok=True)
+        remove_partials(out_dir)
         raise
     runner.close(abort=False)
 
@@ -363,8 +363,8 @@ def _receive(out_dir: Path, result: dict[str, Any]) -> dict[str, Any]:
     if data is not None:
         if hashlib.sha256(data).hexdigest() != result["sha256"]:
             raise PrintpipeError(f"{result['file']} was damaged on its way from the worker")
-        _write_file_atomic(path, data)
-    elif not path.is_file() or _sha256(path) != result["sha256"]:
+        write_atomic(path, data)
+    elif not path.is_file() or sha256_file(path) != result["sha256"]:
         raise PrintpipeError(
             f"{path} is missing or differs from what the worker wrote: do the workers write "
             "to the same shared folder? (else use --collect)"
@@ -414,10 +414,9 @@ def _prepare_out_dir(
             )
         if existing is None and any(out_dir.glob("*.pdf")):
             raise PrintpipeError(f"{out_dir} already holds PDF files: use an empty folder")
-        for leftover in out_dir.glob(".*.partial-*"):
-            leftover.unlink()
+        remove_partials(out_dir)
         (out_dir / JOB_FILE).unlink(missing_ok=True)  # rewritten only when the run is complete
-        _write_atomic(out_dir / MARKER, marker)
+        write_atomic(out_dir / MARKER, marker)
     except PermissionError as exc:
         raise PrintpipeError(f"cannot write to {out_dir}: {exc.strerror}") from None
     except OSError as exc:
@@ -445,7 +444,7 @@ def _file_entry(
     last = TicketId(game_number, _printed_pack(store, job.last), store.pack_size - 1)
     return {
         "path": job.file_name,
-        "sha256": sha256 or _sha256(path),
+        "sha256": sha256 or sha256_file(path),
         "bytes": path.stat().st_size,
         "pages": 2 * sheets,
         "kind": "duplex",
@@ -455,25 +454,3 @@ def _file_entry(
         "first_serial": first.serial,
         "last_serial": last.serial,
     }
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    _write_file_atomic(path, text.encode("utf-8"))
-
-
-def _write_file_atomic(path: Path, data: bytes) -> None:
-    """Temp name, fsync, rename: a file with its final name is always a complete one."""
-    tmp = path.parent / f".{path.name}.partial-{os.getpid()}"
-    with open(tmp, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()

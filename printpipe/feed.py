@@ -36,6 +36,7 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
+from printpipe.atomic import atomic_file
 from printpipe.block import PackRange
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import Game, GameDefinition
@@ -121,31 +122,20 @@ def write_feed(
     """Write the feed of ``packs`` to ``path`` (temp name, fsync, rename); returns its entry."""
     definition = game.definition
     header = feed_header(store, definition, packs)
-    tmp = path.parent / f".{path.name}.partial-{os.getpid()}"
     digest = hashlib.sha256()
     size = 0
-    try:
-        with (
-            open(tmp, "wb") as out,
-            progress_bar(header["units"], "feed", "units", show_progress) as bar,
-        ):
-            out.write(head := encode_header(header))
-            digest.update(head)
-            size += len(head)
-            for chunk in iter_records(store, definition, packs):
-                out.write(chunk)
-                digest.update(chunk)
-                size += len(chunk)
-                bar.update(len(chunk) // header["record_bytes"])
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise PrintpipeError(f"cannot write feed {path}: {exc.strerror or exc}") from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with (
+        atomic_file(path) as out,
+        progress_bar(header["units"], "feed", "units", show_progress) as bar,
+    ):
+        out.write(head := encode_header(header))
+        digest.update(head)
+        size += len(head)
+        for chunk in iter_records(store, definition, packs):
+            out.write(chunk)
+            digest.update(chunk)
+            size += len(chunk)
+            bar.update(len(chunk) // header["record_bytes"])
     first, last = header["packs"]["first_pack_number"], header["packs"]["last_pack_number"]
     return {
         "path": path.name,

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pyrage import x25519
 
+from printpipe.atomic import remove_partials, write_atomic
 from printpipe.block import PackRange
 from printpipe.errors import PrintpipeError
 from printpipe.feed import feed_file_name, write_feed
@@ -50,8 +50,7 @@ def export_feed(
             raise PrintpipeError(
                 f"{out_dir} holds the files of another export: use an empty folder"
             )
-        for leftover in out_dir.glob(".*.partial-*"):
-            leftover.unlink()
+        remove_partials(out_dir)
         (out_dir / JOB_FILE).unlink(missing_ok=True)  # rewritten only when the run is complete
     except OSError as exc:
         raise PrintpipeError(f"cannot write to {out_dir}: {exc.strerror}") from None
@@ -71,14 +70,5 @@ def export_feed(
         "files": [entry],
         "manifest": MANIFEST_FILE,
     }
-    _write_atomic(out_dir / JOB_FILE, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+    write_atomic(out_dir / JOB_FILE, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
     return record
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    tmp = path.parent / f".{path.name}.partial-{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)

@@ -36,7 +36,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,6 +48,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from pyrage import x25519
 
 from printpipe import __version__
+from printpipe.atomic import atomic_file
 from printpipe.block import PackRange, Tickets
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import VARIANT_COLUMN, Game, GameDefinition
@@ -333,43 +333,31 @@ def write_manifest(
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise PrintpipeError(f"cannot write to {path.parent}: {exc.strerror}") from None
-    tmp = path.parent / f".{path.name}.partial-{os.getpid()}"
     records = packs.count * store.pack_size
-    try:
-        with (
-            open(tmp, "w+b") as out,
-            progress_bar(records, "manifest", "records", show_progress, kind == "block") as bar,
-        ):
-            out.write(prefix + placeholder)
-            reader = _ChunkReader(_counted(iter_plaintext(store, definition, packs), bar.update))
-            writer = _HashingWriter(out)
-            try:
-                pyrage.encrypt_io(reader, writer, [recipient])
-            except Exception as exc:
-                if reader.error is not None:
-                    raise reader.error from None
-                raise PrintpipeError(f"cannot encrypt manifest {path}: {exc}") from None
-            hashes = (
-                _BODY_PREFIX
-                + writer.digest.hexdigest().encode()
-                + b"\n"
-                + _RECORDS_PREFIX
-                + reader.digest.hexdigest().encode()
-                + b"\n"
-            )
-            signature = signing_key.sign(prefix + hashes)
-            out.seek(len(prefix))
-            out.write(hashes + _SIGNATURE_PREFIX + signature.hex().encode() + b"\n")
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
-        _fsync_dir(path.parent)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise PrintpipeError(f"cannot write manifest {path}: {exc.strerror or exc}") from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with (
+        atomic_file(path, "w+b") as out,
+        progress_bar(records, "manifest", "records", show_progress, kind == "block") as bar,
+    ):
+        out.write(prefix + placeholder)
+        reader = _ChunkReader(_counted(iter_plaintext(store, definition, packs), bar.update))
+        writer = _HashingWriter(out)
+        try:
+            pyrage.encrypt_io(reader, writer, [recipient])
+        except Exception as exc:
+            if reader.error is not None:
+                raise reader.error from None
+            raise PrintpipeError(f"cannot encrypt manifest {path}: {exc}") from None
+        hashes = (
+            _BODY_PREFIX
+            + writer.digest.hexdigest().encode()
+            + b"\n"
+            + _RECORDS_PREFIX
+            + reader.digest.hexdigest().encode()
+            + b"\n"
+        )
+        signature = signing_key.sign(prefix + hashes)
+        out.seek(len(prefix))
+        out.write(hashes + _SIGNATURE_PREFIX + signature.hex().encode() + b"\n")
     return header
 
 
@@ -414,14 +402,6 @@ def _counted(chunks: Iterator[bytes], update: Callable[[int], object]) -> Iterat
         update(chunk.count(b"\n") - header)
         header = False
         yield chunk
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 # -- reading ---------------------------------------------------------------------------------
@@ -764,26 +744,15 @@ class RecordChecker:
 def export_csv(manifest: Manifest, game: Game, identity: x25519.Identity, out: Path) -> int:
     """Write the auditor's CSV (the checked plaintext); nothing is left at ``out`` on error."""
     checker = RecordChecker(game, manifest)
-    tmp = out.parent / f".{out.name}.partial-{os.getpid()}"
-    try:
-        with open(tmp, "wb") as handle:
-            handle.write(header_row(game.definition))
+    with atomic_file(out) as handle:
+        handle.write(header_row(game.definition))
 
-            def on_lines(lines: list[bytes]) -> None:
-                parsed = checker.parse(lines)
-                handle.write(b"".join(line + b"\n" for line in parsed.lines))
+        def on_lines(lines: list[bytes]) -> None:
+            parsed = checker.parse(lines)
+            handle.write(b"".join(line + b"\n" for line in parsed.lines))
 
-            decrypt_manifest(manifest, identity, on_lines)
-            checker.finish()
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, out)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise PrintpipeError(f"cannot write {out}: {exc.strerror or exc}") from None
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        decrypt_manifest(manifest, identity, on_lines)
+        checker.finish()
     return checker.seen
 
 

@@ -17,7 +17,6 @@ and renamed into place when complete: a folder with a ``summary.json`` is a fini
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -30,6 +29,7 @@ import numpy as np
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from printpipe.atomic import partial_path, sha256_file
 from printpipe.block import PackRange, Tickets
 from printpipe.errors import PrintpipeError
 
@@ -52,7 +52,7 @@ class StoreWriter:
             raise PrintpipeError(f"{path} already exists (use --force to replace it)")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self.tmp = path.parent / f".{path.name}.partial-{os.getpid()}"
+            self.tmp = partial_path(path)
             shutil.rmtree(self.tmp, ignore_errors=True)
             self.tmp.mkdir()
         except OSError as exc:
@@ -95,7 +95,7 @@ class StoreWriter:
             column.flush()
             del column
             files[column_file(name)] = {
-                "sha256": _sha256(self.tmp / column_file(name)),
+                "sha256": sha256_file(self.tmp / column_file(name)),
                 "dtype": COLUMN_DTYPES[name],
             }
         self.columns = {}
@@ -167,7 +167,7 @@ class BlockStore:
         changed = []
         for name, meta in self.summary["files"].items():
             file = self.path / name
-            if not file.is_file() or _sha256(file) != meta.get("sha256"):
+            if not file.is_file() or sha256_file(file) != meta.get("sha256"):
                 changed.append(name)
         return changed
 
@@ -213,11 +213,3 @@ class BlockStore:
                 raise PrintpipeError(f"{self.path / column_file(name)} has the wrong shape or type")
             columns[name] = array[start:stop]
         return Tickets(**columns)
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()

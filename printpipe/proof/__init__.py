@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from printpipe.atomic import partial_path
 from printpipe.errors import PrintpipeError
 
 PROOF_FORMAT = "printpipe-proof/1"
@@ -69,7 +70,7 @@ def make_proof(
 
     if out_dir.exists() and not force:
         raise PrintpipeError(f"{out_dir} already exists (use --force to replace it)")
-    tmp = out_dir.parent / f".{out_dir.name}.partial-{os.getpid()}"
+    tmp = partial_path(out_dir)
     try:
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(tmp, ignore_errors=True)
