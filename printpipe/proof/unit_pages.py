@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from reportlab.lib.utils import simpleSplit
 from reportlab.pdfgen.canvas import Canvas
 
 from printpipe import __version__
@@ -188,16 +189,13 @@ def _draw_paytable(c: Canvas, game: Any, fonts: dict[str, str]) -> list[str]:
     d = game.definition
     w, h = PAGE
     text(c, MARGIN, h - 14 * MM, f"TABLE DES GAINS ET SYMBOLES - {d.title}", fonts["bold"], 17)
-    text(
-        c,
-        MARGIN,
-        h - 21 * MM,
+    rules = (
         f"Chaîne de {game.chain_length} symboles identiques liés (côté ou coin) : le gain de "
         "l'animal. ANIMALS : la somme inscrite. EXTRA : une 2e grille, gains comptés de même. "
-        "Tous les gains s'additionnent (un lot).",
-        fonts["regular"],
-        9.5,
+        "Tous les gains s'additionnent (un lot)."
     )
+    for i, line in enumerate(simpleSplit(rules, fonts["regular"], 9.5, w - 2 * MARGIN)):
+        text(c, MARGIN, h - 21 * MM - i * 4.5 * MM, line, fonts["regular"], 9.5)
     shown = [code for code in d.symbol_codes if code != "EMPTY"]
     roles = {a: f"chaîne de {game.chain_length} : {fmt_eur(v)}" for a, v in game.paytable.items()}
     roles.update({code: f"paie {fmt_eur(a)}" for a, code in game.money_codes.items()})
