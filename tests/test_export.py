@@ -162,6 +162,15 @@ def _objects(data: bytes) -> list[bytes]:
     return re.findall(rb"\d+ 0 obj\r?\n(.*?)endobj", data, re.S)
 
 
+def _page_resources(page: bytes, data: bytes) -> bytes:
+    """A page's resource dictionary, inline or (as PressCanvas shares them) indirect."""
+    reference = re.search(rb"/Resources (\d+) 0 R", page)
+    if reference is None:
+        return page
+    number = reference.group(1)
+    return re.search(rb"(?:^|\n)%s 0 obj\r?\n(.*?)endobj" % number, data, re.S).group(1)
+
+
 def test_pdf_structure(press):
     job = json.loads((press / "job.json").read_text())
     assert (press / job["manifest"]).is_file()
@@ -180,7 +189,8 @@ def test_pdf_structure(press):
         assert separations, "no ScratchOff separation"
         for i, page in enumerate(pages):
             assert b"/TrimBox" in page and b"/BleedBox" in page
-            uses_plate = any(re.search(rb"/ScratchOff %s 0 R" % n, page) for n in separations)
+            resources = _page_resources(page, data)
+            uses_plate = any(re.search(rb"/ScratchOff %s 0 R" % n, resources) for n in separations)
             assert uses_plate == (i % 2 == 0), f"page {i + 1}: ScratchOff on fronts only"
         descriptors = [o for o in objects if b"/Type /FontDescriptor" in o]
         assert descriptors and all(b"/FontFile2" in d for d in descriptors)

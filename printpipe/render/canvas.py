@@ -8,9 +8,12 @@ together about a third of the export's time.  This subclass lets a renderer:
 - write a ticket's placements as one literal (``form_operator`` gives the ``/Name Do``
   operator of a form, ``use_forms`` declares the forms a page uses, as ``doForm`` would);
 - share one XObject dictionary, written once as an indirect object, between every page and
-  form that uses the same set of forms.
+  form that uses the same set of forms; and likewise one whole resource dictionary between
+  every page with the same forms, graphics states and colour spaces (a press file has two:
+  fronts and backs).
 
-Both rely on two reportlab internals (``Canvas._formsinuse`` and ``Canvas._setXObjects``),
+These rely on reportlab internals (``Canvas._formsinuse``, ``_setXObjects``,
+``_setShadingUsed``, ``_extgstate``, and the resource building of ``PDFPage.check_format``),
 kept to this one class; ``tests/test_export.py`` checks the PDFs' structure and renders them.
 """
 
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from reportlab.pdfbase import pdfdoc
 from reportlab.pdfgen.canvas import Canvas
 
 
@@ -25,6 +29,7 @@ class PressCanvas(Canvas):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._shared_xobjects: dict[frozenset[str], object] = {}
+        self._shared_resources: dict[tuple, object] = {}
 
     def form_operator(self, name: str) -> str:
         """The operator drawing form ``name`` (declare it with ``use_forms`` on each page)."""
@@ -44,3 +49,32 @@ class PressCanvas(Canvas):
             shared = self._doc.Reference(self._doc.xobjDict(sorted(used)))
             self._shared_xobjects[used] = shared
         thing.XObjects = shared
+
+    def _setShadingUsed(self, page: object) -> None:
+        super()._setShadingUsed(page)
+        if not isinstance(page, pdfdoc.PDFPage):
+            return
+        key = (
+            id(page.XObjects),
+            frozenset(self._extgstate._c.items()),
+            frozenset(self._colorsUsed),
+            frozenset(self._shadingUsed),
+            page.hasImages,
+        )
+        shared = self._shared_resources.get(key)
+        if shared is None:  # what PDFPage.check_format would build for this page
+            resources = pdfdoc.PDFResourceDictionary()
+            resources.basicFonts()
+            if page.hasImages:
+                resources.allProcs()
+            else:
+                resources.basicProcs()
+            if page.XObjects:
+                resources.XObject = page.XObjects
+            if page.ExtGState:
+                resources.ExtGState = page.ExtGState
+            resources.setShading(page._shadingUsed)
+            resources.setColorSpace(page._colorsUsed)
+            shared = self._doc.Reference(resources)
+            self._shared_resources[key] = shared
+        page.Resources = shared
