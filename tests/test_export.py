@@ -281,6 +281,32 @@ def test_kill_midway_then_rerun_gives_the_clean_run(tmp_path, small_block, keys_
     assert not list(crashed.glob(".*.partial-*"))
 
 
+def test_ctrl_c_stops_cleanly_and_the_rerun_finishes(tmp_path, small_block, keys_dir):
+    args = ["export", str(small_block), "--packs", "1:8", "--keys", str(keys_dir)]
+    args += ["--chunk-packs", "1", "--workers", "2", "-q"]
+    out = tmp_path / "interrupted"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "printpipe", *args, "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not list(out.glob("*.pdf")):
+        time.sleep(0.01)
+    process.send_signal(signal.SIGINT)  # what Ctrl-C sends to the command
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "interrupted" in stderr and "Traceback" not in stderr
+    assert not (out / "job.json").exists() and not list(out.glob(".*.partial-*"))
+    assert len(list(out.glob("*.pdf"))) < 8, "Ctrl-C must land before the end"
+    run_cli(*args, "--out", str(out), check=True)
+    job = json.loads((out / "job.json").read_text())
+    assert [f["path"] for f in job["files"]] == sorted(p.name for p in out.glob("*.pdf"))
+    for entry in job["files"]:
+        assert _sha(out / entry["path"]) == entry["sha256"]
+
+
 def test_second_template_size_works(tmp_path, small_block, keys_dir):
     out = tmp_path / "small"
     run_cli(
