@@ -473,15 +473,19 @@ def _audit(
 def main() -> None:
     """Entry point: user errors become one line on stderr and a non-zero exit status."""
     try:
-        cli.main(standalone_mode=False)
+        cli.main(standalone_mode=False, prog_name="printpipe")
     except PrintpipeError as exc:
         click.echo(f"printpipe: error: {exc}", err=True)
         sys.exit(1)
     except (KeyboardInterrupt, click.exceptions.Abort):
         click.echo("printpipe: interrupted", err=True)
         sys.exit(130)
+    except click.UsageError as exc:  # a mistyped command line: one line, and where to look
+        where = exc.ctx.command_path if exc.ctx else "printpipe"
+        click.echo(f"printpipe: error: {exc.format_message()} (see {where} --help)", err=True)
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
-        exc.show()
+        click.echo(f"printpipe: error: {exc.format_message()}", err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
