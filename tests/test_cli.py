@@ -155,3 +155,12 @@ def test_the_main_job_on_defaults(tmp_path):
     assert (tmp_path / "printpipe-out" / "chien-chat-block-0001" / "summary.json").exists()
     rerun = run_cli("run", "--quiet", cwd=tmp_path)
     assert rerun.returncode == 0 and "DEMO keys" not in rerun.stderr
+
+
+@pytest.mark.parametrize(
+    "args", [("export",), ("generate", "--block", "0"), ("frobnicate",), ("validate",)]
+)
+def test_usage_errors_are_one_line(args):
+    result = run_cli(*args)
+    assert result.returncode == 2
+    assert_one_line_error(result, "(see printpipe")
