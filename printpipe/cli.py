@@ -652,16 +652,29 @@ def ledger() -> None:
 @db_option
 @producer_key_option
 @keys_option
+@quiet_option
 @_sqlite_errors
 def ledger_import(
-    file: Path, identity: Path | None, db_path: Path, producer_key: Path | None, keys_dir: Path
+    file: Path,
+    identity: Path | None,
+    db_path: Path,
+    producer_key: Path | None,
+    keys_dir: Path,
+    quiet: bool,
 ) -> None:
     """Load manifest FILE into the database (created if absent); the same one twice: no-op."""
+    from printpipe.progress import progress_bar
+
     verified = _verified_manifest(file, keys_dir, producer_key)
     game = _manifest_game(verified)
     key = _identity(keys_dir, identity)
-    with _open_ledger(db_path, create=True) as book:
-        click.echo(book.import_manifest(verified, game, key))
+    records = int(verified.header["records"])
+    with (
+        _open_ledger(db_path, create=True) as book,
+        progress_bar(records, "import", "records", not quiet) as bar,
+    ):
+        summary = book.import_manifest(verified, game, key, progress=bar.update)
+    click.echo(summary)
 
 
 @ledger.command("config")

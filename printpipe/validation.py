@@ -27,6 +27,7 @@ payments and imports with ``synchronous=FULL`` (durable across a power cut).
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -441,7 +442,12 @@ class Ledger:
     # -- import ----------------------------------------------------------------------------
 
     def import_manifest(
-        self, manifest: Manifest, game: Game, identity: x25519.Identity, terminal: str = "lottery"
+        self,
+        manifest: Manifest,
+        game: Game,
+        identity: x25519.Identity,
+        terminal: str = "lottery",
+        progress: Callable[[int], object] | None = None,
     ) -> str:
         """Load a verified manifest; the same one again is a no-op, a conflicting one refused.
 
@@ -490,6 +496,8 @@ class Ledger:
 
             def on_lines(lines: list[bytes]) -> None:
                 parsed = checker.parse(lines)
+                if progress is not None:
+                    progress(len(parsed.keys))
                 if not len(parsed.keys):
                     return
                 keys = parsed.keys
