@@ -8,6 +8,9 @@ from contextlib import contextmanager
 
 from tqdm import tqdm
 
+SHOW_AFTER_S = 0.5
+"""A bar appears only once its run has lasted this long: quick runs and refusals stay quiet."""
+
 
 @contextmanager
 def progress_bar(
@@ -15,7 +18,8 @@ def progress_bar(
 ) -> Iterator[tqdm]:
     """A bar on stderr with rate and time left, so stdout stays for results.
 
-    A ``nested`` bar (a step inside another bar's run) shows below it and is cleared when done.
+    A ``nested`` bar (a step inside another bar's run) shows below it and is cleared when done;
+    a bar whose run fails is cleared too, so that the error line stands alone.
     """
     bar = tqdm(
         position=1 if nested else None,
@@ -29,8 +33,12 @@ def progress_bar(
         dynamic_ncols=True,
         smoothing=0.1,
         mininterval=0.5,
+        delay=SHOW_AFTER_S,
     )
     try:
         yield bar
+    except BaseException:
+        bar.leave = False
+        raise
     finally:
         bar.close()
