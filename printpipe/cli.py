@@ -538,6 +538,9 @@ def _manifest_game(manifest):
     return load_game(game_id)
 
 
+SQLITE_SIDE = ("-wal", "-shm", "-journal")
+
+
 def _open_ledger(db_path: Path, create: bool = False):
     from printpipe.validation import Ledger
 
@@ -669,11 +672,18 @@ def ledger_import(
     game = _manifest_game(verified)
     key = _identity(keys_dir, identity)
     records = int(verified.header["records"])
-    with (
-        _open_ledger(db_path, create=True) as book,
-        progress_bar(records, "import", "records", not quiet) as bar,
-    ):
-        summary = book.import_manifest(verified, game, key, progress=bar.update)
+    new_database = not db_path.exists()
+    try:
+        with (
+            _open_ledger(db_path, create=True) as book,
+            progress_bar(records, "import", "records", not quiet) as bar,
+        ):
+            summary = book.import_manifest(verified, game, key, progress=bar.update)
+    except BaseException:
+        if new_database:  # a refused first import leaves no empty database behind
+            for leftover in (db_path, *(db_path.with_name(db_path.name + s) for s in SQLITE_SIDE)):
+                leftover.unlink(missing_ok=True)
+        raise
     click.echo(summary)
 
 
