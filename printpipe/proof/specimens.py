@@ -81,30 +81,7 @@ def make_specimens(game: Game) -> list[Specimen]:
         rows += [(variant, int(t), False, s) for t, s in zip(tiers, symbols, strict=True)]
         plain, teaser = _pick_losers(game, variant, stream)
         rows += [(variant, LOSING_TIER, False, plain), (variant, LOSING_TIER, True, teaser)]
-    variants = np.array([r[0] for r in rows], dtype=np.int64)
-    symbols = np.array([r[3] for r in rows], dtype=np.int64)
-    prizes = game.evaluate(variants, symbols).prize_eur
-    amounts = definition.tier_amounts
-    specimen_virns = virns(SPECIMEN_KEY, np.arange(len(rows), dtype=np.uint64))
-    specimens = []
-    for number, ((variant, tier, teaser, row), prize) in enumerate(zip(rows, prizes, strict=True)):
-        if int(prize) != int(amounts[tier]):
-            raise PrintpipeError(
-                f"specimen {number}: the rules give {int(prize)} EUR, its tier is "
-                f"{int(amounts[tier])} EUR (layout and rules disagree)"
-            )
-        specimens.append(
-            Specimen(
-                number,
-                variant,
-                tier,
-                int(amounts[tier]),
-                teaser,
-                tuple(int(s) for s in row),
-                int(specimen_virns[number]),
-            )
-        )
-    return specimens
+    return _checked(game, rows)
 
 
 def make_composition_specimens(game: Game, per_tier: int = 3, draws: int = 32) -> list[Specimen]:
@@ -132,12 +109,18 @@ def make_composition_specimens(game: Game, per_tier: int = 3, draws: int = 32) -
                 break
     plain, teaser = _pick_losers(game, 0, stream)
     rows += [(LOSING_TIER, False, plain), (LOSING_TIER, True, teaser)]
-    symbols = np.array([r[2] for r in rows], dtype=np.int64)
-    prizes = game.evaluate(np.zeros(len(rows), dtype=np.int64), symbols).prize_eur
-    amounts = definition.tier_amounts
+    return _checked(game, [(0, tier, shows_teaser, row) for tier, shows_teaser, row in rows])
+
+
+def _checked(game: Game, rows: list[tuple[int, int, bool, np.ndarray]]) -> list[Specimen]:
+    """Specimens of (variant, tier, teaser, symbols) rows, once the rules confirm each tier."""
+    variants = np.array([r[0] for r in rows], dtype=np.int64)
+    symbols = np.array([r[3] for r in rows], dtype=np.int64)
+    prizes = game.evaluate(variants, symbols).prize_eur
+    amounts = game.definition.tier_amounts
     specimen_virns = virns(SPECIMEN_KEY, np.arange(len(rows), dtype=np.uint64))
     specimens = []
-    for number, ((tier, teaser_, row), prize) in enumerate(zip(rows, prizes, strict=True)):
+    for number, ((variant, tier, teaser, row), prize) in enumerate(zip(rows, prizes, strict=True)):
         if int(prize) != int(amounts[tier]):
             raise PrintpipeError(
                 f"specimen {number}: the rules give {int(prize)} EUR, its tier is "
@@ -146,10 +129,10 @@ def make_composition_specimens(game: Game, per_tier: int = 3, draws: int = 32) -
         specimens.append(
             Specimen(
                 number,
-                0,
+                variant,
                 tier,
                 int(amounts[tier]),
-                teaser_,
+                teaser,
                 tuple(int(s) for s in row),
                 int(specimen_virns[number]),
             )
