@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import tomllib
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
@@ -22,7 +23,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from printpipe.errors import PrintpipeError
+from printpipe.errors import InvalidLayout, PrintpipeError
 from printpipe.rng import KeyStream
 
 LOSING_TIER = 0
@@ -143,6 +144,14 @@ class GameDefinition:
             return self.symbol_codes.index(code)
         except ValueError:
             raise PrintpipeError(f"unknown symbol code {code!r} for game {self.id}") from None
+
+    def symbol_row(self, codes: Sequence[str]) -> list[int]:
+        """The symbol indices of a ticket written as codes; an unknown code is an invalid layout."""
+        index = {code: i for i, code in enumerate(self.symbol_codes)}
+        unknown = [code for code in codes if code not in index]
+        if unknown:
+            raise InvalidLayout(f"invalid layout: unknown symbol {unknown[0]!r}")
+        return [index[code] for code in codes]
 
     def tier_of_amount(self, amount_eur: int) -> int:
         for prize in self.prizes:

@@ -129,14 +129,10 @@ class ChienChat:
                 f"invalid layout: expected {paw_count} paws and {bonus_count} "
                 f"bonus symbols, got {len(paws)} and {len(bonus)}"
             )
-        codes = self.definition.symbol_codes
-        unknown = [c for c in (*paws, *bonus) if c not in codes]
-        if unknown:
-            raise InvalidLayout(f"invalid layout: unknown symbol {unknown[0]!r}")
+        row = self.definition.symbol_row([*paws, *bonus])
         variant = (
             self.definition.variants.index(effigy) if effigy in self.definition.variants else -1
         )
-        row = [codes.index(c) for c in (*paws, *bonus)]
         result = self.evaluate(np.array([variant]), np.array([row]))
         if result.violation[0]:
             raise InvalidLayout(f"invalid layout: {VIOLATIONS[result.violation[0]]}")

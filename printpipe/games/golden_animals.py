@@ -222,11 +222,7 @@ class GoldenAnimals:
                 f"invalid layout: expected grids of {self.cells} symbols, "
                 f"got {len(grid)} and {len(extra_grid)}"
             )
-        codes = self.definition.symbol_codes
-        unknown = [c for c in (*grid, *extra_grid) if c not in codes]
-        if unknown:
-            raise InvalidLayout(f"invalid layout: unknown symbol {unknown[0]!r}")
-        row = np.array([[codes.index(c) for c in (*grid, *extra_grid)]])
+        row = np.array([self.definition.symbol_row([*grid, *extra_grid])])
         result = self.evaluate(np.zeros(1, dtype=np.int64), row)
         if result.violation[0]:
             raise InvalidLayout(f"invalid layout: {VIOLATIONS[result.violation[0]]}")
