@@ -214,7 +214,10 @@ def export(
     For a game whose output is a feed (an online game), the unit feed instead of PDFs; the
     press options (--sheet, --template, --workers, --chunk-packs, --coating) do not apply.
     """
-    _export(
+    from printpipe.export import export_block
+
+    started = time.perf_counter()
+    job = export_block(
         block_dir,
         out_dir,
         packs,
@@ -224,9 +227,20 @@ def export(
         workers,
         chunk_packs,
         coating,
-        quiet,
+        not quiet,
         scheduler,
         collect,
+    )
+    elapsed = time.perf_counter() - started
+    what = (
+        f"the unit feed {job['files'][0]['path']}"
+        if job.get("output") == "feed"
+        else f"{len(job['files'])} press PDF(s)"
+    )
+    click.echo(
+        f"exported {job['tickets']:,} tickets (packs {job['packs']['first']} to "
+        f"{job['packs']['last']}) to {what} in {out_dir} "
+        f"in {elapsed:.1f} s; job.json and {job['manifest']} written"
     )
 
 
@@ -314,64 +328,10 @@ def run(
     if not _audit(block_dir, keys_dir / PRODUCER_SIGNING_PUB, quiet):
         sys.exit(1)
     print_dir = out / f"{_block_dir_name(game_id, block)}-print"
-    _export(
-        block_dir,
-        print_dir,
-        export_packs,
-        keys_dir,
-        "SRA3",
-        None,
-        None,
-        DEFAULT_CHUNK_PACKS,
-        "plate",
-        quiet,
-    )
-
-
-def _export(
-    block_dir: Path,
-    out_dir: Path,
-    packs: str | None,
-    keys_dir: Path,
-    sheet: str,
-    template: Path | None,
-    workers: int | None,
-    chunk_packs: int,
-    coating: str,
-    quiet: bool,
-    scheduler: str | None = None,
-    collect: bool = False,
-) -> None:
-    import time
-
-    from printpipe.export import export_block
-
-    started = time.perf_counter()
-    job = export_block(
-        block_dir,
-        out_dir,
-        packs,
-        keys_dir,
-        sheet,
-        template,
-        workers,
-        chunk_packs,
-        coating,
-        not quiet,
-        scheduler,
-        collect,
-    )
-    elapsed = time.perf_counter() - started
-    what = (
-        f"the unit feed {job['files'][0]['path']}"
-        if job.get("output") == "feed"
-        else f"{len(job['files'])} press PDF(s)"
-    )
-    click.echo(
-        f"exported {job['tickets']:,} tickets (packs {job['packs']['first']} to "
-        f"{job['packs']['last']}) to {what} in {out_dir} "
-        f"in {elapsed:.1f} s; job.json and {job['manifest']} written"
-    )
+    click.get_current_context().invoke(
+        export, block_dir=block_dir, out_dir=print_dir, packs=export_packs, keys_dir=keys_dir,
+        quiet=quiet,
+    )  # fmt: skip
 
 
 def _block_dir_name(game_id: str, block: int) -> str:
