@@ -36,7 +36,6 @@ from printpipe.progress import progress_bar
 from printpipe.store import BlockStore
 
 if TYPE_CHECKING:
-    from printpipe.render.canvas import PressCanvas
     from printpipe.render.template import Template
 
 JOB_FORMAT = "printpipe-print-job/1"
@@ -90,32 +89,6 @@ class ChunkJob:
     tickets: Tickets = field(repr=False)
 
 
-def _configure_reportlab() -> None:
-    from reportlab import rl_config
-
-    rl_config.useA85 = 0  # ASCII85 on top of Flate: +17 % size and time for nothing
-    rl_config.invariant = 1  # no dates or random IDs: same inputs, same bytes
-
-
-def new_canvas(path: Path, pagesize: tuple[float, float], template: Template) -> PressCanvas:
-    """A canvas set up as every printpipe PDF must be: process CMYK or spot colours only,
-    no dates or random IDs (same inputs, same bytes), the template's fonts embedded and the
-    page preamble on one of them (never an unembedded Helvetica).  Shared by export and proofs.
-    """
-    from printpipe.render.canvas import PressCanvas
-    from printpipe.render.fonts import register_fonts
-
-    _configure_reportlab()
-    fonts = register_fonts(template.fonts)
-    return PressCanvas(
-        str(path),
-        pagesize=pagesize,
-        initialFontName=fonts["regular"],
-        enforceColorSpace="sep_cmyk",
-        pageCompression=1,
-    )
-
-
 def chunk_file_name(game_id: str, block: int, first_pack: int, last_pack: int) -> str:
     """File name of a chunk, from its printed pack numbers."""
     return f"{game_id}-b{block:04d}-p{first_pack:06d}-{last_pack:06d}.pdf"
@@ -127,11 +100,11 @@ def render_chunk(job: ChunkJob) -> dict[str, Any]:
     Returns worker statistics and the PDF's SHA-256, so that the coordinator can check the
     file it sees in the shared folder is the one the worker wrote.
     """
+    from printpipe.render.canvas import new_canvas
     from printpipe.render.sheet import impose, write_sheets
     from printpipe.render.template import MM
     from printpipe.render.ticket import Coating, TicketRenderer, faces_of_packs, load_texts
 
-    _configure_reportlab()
     started = time.perf_counter()
     game = load_game(job.game_id)
     template = job.template
@@ -151,7 +124,7 @@ def render_chunk(job: ChunkJob) -> dict[str, Any]:
     )
     # The path is never written: the bytes are taken with getpdfdata().
     canvas = new_canvas(
-        Path(job.file_name), (imposition.sheet_w * MM, imposition.sheet_h * MM), template
+        Path(job.file_name), (imposition.sheet_w * MM, imposition.sheet_h * MM), template.fonts
     )
     canvas.setTitle(job.file_name)
     canvas.setCreator("printpipe")
@@ -192,7 +165,6 @@ def _printed_pack(store: BlockStore, block_pack: int) -> int:
 
 def _init_worker() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides how a run stops
-    _configure_reportlab()
 
 
 def export_block(

@@ -129,20 +129,20 @@ def _check_press(press: PressRequest, game) -> dict[str, Any]:
 def _write_pack(
     out: Path, game, template, texts_path: Path, press_job: dict[str, Any] | None
 ) -> dict[str, Any]:
-    from printpipe.export import new_canvas
     from printpipe.proof.cover import draw_cover
     from printpipe.proof.page import PAGE, footer
     from printpipe.proof.previews import PREVIEW_DPI, write_previews
     from printpipe.proof.specimen_pages import draw_specimen_page
     from printpipe.proof.specimens import make_specimens
     from printpipe.proof.symbol_sheet import draw_symbol_sheet
+    from printpipe.render.canvas import new_canvas
     from printpipe.render.ticket import Coating, TicketRenderer, load_texts
 
     d = game.definition
     specimens = make_specimens(game)
     pages = len(specimens) + 2
     name = f"proof-{d.id}.pdf"
-    canvas = new_canvas(out / name, PAGE, template)
+    canvas = new_canvas(out / name, PAGE, template.fonts)
     canvas.setTitle(f"Proof pack - {d.title} - game {d.number:04d}")
     canvas.setCreator("printpipe proof")
     renderer = TicketRenderer(canvas, template, game, load_texts(texts_path), Coating.PANEL)

@@ -16,9 +16,10 @@ from reportlab.pdfgen.canvas import Canvas
 
 from printpipe.block import PackRange, Tickets
 from printpipe.errors import PrintpipeError
-from printpipe.export import _printed_pack, new_canvas
+from printpipe.export import _printed_pack
 from printpipe.games.base import Game
 from printpipe.proof.page import RED, diagonal_mark
+from printpipe.render.canvas import new_canvas
 from printpipe.render.sheet import cut_and_stack, impose, write_sheets
 from printpipe.render.template import MM, Template
 from printpipe.render.ticket import Coating, TicketFace, TicketRenderer
@@ -96,7 +97,7 @@ def write_press_proof(
     base = _printed_pack(store, packs.first)
     faces = _Faces(tickets, number, base, store.pack_size)
     texts = load_texts(game_template_dir(game.definition.id) / "texts.toml")
-    canvas = new_canvas(path, (imposition.sheet_w * MM, imposition.sheet_h * MM), template)
+    canvas = new_canvas(path, (imposition.sheet_w * MM, imposition.sheet_h * MM), template.fonts)
     canvas.setTitle(f"PROOF {game.definition.title} block {store.block} packs {packs}")
     canvas.setCreator("printpipe proof")
     renderer = TicketRenderer(canvas, template, game, texts, coating)

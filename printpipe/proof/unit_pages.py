@@ -14,7 +14,6 @@ No ticket is printed, so the pack shows what the player sees and what the lotter
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,13 +40,6 @@ FONTS = {
 """The proof's fonts (an online game has no ticket template to name them)."""
 PER_PAGE = 2
 CELL = 15 * MM
-
-
-@dataclass(frozen=True)
-class _Fonts:
-    """What ``export.new_canvas`` reads of a template: its fonts."""
-
-    fonts: dict[str, str]
 
 
 def _eur(cents: int) -> str:
@@ -216,9 +208,9 @@ def _draw_paytable(c: Canvas, game: Any, fonts: dict[str, str]) -> list[str]:
 
 def write_unit_pack(out: Path, game: Game) -> dict[str, Any]:
     """Write ``proof-GAME.pdf`` and its PNGs into ``out``; returns the ``proof.json`` record."""
-    from printpipe.export import new_canvas
     from printpipe.proof import PROOF_FORMAT
     from printpipe.proof.previews import PREVIEW_DPI, write_previews
+    from printpipe.render.canvas import new_canvas
     from printpipe.render.fonts import register_fonts
 
     g: Any = game
@@ -227,7 +219,7 @@ def write_unit_pack(out: Path, game: Game) -> dict[str, Any]:
     unit_pages = -(-len(specimens) // PER_PAGE)
     pages = unit_pages + 2
     name = f"proof-{d.id}.pdf"
-    canvas = new_canvas(out / name, PAGE, _Fonts(FONTS))  # type: ignore[arg-type]
+    canvas = new_canvas(out / name, PAGE, FONTS)
     canvas.setTitle(f"Proof pack - {d.title} - game {d.number:04d}")
     canvas.setCreator("printpipe proof")
     fonts = register_fonts(FONTS)

@@ -20,6 +20,7 @@ kept to this one class; ``tests/test_export.py`` checks the PDFs' structure and 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import Path
 
 from reportlab.pdfbase import pdfdoc
 from reportlab.pdfgen.canvas import Canvas
@@ -78,3 +79,25 @@ class PressCanvas(Canvas):
             shared = self._doc.Reference(resources)
             self._shared_resources[key] = shared
         page.Resources = shared
+
+
+def new_canvas(path: Path, pagesize: tuple[float, float], fonts: dict[str, str]) -> PressCanvas:
+    """A canvas set up as every printpipe PDF must be: process CMYK or spot colours only,
+    no dates or random IDs (same inputs, same bytes), the given fonts (role -> file in
+    ``fonts/``) embedded and the page preamble on the regular one (never an unembedded
+    Helvetica).  The one canvas set-up, shared by the press files and the proofs.
+    """
+    from reportlab import rl_config
+
+    from printpipe.render.fonts import register_fonts
+
+    rl_config.useA85 = 0  # ASCII85 on top of Flate: +17 % size and time for nothing
+    rl_config.invariant = 1  # no dates or random IDs: same inputs, same bytes
+    registered = register_fonts(fonts)
+    return PressCanvas(
+        str(path),
+        pagesize=pagesize,
+        initialFontName=registered["regular"],
+        enforceColorSpace="sep_cmyk",
+        pageCompression=1,
+    )
