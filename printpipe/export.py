@@ -157,12 +157,6 @@ def render_chunk(job: ChunkJob) -> dict[str, Any]:
     return result
 
 
-def _printed_pack(store: BlockStore, block_pack: int) -> int:
-    """The pack number printed on tickets: unique across the game's blocks."""
-    packs_per_block = load_game(store.game_id).definition.block.packs
-    return (store.block - 1) * packs_per_block + block_pack
-
-
 def _init_worker() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides how a run stops
 
@@ -241,8 +235,8 @@ def export_block(
         "block": store.block,
         "packs": {"first": packs.first, "last": packs.last},
         "printed_packs": {
-            "first": _printed_pack(store, packs.first),
-            "last": _printed_pack(store, packs.last),
+            "first": store.printed_pack(packs.first),
+            "last": store.printed_pack(packs.last),
         },
         "tickets": packs.count * store.pack_size,
         "block_summary_sha256": hashlib.sha256(store.summary_bytes).hexdigest(),
@@ -261,7 +255,7 @@ def chunk_specs(store: BlockStore, packs: PackRange, chunk_packs: int) -> list[C
     for first in range(packs.first, packs.last + 1, chunk_packs):
         last = min(first + chunk_packs - 1, packs.last)
         name = chunk_file_name(
-            game_id, store.block, _printed_pack(store, first), _printed_pack(store, last)
+            game_id, store.block, store.printed_pack(first), store.printed_pack(last)
         )
         specs.append(ChunkSpec(name, first, last))
     return specs
@@ -280,7 +274,7 @@ def _chunk_job(
     return ChunkJob(
         store.game_id,
         store.block,
-        _printed_pack(store, spec.first),
+        store.printed_pack(spec.first),
         spec.first,
         spec.last,
         store.pack_size,
@@ -412,8 +406,8 @@ def _file_entry(
     path = out_dir / job.file_name
     tickets = (job.last - job.first + 1) * store.pack_size
     sheets, _ = cut_and_stack(tickets, impose(template, *settings.sheet_mm).slots)
-    first = TicketId(game_number, _printed_pack(store, job.first), 0)
-    last = TicketId(game_number, _printed_pack(store, job.last), store.pack_size - 1)
+    first = TicketId(game_number, store.printed_pack(job.first), 0)
+    last = TicketId(game_number, store.printed_pack(job.last), store.pack_size - 1)
     return {
         "path": job.file_name,
         "sha256": sha256 or sha256_file(path),

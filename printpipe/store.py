@@ -162,6 +162,13 @@ class BlockStore:
     def pack_size(self) -> int:
         return int(self.summary["parameters"]["pack_size"])
 
+    def printed_pack(self, block_pack: int) -> int:
+        """The pack number printed on tickets (unique across the game's blocks) of a
+        block-relative pack."""
+        parameters = self.summary["parameters"]
+        packs_per_block = int(parameters["block_size"]) // int(parameters["pack_size"])
+        return (self.block - 1) * packs_per_block + block_pack
+
     def changed_files(self) -> list[str]:
         """Column files whose bytes differ from the SHA-256 the summary records."""
         changed = []

@@ -16,7 +16,6 @@ from reportlab.pdfgen.canvas import Canvas
 
 from printpipe.block import PackRange, Tickets
 from printpipe.errors import PrintpipeError
-from printpipe.export import _printed_pack
 from printpipe.games.base import Game
 from printpipe.proof.page import RED, diagonal_mark
 from printpipe.render.canvas import new_canvas
@@ -94,7 +93,7 @@ def write_press_proof(
             f"{imposition.slots} tickets"
         )
     number = game.definition.number
-    base = _printed_pack(store, packs.first)
+    base = store.printed_pack(packs.first)
     faces = _Faces(tickets, number, base, store.pack_size)
     texts = load_texts(game_template_dir(game.definition.id) / "texts.toml")
     canvas = new_canvas(path, (imposition.sheet_w * MM, imposition.sheet_h * MM), template.fonts)
