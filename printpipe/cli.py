@@ -232,13 +232,13 @@ def export(
         collect,
     )
     elapsed = time.perf_counter() - started
+    feed = job.get("output") == "feed"
     what = (
-        f"the unit feed {job['files'][0]['path']}"
-        if job.get("output") == "feed"
-        else f"{len(job['files'])} press PDF(s)"
+        f"the unit feed {job['files'][0]['path']}" if feed else f"{len(job['files'])} press PDF(s)"
     )
     click.echo(
-        f"exported {job['tickets']:,} tickets (packs {job['packs']['first']} to "
+        f"exported {job['tickets']:,} {'units' if feed else 'tickets'} (packs "
+        f"{job['packs']['first']} to "
         f"{job['packs']['last']}) to {what} in {out_dir} "
         f"in {elapsed:.1f} s; job.json and {job['manifest']} written"
     )
