@@ -134,13 +134,12 @@ def generate_blocks(
     rules = game.definition.block
     packs = packs or PackRange(1, rules.packs)
     packs.check_within(rules.packs)
-    writers = {
-        block: _BlockWriter(game, secrets, block, out, packs, overwrite)
-        for block, out in outs.items()
-    }
+    writers: dict[int, _BlockWriter] = {}
     summaries = []
     runner: ChunkRunner = InProcessRunner()
     try:
+        for block, out in outs.items():
+            writers[block] = _BlockWriter(game, secrets, block, out, packs, overwrite)
         if scheduler:
             runner = DaskRunner(scheduler, "generate")
         jobs = _jobs(game, secrets, list(outs), packs, chunk_packs)

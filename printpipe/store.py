@@ -50,6 +50,12 @@ class StoreWriter:
         self.path = path
         if path.exists() and not overwrite:
             raise PrintpipeError(f"{path} already exists (use --force to replace it)")
+        shapes = {
+            "tier": (tickets,),
+            "variant": (tickets,),
+            "symbols": (tickets, symbol_width),
+            "virn": (tickets,),
+        }
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self.tmp = partial_path(path)
@@ -57,18 +63,18 @@ class StoreWriter:
             self.tmp.mkdir()
         except OSError as exc:
             raise PrintpipeError(f"cannot write to {path.parent}: {exc.strerror}") from None
-        shapes = {
-            "tier": (tickets,),
-            "variant": (tickets,),
-            "symbols": (tickets, symbol_width),
-            "virn": (tickets,),
-        }
-        self.columns = {
-            name: np.lib.format.open_memmap(
-                self.tmp / column_file(name), mode="w+", dtype=COLUMN_DTYPES[name], shape=shape
-            )
-            for name, shape in shapes.items()
-        }
+        self.columns = {}
+        try:
+            for name, shape in shapes.items():
+                self.columns[name] = np.lib.format.open_memmap(
+                    self.tmp / column_file(name), mode="w+", dtype=COLUMN_DTYPES[name], shape=shape
+                )
+        except OSError as exc:
+            self.abort()
+            raise PrintpipeError(f"cannot write to {path.parent}: {exc.strerror}") from None
+        except BaseException:  # e.g. Ctrl-C while opening: leave no partial folder
+            self.abort()
+            raise
         self.rows = 0
 
     def append(self, tickets: Tickets) -> None:
