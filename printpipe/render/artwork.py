@@ -6,6 +6,8 @@ PDF inside the static front form of each effigy.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from reportlab.pdfgen.canvas import Canvas
 
 BROWN = (0, 0.45, 0.8, 0.35)
@@ -23,6 +25,16 @@ WICKER = (0, 0.25, 0.65, 0.15)
 def _colour(c: Canvas, cmyk: tuple[float, float, float, float]) -> None:
     c.setFillColorCMYK(*cmyk)
     c.setStrokeColorCMYK(*cmyk)
+
+
+def polygon(c: Canvas, points: Sequence[tuple[float, float]], stroke: bool = False) -> None:
+    """A filled closed polygon through ``points``."""
+    path = c.beginPath()
+    path.moveTo(*points[0])
+    for point in points[1:]:
+        path.lineTo(*point)
+    path.close()
+    c.drawPath(path, fill=1, stroke=int(stroke))
 
 
 def draw_dog(c: Canvas) -> None:
@@ -52,21 +64,11 @@ def draw_cat(c: Canvas) -> None:
     """A cat's head: pointed ears, whiskers."""
     _colour(c, GINGER)
     for points in (((12, 60), (18, 98), (44, 78)), ((88, 60), (82, 98), (56, 78))):
-        path = c.beginPath()
-        path.moveTo(*points[0])
-        for p in points[1:]:
-            path.lineTo(*p)
-        path.close()
-        c.drawPath(path, stroke=0, fill=1)
+        polygon(c, points)
     c.ellipse(10, 10, 90, 84, stroke=0, fill=1)
     _colour(c, PINK)
     for points in (((20, 70), (22, 90), (36, 78)), ((80, 70), (78, 90), (64, 78))):
-        path = c.beginPath()
-        path.moveTo(*points[0])
-        for p in points[1:]:
-            path.lineTo(*p)
-        path.close()
-        c.drawPath(path, stroke=0, fill=1)
+        polygon(c, points)
     _colour(c, CREAM)
     c.ellipse(32, 14, 68, 42, stroke=0, fill=1)
     _colour(c, BLACK)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from reportlab.pdfgen.canvas import Canvas
 
+from printpipe.render.artwork import polygon
 from printpipe.render.template import MM, Template
 
 Drawing = Callable[[Canvas], None]
@@ -25,15 +26,6 @@ PAPER = (0, 0, 0, 0)
 def _fill(c: Canvas, colour: tuple[float, float, float, float]) -> None:
     c.setFillColorCMYK(*colour)
     c.setStrokeColorCMYK(*colour)
-
-
-def _poly(c: Canvas, points: list[tuple[float, float]], stroke: bool = False) -> None:
-    path = c.beginPath()
-    path.moveTo(*points[0])
-    for point in points[1:]:
-        path.lineTo(*point)
-    path.close()
-    c.drawPath(path, fill=1, stroke=int(stroke))
 
 
 def _bone(c: Canvas, cx: float, cy: float, length: float, angle: float, r: float) -> None:
@@ -59,9 +51,9 @@ def draw_gamelle(c: Canvas) -> None:
     _bone(c, 33, 64, 40, 115, 12)
     _bone(c, 67, 64, 40, 65, 12)
     _fill(c, PAPER)
-    _poly(c, [(6, 52), (94, 52), (84, 14), (16, 14)])
+    polygon(c, [(6, 52), (94, 52), (84, 14), (16, 14)])
     _fill(c, INK)
-    _poly(c, [(10, 50), (90, 50), (81, 16), (19, 16)])
+    polygon(c, [(10, 50), (90, 50), (81, 16), (19, 16)])
     c.roundRect(4, 46, 92, 9, 4, stroke=0, fill=1)
     _fill(c, PAPER)
     c.setLineWidth(3)
@@ -136,7 +128,7 @@ def draw_arbre(c: Canvas) -> None:
     _fill(c, INK)
     c.rect(43, 2, 14, 18, stroke=0, fill=1)
     for base, top, half in ((16, 52, 42), (40, 74, 33), (62, 98, 24)):
-        _poly(c, [(50 - half, base), (50 + half, base), (50, top)])
+        polygon(c, [(50 - half, base), (50 + half, base), (50, top)])
 
 
 def draw_chapeau(c: Canvas) -> None:
@@ -167,7 +159,7 @@ def draw_soleil(c: Canvas) -> None:
     for i in range(12):
         a = math.radians(i * 30)
         side = math.radians(7)
-        _poly(
+        polygon(
             c,
             [
                 (50 + 29 * math.cos(a - side), 50 + 29 * math.sin(a - side)),
@@ -187,7 +179,7 @@ def draw_nuage(c: Canvas) -> None:
 def draw_poisson(c: Canvas) -> None:
     _fill(c, INK)
     c.ellipse(4, 24, 74, 76, stroke=0, fill=1)
-    _poly(c, [(66, 50), (98, 76), (90, 50), (98, 24)])
+    polygon(c, [(66, 50), (98, 76), (90, 50), (98, 24)])
     _fill(c, PAPER)
     c.circle(20, 56, 5, stroke=0, fill=1)
     c.setLineWidth(3)
@@ -199,10 +191,10 @@ def draw_poisson(c: Canvas) -> None:
 
 def draw_oiseau(c: Canvas) -> None:
     _fill(c, INK)
-    _poly(c, [(62, 40), (98, 66), (92, 44)])  # tail
+    polygon(c, [(62, 40), (98, 66), (92, 44)])  # tail
     c.ellipse(20, 22, 76, 60, stroke=0, fill=1)  # body
     c.circle(28, 64, 15, stroke=0, fill=1)  # head
-    _poly(c, [(14, 70), (0, 62), (15, 58)])  # beak
+    polygon(c, [(14, 70), (0, 62), (15, 58)])  # beak
     c.setLineWidth(4)
     c.line(44, 22, 40, 6)
     c.line(54, 22, 56, 6)
@@ -279,7 +271,7 @@ def draw_etoile(c: Canvas) -> None:
         a = math.radians(90 + i * 36)
         r = 48 if i % 2 == 0 else 19
         points.append((50 + r * math.cos(a), 46 + r * math.sin(a)))
-    _poly(c, points)
+    polygon(c, points)
 
 
 def draw_coeur(c: Canvas) -> None:
