@@ -8,9 +8,17 @@ from pathlib import Path
 
 import pytest
 
+from printpipe.block import PackRange
 from printpipe.games import load_game
 from printpipe.generate import generate_block
-from printpipe.keys import init_keys, load_secrets, load_signing_key
+from printpipe.keys import (
+    LOTTERY_RECIPIENT,
+    BlockSecrets,
+    init_keys,
+    load_lottery_recipient,
+    load_secrets,
+    load_signing_key,
+)
 
 
 def run_cli(
@@ -29,6 +37,29 @@ def run_cli(
     return result
 
 
+def generate_store(
+    game,
+    keys: Path,
+    out: Path,
+    packs: PackRange | None = None,
+    secrets: BlockSecrets | None = None,
+    block: int = 1,
+    manifest: bool = False,
+) -> Path:
+    """A block store as ``printpipe generate`` writes it (with its manifest if asked)."""
+    generate_block(
+        game,
+        secrets or load_secrets(keys),
+        load_signing_key(keys),
+        block,
+        out,
+        packs,
+        show_progress=False,
+        manifest_recipient=load_lottery_recipient(keys / LOTTERY_RECIPIENT) if manifest else None,
+    )
+    return out
+
+
 @pytest.fixture(scope="session")
 def game():
     return load_game("chien-chat")
@@ -44,8 +75,4 @@ def keys_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def full_block(tmp_path_factory, game, keys_dir) -> Path:
     """A whole 1,500,000-ticket block, generated once per test session."""
-    out = tmp_path_factory.mktemp("blocks") / "block-0001"
-    generate_block(
-        game, load_secrets(keys_dir), load_signing_key(keys_dir), 1, out, show_progress=False
-    )
-    return out
+    return generate_store(game, keys_dir, tmp_path_factory.mktemp("blocks") / "block-0001")

@@ -9,27 +9,17 @@ import numpy as np
 
 from printpipe.block import PackRange
 from printpipe.games.base import Game
-from printpipe.generate import generate_block
 from printpipe.ids import TicketId
-from printpipe.keys import LOTTERY_RECIPIENT, load_lottery_recipient, load_secrets, load_signing_key
+from printpipe.keys import load_secrets
 from printpipe.plan import plan_block
 from printpipe.rng import derive_block_key
 from printpipe.store import BlockStore
+from tests import conftest
 
 
 def generate_store(game: Game, keys: Path, out: Path, packs: PackRange, block: int = 1) -> Path:
     """A block store of ``packs`` with its block manifest, as ``printpipe generate`` does."""
-    generate_block(
-        game,
-        load_secrets(keys),
-        load_signing_key(keys),
-        block,
-        out,
-        packs,
-        show_progress=False,
-        manifest_recipient=load_lottery_recipient(keys / LOTTERY_RECIPIENT),
-    )
-    return out
+    return conftest.generate_store(game, keys, out, packs, block=block, manifest=True)
 
 
 def packs_of_every_tier(game: Game, keys: Path, block: int = 1) -> dict[int, int]:

@@ -9,9 +9,9 @@ import pytest
 from printpipe.audit import audit_block
 from printpipe.block import PackRange
 from printpipe.errors import PrintpipeError
-from printpipe.generate import generate_block
-from printpipe.keys import BlockSecrets, load_producer_public_key, load_secrets, load_signing_key
+from printpipe.keys import BlockSecrets, load_producer_public_key, load_secrets
 from printpipe.store import BlockStore
+from tests.conftest import generate_store
 
 pytestmark = [pytest.mark.fullblock, pytest.mark.xdist_group("fullblock")]
 
@@ -25,18 +25,6 @@ def producer_key(keys_dir):
 
 def audit(path, game, producer_key):
     return audit_block(BlockStore.open(path), game, producer_key, show_progress=False)
-
-
-def generate(game, keys_dir, out, packs=None, secrets=None):
-    return generate_block(
-        game,
-        secrets or load_secrets(keys_dir),
-        load_signing_key(keys_dir),
-        1,
-        out,
-        packs,
-        show_progress=False,
-    )
 
 
 def test_full_block_has_the_exact_prize_table(full_block, game, producer_key):
@@ -56,7 +44,7 @@ def test_full_block_has_the_exact_prize_table(full_block, game, producer_key):
 
 def test_same_secrets_give_identical_bytes(full_block, game, keys_dir, tmp_path):
     again = tmp_path / "again"
-    generate(game, keys_dir, again)
+    generate_store(game, keys_dir, again)
     for name in (*COLUMNS, "summary.json", "summary.sig"):
         assert (again / name).read_bytes() == (full_block / name).read_bytes(), name
 
@@ -65,7 +53,7 @@ def test_one_bit_of_one_secret_changes_the_block(full_block, game, keys_dir, tmp
     secrets = load_secrets(keys_dir)
     flipped = BlockSecrets(secrets.producer, bytes([secrets.lottery[0] ^ 1]) + secrets.lottery[1:])
     other = tmp_path / "other"
-    generate(game, keys_dir, other, PackRange(1, 4), flipped)
+    generate_store(game, keys_dir, other, PackRange(1, 4), flipped)
     mine = BlockStore.open(full_block).read(PackRange(1, 4))
     theirs = BlockStore.open(other).read()
     assert not np.array_equal(mine.virn, theirs.virn)
@@ -77,7 +65,7 @@ def test_one_bit_of_one_secret_changes_the_block(full_block, game, keys_dir, tmp
 @pytest.mark.parametrize("packs", [(1, 1), (1999, 2003), (11_990, 12_000)])
 def test_a_pack_range_is_a_slice_of_the_full_block(full_block, game, keys_dir, tmp_path, packs):
     part = tmp_path / "part"
-    summary = generate(game, keys_dir, part, PackRange(*packs))
+    summary = BlockStore.open(generate_store(game, keys_dir, part, PackRange(*packs))).summary
     assert summary["packs"]["first"] == packs[0]
     full = BlockStore.open(full_block).read(PackRange(*packs))
     alone = BlockStore.open(part).read()

@@ -21,11 +21,10 @@ from printpipe.block import PackRange
 from printpipe.errors import InvalidLayout, PrintpipeError
 from printpipe.games import load_game
 from printpipe.games.golden_animals import EMPTY, GoldenAnimals
-from printpipe.generate import generate_block
-from printpipe.keys import BlockSecrets, load_producer_public_key, load_secrets, load_signing_key
+from printpipe.keys import BlockSecrets, load_producer_public_key, load_secrets
 from printpipe.rng import KeyStream, Purpose
 from printpipe.store import BlockStore
-from tests.conftest import run_cli
+from tests.conftest import generate_store, run_cli
 
 ROWS, COLUMNS = 4, 5
 TEMPLATE = Path(__file__).resolve().parent.parent / "templates" / "golden-animals" / "game.toml"
@@ -433,20 +432,8 @@ def test_generate_and_audit_a_pack_range_from_the_command_line(keys_dir, tmp_pat
 def golden_block(tmp_path_factory, keys_dir) -> Path:
     """A whole 1,500,000-unit Golden Animals block, generated once per test session."""
     out = tmp_path_factory.mktemp("golden") / "golden-animals-block-0001"
-    generate(load_game("golden-animals"), keys_dir, out)
+    generate_store(load_game("golden-animals"), keys_dir, out)
     return out
-
-
-def generate(game, keys_dir, out, packs=None, secrets=None):
-    return generate_block(
-        game,
-        secrets or load_secrets(keys_dir),
-        load_signing_key(keys_dir),
-        1,
-        out,
-        packs,
-        show_progress=False,
-    )
 
 
 @pytest.mark.fullblock
@@ -468,7 +455,7 @@ def test_a_full_block_has_the_exact_prize_table_and_passes_the_audit(
 @pytest.mark.fullblock
 def test_same_secrets_give_identical_bytes(golden_block, golden, keys_dir, tmp_path):
     again = tmp_path / "again"
-    generate(golden, keys_dir, again)
+    generate_store(golden, keys_dir, again)
     for name in (*COLUMN_FILES, "summary.json", "summary.sig"):
         assert (again / name).read_bytes() == (golden_block / name).read_bytes(), name
 
@@ -478,7 +465,9 @@ def test_one_bit_of_one_secret_changes_the_block(golden_block, golden, keys_dir,
     secrets = load_secrets(keys_dir)
     lottery = bytes([secrets.lottery[0] ^ 1]) + secrets.lottery[1:]
     other = tmp_path / "other"
-    generate(golden, keys_dir, other, PackRange(1, 2), BlockSecrets(secrets.producer, lottery))
+    generate_store(
+        golden, keys_dir, other, PackRange(1, 2), BlockSecrets(secrets.producer, lottery)
+    )
     mine = BlockStore.open(golden_block).read(PackRange(1, 2))
     theirs = BlockStore.open(other).read()
     assert not np.array_equal(mine.symbols, theirs.symbols)

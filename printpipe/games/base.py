@@ -153,14 +153,6 @@ class GameDefinition:
             raise InvalidLayout(f"invalid layout: unknown symbol {unknown[0]!r}")
         return [index[code] for code in codes]
 
-    def tier_of_amount(self, amount_eur: int) -> int:
-        for prize in self.prizes:
-            if prize.amount_eur == amount_eur:
-                return prize.tier
-        if amount_eur == 0:
-            return LOSING_TIER
-        raise PrintpipeError(f"{amount_eur} EUR is not a prize of game {self.id}")
-
 
 @dataclass(frozen=True, slots=True)
 class Evaluation:

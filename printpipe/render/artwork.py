@@ -22,7 +22,8 @@ RED = (0, 0.9, 0.85, 0.1)
 WICKER = (0, 0.25, 0.65, 0.15)
 
 
-def _colour(c: Canvas, cmyk: tuple[float, float, float, float]) -> None:
+def set_colour(c: Canvas, cmyk: tuple[float, float, float, float]) -> None:
+    """Fill and stroke in one process colour (artwork is drawn in one colour at a time)."""
     c.setFillColorCMYK(*cmyk)
     c.setStrokeColorCMYK(*cmyk)
 
@@ -39,14 +40,14 @@ def polygon(c: Canvas, points: Sequence[tuple[float, float]], stroke: bool = Fal
 
 def draw_dog(c: Canvas) -> None:
     """A friendly dog's head with floppy ears."""
-    _colour(c, DARK_BROWN)
+    set_colour(c, DARK_BROWN)
     c.ellipse(4, 30, 30, 92, stroke=0, fill=1)
     c.ellipse(70, 30, 96, 92, stroke=0, fill=1)
-    _colour(c, BROWN)
+    set_colour(c, BROWN)
     c.ellipse(18, 8, 82, 90, stroke=0, fill=1)
-    _colour(c, CREAM)
+    set_colour(c, CREAM)
     c.ellipse(30, 8, 70, 46, stroke=0, fill=1)
-    _colour(c, BLACK)
+    set_colour(c, BLACK)
     c.circle(37, 60, 5, stroke=0, fill=1)
     c.circle(63, 60, 5, stroke=0, fill=1)
     c.ellipse(42, 32, 58, 44, stroke=0, fill=1)
@@ -56,32 +57,32 @@ def draw_dog(c: Canvas) -> None:
     path.moveTo(40, 22)
     path.curveTo(44, 16, 56, 16, 60, 22)
     c.drawPath(path, stroke=1, fill=0)
-    _colour(c, PINK)
+    set_colour(c, PINK)
     c.ellipse(45, 6, 55, 18, stroke=0, fill=1)
 
 
 def draw_cat(c: Canvas) -> None:
     """A cat's head: pointed ears, whiskers."""
-    _colour(c, GINGER)
+    set_colour(c, GINGER)
     for points in (((12, 60), (18, 98), (44, 78)), ((88, 60), (82, 98), (56, 78))):
         polygon(c, points)
     c.ellipse(10, 10, 90, 84, stroke=0, fill=1)
-    _colour(c, PINK)
+    set_colour(c, PINK)
     for points in (((20, 70), (22, 90), (36, 78)), ((80, 70), (78, 90), (64, 78))):
         polygon(c, points)
-    _colour(c, CREAM)
+    set_colour(c, CREAM)
     c.ellipse(32, 14, 68, 42, stroke=0, fill=1)
-    _colour(c, BLACK)
+    set_colour(c, BLACK)
     c.ellipse(30, 50, 40, 64, stroke=0, fill=1)
     c.ellipse(60, 50, 70, 64, stroke=0, fill=1)
-    _colour(c, PINK)
+    set_colour(c, PINK)
     path = c.beginPath()
     path.moveTo(44, 38)
     path.lineTo(56, 38)
     path.lineTo(50, 31)
     path.close()
     c.drawPath(path, stroke=0, fill=1)
-    _colour(c, BLACK)
+    set_colour(c, BLACK)
     c.setLineWidth(1.5)
     for y0, y1 in ((32, 36), (28, 26), (24, 16)):
         c.line(36, y0, 2, y1)
@@ -97,9 +98,9 @@ def draw_paw(c: Canvas) -> None:
 
 def draw_kennel(c: Canvas, w: float, h: float, roof: float) -> None:
     """A kennel filling w x h points: roof of height ``roof``, walls framing the scratch zone."""
-    _colour(c, BROWN)
+    set_colour(c, BROWN)
     c.rect(0, 0, w, h - roof, stroke=0, fill=1)
-    _colour(c, RED)
+    set_colour(c, RED)
     path = c.beginPath()
     path.moveTo(-1, h - roof - 2)
     path.lineTo(w / 2, h)
@@ -114,17 +115,17 @@ def draw_basket(c: Canvas, w: float, h: float, roof: float) -> None:
     The hood is filled dark, like the kennel's roof: the white "BONUS PANIER" label sits on
     it, and on the bare background of an open handle it could not be read.
     """
-    _colour(c, DARK_BROWN)
+    set_colour(c, DARK_BROWN)
     hood = c.beginPath()
     hood.moveTo(2, h - roof - 1)
     hood.curveTo(6, h + roof * 0.25, w - 6, h + roof * 0.25, w - 2, h - roof - 1)
     hood.close()
     c.drawPath(hood, stroke=0, fill=1)
-    _colour(c, WICKER)
+    set_colour(c, WICKER)
     c.setLineWidth(1.5)
     c.bezier(2, h - roof - 1, 6, h + roof * 0.25, w - 6, h + roof * 0.25, w - 2, h - roof - 1)
     c.roundRect(0, 0, w, h - roof + 1, 6, stroke=0, fill=1)
-    _colour(c, DARK_BROWN)
+    set_colour(c, DARK_BROWN)
     c.setLineWidth(0.6)
     step = 5.0
     x = 2.0

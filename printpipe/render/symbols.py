@@ -14,18 +14,13 @@ from collections.abc import Callable
 
 from reportlab.pdfgen.canvas import Canvas
 
-from printpipe.render.artwork import polygon
+from printpipe.render.artwork import polygon, set_colour
 from printpipe.render.template import MM, Template
 
 Drawing = Callable[[Canvas], None]
 INK = (0, 0, 0, 1)
 GREY = (0, 0, 0, 0.45)
 PAPER = (0, 0, 0, 0)
-
-
-def _fill(c: Canvas, colour: tuple[float, float, float, float]) -> None:
-    c.setFillColorCMYK(*colour)
-    c.setStrokeColorCMYK(*colour)
 
 
 def _bone(c: Canvas, cx: float, cy: float, length: float, angle: float, r: float) -> None:
@@ -42,26 +37,26 @@ def _bone(c: Canvas, cx: float, cy: float, length: float, angle: float, r: float
 
 
 def draw_os(c: Canvas) -> None:
-    _fill(c, INK)
+    set_colour(c, INK)
     _bone(c, 50, 50, 62, 30, 20)
 
 
 def draw_gamelle(c: Canvas) -> None:
-    _fill(c, INK)
+    set_colour(c, INK)
     _bone(c, 33, 64, 40, 115, 12)
     _bone(c, 67, 64, 40, 65, 12)
-    _fill(c, PAPER)
+    set_colour(c, PAPER)
     polygon(c, [(6, 52), (94, 52), (84, 14), (16, 14)])
-    _fill(c, INK)
+    set_colour(c, INK)
     polygon(c, [(10, 50), (90, 50), (81, 16), (19, 16)])
     c.roundRect(4, 46, 92, 9, 4, stroke=0, fill=1)
-    _fill(c, PAPER)
+    set_colour(c, PAPER)
     c.setLineWidth(3)
     c.line(30, 32, 70, 32)
 
 
 def draw_souris(c: Canvas) -> None:
-    _fill(c, INK)
+    set_colour(c, INK)
     c.setLineWidth(5)
     path = c.beginPath()
     path.moveTo(78, 30)
@@ -75,24 +70,24 @@ def draw_souris(c: Canvas) -> None:
     path.curveTo(18, 18, 8, 26, 4, 34)
     c.drawPath(path, stroke=0, fill=1)
     c.circle(38, 64, 15, stroke=0, fill=1)
-    _fill(c, PAPER)
+    set_colour(c, PAPER)
     c.circle(38, 64, 8, stroke=0, fill=1)
     c.circle(20, 42, 3.5, stroke=0, fill=1)
-    _fill(c, INK)
+    set_colour(c, INK)
     c.circle(5, 34, 3.5, stroke=0, fill=1)
     c.rect(38, 12, 6, 8, stroke=0, fill=1)
     c.rect(62, 12, 6, 8, stroke=0, fill=1)
 
 
 def draw_pelote(c: Canvas) -> None:
-    _fill(c, INK)
+    set_colour(c, INK)
     c.circle(46, 54, 36, stroke=0, fill=1)
     c.setLineWidth(4.5)
     path = c.beginPath()  # the loose thread
     path.moveTo(70, 26)
     path.curveTo(84, 10, 92, 22, 96, 6)
     c.drawPath(path, stroke=1, fill=0)
-    _fill(c, PAPER)
+    set_colour(c, PAPER)
     c.setLineWidth(3.5)
     for offset in (-18, -6, 6, 18):
         path = c.beginPath()
@@ -106,55 +101,55 @@ def draw_pelote(c: Canvas) -> None:
 
 
 def draw_collier(c: Canvas) -> None:
-    _fill(c, INK)
+    set_colour(c, INK)
     c.ellipse(4, 29, 96, 97, stroke=0, fill=1)
-    _fill(c, PAPER)
+    set_colour(c, PAPER)
     c.ellipse(15, 40, 85, 86, stroke=0, fill=1)
-    _fill(c, INK)
+    set_colour(c, INK)
     c.rect(40, 76, 20, 20, stroke=0, fill=1)  # buckle
-    _fill(c, PAPER)
+    set_colour(c, PAPER)
     c.rect(45, 81, 10, 10, stroke=0, fill=1)
-    _fill(c, INK)
+    set_colour(c, INK)
     c.setLineWidth(4)
     c.line(50, 34, 50, 22)
     c.circle(50, 14, 12, stroke=0, fill=1)  # the medal
-    _fill(c, PAPER)
+    set_colour(c, PAPER)
     c.circle(50, 14, 4, stroke=0, fill=1)
 
 
 def draw_arbre(c: Canvas) -> None:
     """A fir tree: three stacked tiers and a trunk.  Not a round canopy: at 10 mm a round
     one read as the cloud (NUAGE), a decoy of the same ticket."""
-    _fill(c, INK)
+    set_colour(c, INK)
     c.rect(43, 2, 14, 18, stroke=0, fill=1)
     for base, top, half in ((16, 52, 42), (40, 74, 33), (62, 98, 24)):
         polygon(c, [(50 - half, base), (50 + half, base), (50, top)])
 
 
 def draw_chapeau(c: Canvas) -> None:
-    _fill(c, INK)
+    set_colour(c, INK)
     c.ellipse(2, 14, 98, 32, stroke=0, fill=1)
     c.roundRect(24, 22, 52, 66, 5, stroke=0, fill=1)
-    _fill(c, PAPER)
+    set_colour(c, PAPER)
     c.rect(24, 30, 52, 9, stroke=0, fill=1)
 
 
 def draw_fleur(c: Canvas) -> None:
-    _fill(c, INK)
+    set_colour(c, INK)
     c.setLineWidth(6)
     c.line(50, 4, 50, 50)
     c.ellipse(50, 14, 76, 28, stroke=0, fill=1)  # a leaf
     for i in range(5):
         a = math.radians(90 + i * 72)
         c.circle(50 + 19 * math.cos(a), 66 + 19 * math.sin(a), 14, stroke=0, fill=1)
-    _fill(c, PAPER)
+    set_colour(c, PAPER)
     c.circle(50, 66, 10, stroke=0, fill=1)
-    _fill(c, INK)
+    set_colour(c, INK)
     c.circle(50, 66, 6, stroke=0, fill=1)
 
 
 def draw_soleil(c: Canvas) -> None:
-    _fill(c, INK)
+    set_colour(c, INK)
     c.circle(50, 50, 24, stroke=0, fill=1)
     for i in range(12):
         a = math.radians(i * 30)
@@ -170,17 +165,17 @@ def draw_soleil(c: Canvas) -> None:
 
 
 def draw_nuage(c: Canvas) -> None:
-    _fill(c, INK)
+    set_colour(c, INK)
     c.roundRect(6, 24, 88, 24, 12, stroke=0, fill=1)
     for x, y, r in ((28, 46, 18), (52, 56, 24), (74, 46, 16)):
         c.circle(x, y, r, stroke=0, fill=1)
 
 
 def draw_poisson(c: Canvas) -> None:
-    _fill(c, INK)
+    set_colour(c, INK)
     c.ellipse(4, 24, 74, 76, stroke=0, fill=1)
     polygon(c, [(66, 50), (98, 76), (90, 50), (98, 24)])
-    _fill(c, PAPER)
+    set_colour(c, PAPER)
     c.circle(20, 56, 5, stroke=0, fill=1)
     c.setLineWidth(3)
     path = c.beginPath()
@@ -190,7 +185,7 @@ def draw_poisson(c: Canvas) -> None:
 
 
 def draw_oiseau(c: Canvas) -> None:
-    _fill(c, INK)
+    set_colour(c, INK)
     polygon(c, [(62, 40), (98, 66), (92, 44)])  # tail
     c.ellipse(20, 22, 76, 60, stroke=0, fill=1)  # body
     c.circle(28, 64, 15, stroke=0, fill=1)  # head
@@ -198,7 +193,7 @@ def draw_oiseau(c: Canvas) -> None:
     c.setLineWidth(4)
     c.line(44, 22, 40, 6)
     c.line(54, 22, 56, 6)
-    _fill(c, PAPER)
+    set_colour(c, PAPER)
     c.circle(26, 68, 3.5, stroke=0, fill=1)
     c.setLineWidth(3)
     path = c.beginPath()  # the wing
@@ -211,7 +206,7 @@ def draw_plume(c: Canvas) -> None:
     c.saveState()
     c.translate(50, 50)
     c.rotate(-40)
-    _fill(c, INK)
+    set_colour(c, INK)
     path = c.beginPath()
     path.moveTo(0, 48)
     path.curveTo(22, 30, 20, -10, 4, -30)
@@ -220,7 +215,7 @@ def draw_plume(c: Canvas) -> None:
     c.drawPath(path, stroke=0, fill=1)
     c.setLineWidth(4)
     c.line(0, -30, 0, -50)
-    _fill(c, PAPER)
+    set_colour(c, PAPER)
     c.setLineWidth(2.5)
     c.line(0, 40, 0, -30)
     for y in (20, 4, -12):
@@ -230,14 +225,14 @@ def draw_plume(c: Canvas) -> None:
 
 
 def draw_lune(c: Canvas) -> None:
-    _fill(c, INK)
+    set_colour(c, INK)
     c.circle(46, 50, 42, stroke=0, fill=1)
-    _fill(c, PAPER)
+    set_colour(c, PAPER)
     c.circle(66, 60, 36, stroke=0, fill=1)
 
 
 def draw_parapluie(c: Canvas) -> None:
-    _fill(c, INK)
+    set_colour(c, INK)
     path = c.beginPath()  # canopy: a half disc with a scalloped rim
     path.moveTo(2, 52)
     path.curveTo(6, 100, 94, 100, 98, 52)
@@ -255,17 +250,17 @@ def draw_parapluie(c: Canvas) -> None:
 
 
 def draw_cle(c: Canvas) -> None:
-    _fill(c, INK)
+    set_colour(c, INK)
     c.circle(24, 62, 22, stroke=0, fill=1)
     c.rect(40, 56, 56, 12, stroke=0, fill=1)
     c.rect(72, 40, 8, 18, stroke=0, fill=1)
     c.rect(86, 44, 8, 14, stroke=0, fill=1)
-    _fill(c, PAPER)
+    set_colour(c, PAPER)
     c.circle(20, 62, 9, stroke=0, fill=1)
 
 
 def draw_etoile(c: Canvas) -> None:
-    _fill(c, INK)
+    set_colour(c, INK)
     points = []
     for i in range(10):
         a = math.radians(90 + i * 36)
@@ -275,7 +270,7 @@ def draw_etoile(c: Canvas) -> None:
 
 
 def draw_coeur(c: Canvas) -> None:
-    _fill(c, INK)
+    set_colour(c, INK)
     path = c.beginPath()
     path.moveTo(50, 6)
     path.curveTo(20, 30, 0, 50, 4, 70)
@@ -287,7 +282,7 @@ def draw_coeur(c: Canvas) -> None:
 
 def draw_trefle(c: Canvas) -> None:
     """A four-leaf clover: four heart-shaped leaves around a centre, and a curved stem."""
-    _fill(c, INK)
+    set_colour(c, INK)
     c.setLineWidth(6)
     path = c.beginPath()
     path.moveTo(50, 50)

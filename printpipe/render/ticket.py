@@ -485,7 +485,3 @@ class TicketRenderer:
         panels = [form for _, form in self.panel_places]
         self._front_form_names = [*self.front_forms, *self.symbol_forms, *panels]
         self._back_form_names = [self.back_form]
-
-    def scratch_zone_boxes(self) -> list[tuple[float, float, float, float]]:
-        """The scratch zones in points from the trim's bottom-left (for tests and proofs)."""
-        return [self.t.box(zone) for zone in self.t.scratch_zones()]
