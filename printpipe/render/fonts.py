@@ -39,36 +39,43 @@ class CachedText:
 
     ``drawString`` splits every string into font subsets and escapes it again; a press sheet
     prints 19 strings (two per ticket and its slug), which at press speed was a quarter of the
-    render time.  Each character's code is asked of reportlab once per document (which also
-    puts the glyph in the embedded subset), so a string is a join of cached codes.  The text
-    stays real text: extractable, drawn with the embedded font.  All of a writer's characters
-    must fall in one font subset (the first 256 glyphs a document uses), or it refuses them.
+    render time.  Each character's subset and code are asked of reportlab once per document
+    (which also puts the glyph in the embedded subset), so a string is a join of cached codes,
+    with a font switch where it crosses subsets (a document's 257th glyph starts a new one).
+    The text stays real text: extractable, drawn with the embedded font.
     """
 
     def __init__(self, canvas: Canvas, font_name: str, size: float, alphabet: str = "") -> None:
         self._font = pdfmetrics.getFont(font_name)
         self._canvas = canvas
         self._doc = canvas._doc  # reportlab's document: where the font subsets live
-        self._codes: dict[str, str] = {}
-        self._subset: int | None = None
         self._size = size
+        self._glyphs: dict[str, tuple[int, str]] = {}
+        self._fonts: dict[int, str] = {}
         for char in alphabet:
-            self._encode(char)
+            self._glyph(char)
 
-    def _encode(self, char: str) -> str:
-        parts = self._font.splitString(char, self._doc)
-        subset = parts[0][0]
-        if len(parts) != 1 or self._subset not in (None, subset):
-            raise ValueError(f"{self._font.fontName}: {char!r} is not in the writer's subset")
-        if self._subset is None:
-            self._subset = subset
+    def _glyph(self, char: str) -> tuple[int, str]:
+        ((subset, data),) = self._font.splitString(char, self._doc)
+        if subset not in self._fonts:
             name = self._font.getSubsetInternalName(subset, self._doc)
-            self._prefix = f"BT {name} {self._size:.2f} Tf "
-        code = self._codes[char] = self._canvas._escape(parts[0][1])
-        return code
+            self._fonts[subset] = f"{name} {self._size:.2f} Tf "
+        glyph = self._glyphs[char] = (subset, self._canvas._escape(data))
+        return glyph
 
     def literal(self, x: float, y: float, text: str) -> str:
         """Operators drawing ``text`` with its baseline starting at (x, y), in the fill colour."""
-        codes = self._codes
-        encoded = "".join([codes[c] if c in codes else self._encode(c) for c in text])
-        return f"{self._prefix}1 0 0 1 {x:.2f} {y:.2f} Tm ({encoded}) Tj ET\n"
+        glyphs = self._glyphs
+        runs: list[tuple[int, list[str]]] = []
+        for char in text:
+            subset, code = glyphs[char] if char in glyphs else self._glyph(char)
+            if not runs or runs[-1][0] != subset:
+                runs.append((subset, []))
+            runs[-1][1].append(code)
+        if not runs:
+            return ""
+        (first, codes), *others = runs
+        ops = [f"BT {self._fonts[first]}1 0 0 1 {x:.2f} {y:.2f} Tm ({''.join(codes)}) Tj "]
+        ops += [f"{self._fonts[subset]}({''.join(codes)}) Tj " for subset, codes in others]
+        ops.append("ET\n")
+        return "".join(ops)
