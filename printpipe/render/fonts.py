@@ -52,6 +52,8 @@ class CachedText:
         self._size = size
         self._glyphs: dict[str, tuple[int, str]] = {}
         self._fonts: dict[int, str] = {}
+        self._first: dict[str, str] = {}  # codes of the glyphs in the first subset seen
+        self._first_subset: int | None = None
         for char in alphabet:
             self._glyph(char)
 
@@ -61,10 +63,25 @@ class CachedText:
             name = self._font.getSubsetInternalName(subset, self._doc)
             self._fonts[subset] = f"{name} {self._size:.2f} Tf "
         glyph = self._glyphs[char] = (subset, self._canvas._escape(data))
+        if self._first_subset is None:
+            self._first_subset = subset
+        if subset == self._first_subset:
+            self._first[char] = glyph[1]
         return glyph
 
     def literal(self, x: float, y: float, text: str) -> str:
         """Operators drawing ``text`` with its baseline starting at (x, y), in the fill colour."""
+        if not text:
+            return ""
+        try:  # the press path: every character known, all in one subset
+            encoded = "".join([self._first[char] for char in text])
+        except KeyError:
+            return self._literal_runs(x, y, text)
+        font = self._fonts[self._first_subset]
+        return f"BT {font}1 0 0 1 {x:.2f} {y:.2f} Tm ({encoded}) Tj ET\n"
+
+    def _literal_runs(self, x: float, y: float, text: str) -> str:
+        """The general case: new characters, or a string crossing font subsets."""
         glyphs = self._glyphs
         runs: list[tuple[int, list[str]]] = []
         for char in text:
@@ -72,8 +89,6 @@ class CachedText:
             if not runs or runs[-1][0] != subset:
                 runs.append((subset, []))
             runs[-1][1].append(code)
-        if not runs:
-            return ""
         (first, codes), *others = runs
         ops = [f"BT {self._fonts[first]}1 0 0 1 {x:.2f} {y:.2f} Tm ({''.join(codes)}) Tj "]
         ops += [f"{self._fonts[subset]}({''.join(codes)}) Tj " for subset, codes in others]
