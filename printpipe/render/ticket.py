@@ -431,7 +431,7 @@ class TicketRenderer:
         top = y + h - line
         c.drawCentredString(x + w / 2, top + line * 0.1, head)
         c.setFont(fonts["regular"], size)
-        c.drawString(x + 2 * MM, top - line * 0.9, back["lots_title"])
+        c.drawCentredString(x + w / 2 + 3 * MM, top - line * 0.9, back["lots_title"])
         for i, (left, right) in enumerate(rows):
             ly = top - (i + 2) * line
             c.drawRightString(x + w / 2 + 2 * MM, ly, left)
