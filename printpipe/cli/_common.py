@@ -1,0 +1,80 @@
+"""What the commands share: the options every group takes, and the manifest helpers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from printpipe.errors import PrintpipeError
+from printpipe.keys import DEMO_KEYS_DIR, PRODUCER_SIGNING_PUB
+
+DEFAULT_GAME = "chien-chat"
+DEFAULT_OUT = Path("printpipe-out")
+
+keys_option = click.option(
+    "--keys",
+    "keys_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=DEMO_KEYS_DIR,
+    show_default=True,
+    help="Folder of key files (printpipe keys init).",
+)
+definition_option = click.option(
+    "--definition",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Game definition to use instead of templates/GAME/game.toml.",
+)
+quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+scheduler_option = click.option(
+    "--scheduler",
+    default=None,
+    metavar="tcp://HOST:PORT",
+    help="Run the chunks on this Dask scheduler's workers (pip install printpipe[dask]).",
+)
+
+
+producer_key_option = click.option(
+    "--producer-key",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Producer's public key [default: KEYS/producer-signing.pub].",
+)
+identity_option = click.option(
+    "--identity",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="The lottery's age identity [default: KEYS/lottery.age].",
+)
+db_option = click.option(
+    "--db",
+    "db_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    required=True,
+    help="Validation database (SQLite file).",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="One JSON object per answer.")
+
+
+def verified_manifest(path: Path, keys_dir: Path, producer_key: Path | None):
+    from printpipe.keys import load_producer_public_key
+    from printpipe.manifest import verify_manifest
+
+    public_key = load_producer_public_key(producer_key or keys_dir / PRODUCER_SIGNING_PUB)
+    return verify_manifest(path, public_key)
+
+
+def lottery_identity(keys_dir: Path, identity: Path | None):
+    from printpipe.keys import LOTTERY_IDENTITY, load_lottery_identity
+
+    return load_lottery_identity(identity or keys_dir / LOTTERY_IDENTITY)
+
+
+def manifest_game(manifest):
+    from printpipe.games import load_game
+
+    game_id = manifest.header.get("game", {}).get("id")
+    if not isinstance(game_id, str):
+        raise PrintpipeError(f"manifest {manifest.path} names no game")
+    return load_game(game_id)

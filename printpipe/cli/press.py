@@ -1,0 +1,161 @@
+"""Commands for the print shop and the proof approver: export to press files, proofs."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+from printpipe.cli._common import DEFAULT_GAME, keys_option, scheduler_option
+from printpipe.export import DEFAULT_CHUNK_PACKS
+
+
+@click.command()
+@click.argument("block_dir", type=click.Path(path_type=Path))
+@click.option(
+    "--out",
+    "out_dir",
+    type=click.Path(path_type=Path),
+    required=True,
+    help="PRINT_DIR: where the press PDFs, job.json and manifest.ppm go.",
+)
+@click.option("--packs", default=None, help="Only packs FIRST:LAST of the block (1-based).")
+@keys_option
+@click.option(
+    "--sheet", default="SRA3", show_default=True, help="Press sheet: A3, SRA3 or WxH (mm)."
+)
+@click.option(
+    "--template",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="Ticket template [default: templates/GAME/ticket.toml].",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 256),
+    default=None,
+    help="Worker processes [default: all cores].",
+)
+@click.option(
+    "--chunk-packs",
+    type=click.IntRange(1, 2000),
+    default=DEFAULT_CHUNK_PACKS,
+    show_default=True,
+    help="Whole packs per PDF file.",
+)
+@click.option(
+    "--coating",
+    type=click.Choice(["plate", "panel", "none"]),
+    default="plate",
+    show_default=True,
+    help="plate: ScratchOff spot plate (press); panel: silver proof panels; none: revealed.",
+)
+@scheduler_option
+@click.option(
+    "--collect",
+    is_flag=True,
+    help="Workers return the PDFs and this process writes them (no shared folder needed).",
+)
+@click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+def export(
+    block_dir: Path,
+    out_dir: Path,
+    packs: str | None,
+    keys_dir: Path,
+    sheet: str,
+    template: Path | None,
+    workers: int | None,
+    chunk_packs: int,
+    coating: str,
+    scheduler: str | None,
+    collect: bool,
+    quiet: bool,
+) -> None:
+    """Press-ready PDFs of a block store (or a pack range), job.json and the run's manifest.
+
+    For a game whose output is a feed (an online game), the unit feed instead of PDFs; the
+    press options (--sheet, --template, --workers, --chunk-packs, --coating) do not apply.
+    """
+    from printpipe.export import export_block
+
+    started = time.perf_counter()
+    job = export_block(
+        block_dir,
+        out_dir,
+        packs,
+        keys_dir,
+        sheet,
+        template,
+        workers,
+        chunk_packs,
+        coating,
+        not quiet,
+        scheduler,
+        collect,
+    )
+    elapsed = time.perf_counter() - started
+    feed = job.get("output") == "feed"
+    what = (
+        f"the unit feed {job['files'][0]['path']}" if feed else f"{len(job['files'])} press PDF(s)"
+    )
+    click.echo(
+        f"exported {job['tickets']:,} {'units' if feed else 'tickets'} (packs "
+        f"{job['packs']['first']} to "
+        f"{job['packs']['last']}) to {what} in {out_dir} "
+        f"in {elapsed:.1f} s; job.json and {job['manifest']} written"
+    )
+
+
+@click.command()
+@click.option("--game", "game_id", default=DEFAULT_GAME, show_default=True, help="Game id.")
+@click.option(
+    "--out", "out_dir", type=click.Path(path_type=Path), required=True, help="PROOF_DIR to write."
+)
+@click.option("--force", is_flag=True, help="Replace an existing PROOF_DIR.")
+@click.option(
+    "--from-block",
+    "block_dir",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Also proof real press sheets of this block store, and plot it per pack.",
+)
+@click.option("--packs", default=None, help="Pack range of the press file [default: first 40].")
+@click.option("--sheets", default="1", show_default=True, help="Press sheets, e.g. 1,3,5-7.")
+@click.option("--sheet", default="SRA3", show_default=True, help="A3, SRA3 or WxH (mm).")
+@click.option(
+    "--coating",
+    type=click.Choice(["plate", "panel", "none"]),
+    default="plate",
+    show_default=True,
+    help="Coating of the press sheets.",
+)
+@keys_option
+def proof(
+    game_id: str,
+    out_dir: Path,
+    force: bool,
+    block_dir: Path | None,
+    packs: str | None,
+    sheets: str,
+    sheet: str,
+    coating: str,
+    keys_dir: Path,
+) -> None:
+    """The proof pack the lottery signs: cover, specimens, symbol sheet, PNG previews."""
+    from printpipe.proof import PressRequest, make_proof
+
+    press = PressRequest(block_dir, packs, sheets, sheet, coating, keys_dir) if block_dir else None
+    record = make_proof(game_id, out_dir, force, press)
+    click.echo(
+        f"wrote {record['pdf']} ({record['pages']} pages, {len(record['specimens'])} specimens) "
+        f"and {len(record['previews'])} PNG previews to {out_dir} in {record['seconds']:.1f} s"
+    )
+    if record["press_proof"]:
+        done = record["press_proof"]
+        click.echo(
+            f"wrote {done['file']} (sheets {','.join(map(str, done['sheets']))} of "
+            f"{done['sheets_in_file']}): REAL OUTCOMES, CONFIDENTIAL - destroy after sign-off"
+        )
+    if record["plot"]:
+        click.echo(f"wrote {record['plot']['file']} (per-pack winners and prize money)")

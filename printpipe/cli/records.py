@@ -1,0 +1,101 @@
+"""Commands that read a secure manifest or a unit feed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from printpipe.cli._common import (
+    identity_option,
+    keys_option,
+    lottery_identity,
+    manifest_game,
+    producer_key_option,
+    verified_manifest,
+)
+from printpipe.errors import PrintpipeError
+
+
+@click.group()
+def manifest() -> None:
+    """Check a secure manifest, or export it for an auditor (the lottery's identity needed)."""
+
+
+@manifest.command("verify")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@producer_key_option
+@keys_option
+def manifest_verify(file: Path, producer_key: Path | None, keys_dir: Path) -> None:
+    """Check FILE's signature and body hash, without decrypting; print its header."""
+    from printpipe.manifest import describe
+
+    click.echo(describe(verified_manifest(file, keys_dir, producer_key)))
+
+
+@manifest.command("export")
+@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@identity_option
+@click.option("--csv", "csv_path", type=click.Path(path_type=Path, dir_okay=False), required=True)
+@producer_key_option
+@keys_option
+def manifest_export(
+    file: Path, identity: Path | None, csv_path: Path, producer_key: Path | None, keys_dir: Path
+) -> None:
+    """Decrypt FILE, check every record, and write the auditor's CSV to CSV (all or nothing)."""
+    from printpipe.manifest import export_csv
+
+    verified = verified_manifest(file, keys_dir, producer_key)
+    count = export_csv(
+        verified, manifest_game(verified), lottery_identity(keys_dir, identity), csv_path
+    )
+    click.echo(f"wrote {count:,} records to {csv_path}")
+
+
+@click.group()
+def feed() -> None:
+    """Read a unit feed (the export of an online game): one unit, or every unit re-checked."""
+
+
+@feed.command("show")
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--unit", "serial", required=True, help="The unit's serial GGGG-PPPPPP-TTT-C.")
+def feed_show(file: Path, serial: str) -> None:
+    """Print one unit's record and its lot recomputed by the rules (exit 1 if they differ)."""
+    import numpy as np
+
+    from printpipe.feed import FeedReader
+    from printpipe.games import load_game
+    from printpipe.games.base import Game
+
+    with FeedReader(file) as reader:
+        game: Game = load_game(reader.header["game"]["id"])
+        reader.check_game(game)
+        unit = reader.unit(reader.index_of(serial))
+    click.echo(f"unit {unit.serial} (game {game.definition.id}, block {reader.header['block']})")
+    for name, codes in unit.fields.items():
+        click.echo(f"{name}: {' '.join(codes) if codes is not None else '(none)'}")
+    result = game.evaluate(np.zeros(1, dtype=np.int64), unit.symbols[None, :])
+    if result.violation[0]:
+        raise PrintpipeError(
+            f"unit {unit.serial}: its symbols break a rule: {game.violations[result.violation[0]]}"
+        )
+    by_rules = int(result.prize_eur[0])
+    click.echo(f"lot recorded: {unit.prize_eur} EUR; by the rules: {by_rules} EUR")
+    if by_rules != unit.prize_eur:
+        raise PrintpipeError(f"unit {unit.serial}: the record's lot is not the rules' lot")
+
+
+@feed.command("verify")
+@click.argument("file", type=click.Path(path_type=Path))
+def feed_verify(file: Path) -> None:
+    """Re-check every unit of a feed: place in block order, and its lot by the rules."""
+    from printpipe.feed import FeedReader, verify_feed
+    from printpipe.games import load_game
+
+    with FeedReader(file) as reader:
+        totals = verify_feed(reader, load_game(reader.header["game"]["id"]))
+    click.echo(
+        f"feed {file}: {totals['units']:,} units in block order, every lot as the rules give it "
+        f"({totals['winning_units']:,} winning, {totals['prize_eur']:,} EUR)"
+    )
