@@ -21,7 +21,7 @@ CHILD = """
 import resource, sys, time
 from pathlib import Path
 from printpipe.games import load_game
-from printpipe.keys import load_secrets, load_signing_key, load_producer_public_key
+from printpipe.keys import load_secrets, load_signing_key, load_public_key
 stage, game_id, keys, out = sys.argv[1:5]
 game = load_game(game_id)
 started = time.perf_counter()
@@ -36,7 +36,7 @@ else:
     from printpipe.audit import audit_block
     from printpipe.store import BlockStore
     report = audit_block(BlockStore.open(Path(out)), game,
-                         load_producer_public_key(Path(keys) / "producer-signing.pub"), False)
+                         load_public_key(Path(keys) / "producer-signing.pub"), False)
     assert report.passed, report.render()
 elapsed = time.perf_counter() - started
 print(elapsed, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)

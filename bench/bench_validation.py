@@ -27,7 +27,7 @@ from printpipe.keys import (
     init_keys,
     load_lottery_identity,
     load_lottery_recipient,
-    load_producer_public_key,
+    load_public_key,
     load_secrets,
     load_signing_key,
 )
@@ -77,9 +77,7 @@ def main() -> None:
             f"{size / 1e6:.0f} MB, peak RSS so far {peak_rss_mb():.0f} MB"
         )
         started = time.perf_counter()
-        manifest = verify_manifest(
-            manifest_path, load_producer_public_key(keys / PRODUCER_SIGNING_PUB)
-        )
+        manifest = verify_manifest(manifest_path, load_public_key(keys / PRODUCER_SIGNING_PUB))
         print(f"verify manifest: {time.perf_counter() - started:.2f} s")
         db = root / "ledger.sqlite"
         started = time.perf_counter()

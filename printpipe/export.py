@@ -184,7 +184,7 @@ def export_block(
         LOTTERY_RECIPIENT,
         PRODUCER_SIGNING_PUB,
         load_lottery_recipient,
-        load_producer_public_key,
+        load_public_key,
         load_signing_key,
     )
     from printpipe.manifest import write_run_manifest
@@ -192,7 +192,7 @@ def export_block(
     from printpipe.render.template import load_template
 
     store = BlockStore.open(block_dir)
-    store.check_intact(load_producer_public_key(keys_dir / PRODUCER_SIGNING_PUB))
+    store.check_intact(load_public_key(keys_dir / PRODUCER_SIGNING_PUB))
     # The manifest's keys are loaded before any rendering, so a bad key costs no work.
     recipient = load_lottery_recipient(keys_dir / LOTTERY_RECIPIENT)
     signing_key = load_signing_key(keys_dir)

@@ -1,8 +1,11 @@
-"""Key files: the two block secrets, the producer's signing pair and the lottery's age pair.
+"""Key files: the two block secrets, the producer's signing pair, the lottery's age pair and
+the lottery's signing pair.
 
 File names are a contract with other tools and scripts; every file is created mode 0600 in
 a 0700 folder, never overwritten, and never printed.  A print shop is given only
-``lottery.age.pub`` and its own ``producer-signing.key``.
+``lottery.age.pub``, ``lottery-signing.pub`` and its own ``producer-signing.key``.  The
+lottery signs with ``lottery-signing.key`` what it approves or vouches for (a proof pack, a
+block's public commitment).
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ PRODUCER_SIGNING_KEY = "producer-signing.key"
 PRODUCER_SIGNING_PUB = "producer-signing.pub"
 LOTTERY_IDENTITY = "lottery.age"
 LOTTERY_RECIPIENT = "lottery.age.pub"
+LOTTERY_SIGNING_KEY = "lottery-signing.key"
+LOTTERY_SIGNING_PUB = "lottery-signing.pub"
 KEY_FILES = (
     PRODUCER_SECRET,
     LOTTERY_SECRET,
@@ -33,6 +38,8 @@ KEY_FILES = (
     PRODUCER_SIGNING_PUB,
     LOTTERY_IDENTITY,
     LOTTERY_RECIPIENT,
+    LOTTERY_SIGNING_KEY,
+    LOTTERY_SIGNING_PUB,
 )
 DEMO_KEYS_DIR = Path("printpipe-demo-keys")
 """Where commands look for keys by default, and where the default run creates demo keys."""
@@ -75,23 +82,20 @@ def init_keys(directory: Path) -> list[Path]:
     except OSError as exc:
         raise PrintpipeError(f"cannot create key folder {directory}: {exc.strerror}") from None
     signing = Ed25519PrivateKey.generate()
+    lottery_signing = Ed25519PrivateKey.generate()
     identity = x25519.Identity.generate()
     contents = {
         PRODUCER_SECRET: os.urandom(SECRET_SIZE),
         LOTTERY_SECRET: os.urandom(SECRET_SIZE),
-        PRODUCER_SIGNING_KEY: signing.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        ),
-        PRODUCER_SIGNING_PUB: signing.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-        ),
+        PRODUCER_SIGNING_KEY: _private_pem(signing),
+        PRODUCER_SIGNING_PUB: _public_pem(signing),
         # The standard age identity file, so that `age -d -i lottery.age` reads it.
         LOTTERY_IDENTITY: (
             f"# printpipe lottery identity\n# public key: {identity.to_public()}\n{identity}\n"
         ).encode(),
         LOTTERY_RECIPIENT: f"{identity.to_public()}\n".encode(),
+        LOTTERY_SIGNING_KEY: _private_pem(lottery_signing),
+        LOTTERY_SIGNING_PUB: _public_pem(lottery_signing),
     }
     written = []
     for name, data in contents.items():
@@ -103,9 +107,15 @@ def init_keys(directory: Path) -> list[Path]:
 
 def ensure_demo_keys(directory: Path) -> None:
     """Create demo keys where the default run looks for them, saying so on stderr."""
-    if all((directory / name).exists() for name in KEY_FILES):
+    missing = {name for name in KEY_FILES if not (directory / name).exists()}
+    if not missing:
         return
-    init_keys(directory)
+    if missing == {LOTTERY_SIGNING_KEY, LOTTERY_SIGNING_PUB}:  # demo keys of an earlier version
+        lottery_signing = Ed25519PrivateKey.generate()
+        _write_private(directory / LOTTERY_SIGNING_KEY, _private_pem(lottery_signing))
+        _write_private(directory / LOTTERY_SIGNING_PUB, _public_pem(lottery_signing))
+    else:
+        init_keys(directory)
     print(
         f"printpipe: created DEMO keys in {directory}/ - for trying printpipe only; "
         "production keys come from `printpipe keys init DIR` on the right machines",
@@ -120,8 +130,9 @@ def load_secrets(directory: Path) -> BlockSecrets:
     )
 
 
-def load_signing_key(directory: Path) -> Ed25519PrivateKey:
-    path = directory / PRODUCER_SIGNING_KEY
+def load_signing_key(directory: Path, name: str = PRODUCER_SIGNING_KEY) -> Ed25519PrivateKey:
+    """The producer's signing key in ``directory`` (or the lottery's: ``LOTTERY_SIGNING_KEY``)."""
+    path = directory / name
     data = _read_private(path)
     try:
         key = serialization.load_pem_private_key(data, password=None)
@@ -132,7 +143,8 @@ def load_signing_key(directory: Path) -> Ed25519PrivateKey:
     return key
 
 
-def load_producer_public_key(path: Path) -> Ed25519PublicKey:
+def load_public_key(path: Path) -> Ed25519PublicKey:
+    """An Ed25519 public key in PEM: the producer's or the lottery's."""
     data = _read(path)
     try:
         key = serialization.load_pem_public_key(data)
@@ -160,6 +172,18 @@ def load_lottery_identity(path: Path) -> x25519.Identity:
         return x25519.Identity.from_str(secret[0])
     except Exception:  # pyrage raises its own IdentityError types
         raise PrintpipeError(f"{path} holds a malformed age identity") from None
+
+
+def _private_pem(key: Ed25519PrivateKey) -> bytes:
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+
+
+def _public_pem(key: Ed25519PrivateKey) -> bytes:
+    return key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
 
 
 def _read_secret(path: Path) -> bytes:

@@ -9,7 +9,7 @@ import pytest
 from printpipe.audit import audit_block
 from printpipe.block import PackRange
 from printpipe.errors import PrintpipeError
-from printpipe.keys import BlockSecrets, load_producer_public_key, load_secrets
+from printpipe.keys import BlockSecrets, load_public_key, load_secrets
 from printpipe.store import BlockStore
 from tests.conftest import generate_store
 
@@ -20,7 +20,7 @@ COLUMNS = ("tier.npy", "variant.npy", "symbols.npy", "virn.npy")
 
 @pytest.fixture(scope="module")
 def producer_key(keys_dir):
-    return load_producer_public_key(keys_dir / "producer-signing.pub")
+    return load_public_key(keys_dir / "producer-signing.pub")
 
 
 def audit(path, game, producer_key):

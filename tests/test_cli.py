@@ -9,7 +9,14 @@ import time
 
 import pytest
 
-from printpipe.keys import KEY_FILES
+from printpipe.keys import (
+    KEY_FILES,
+    LOTTERY_SIGNING_KEY,
+    LOTTERY_SIGNING_PUB,
+    ensure_demo_keys,
+    load_public_key,
+    load_signing_key,
+)
 from tests.conftest import run_cli
 
 
@@ -34,6 +41,20 @@ def test_keys_init_creates_private_files_once(tmp_path):
     assert "AGE-SECRET-KEY-" in (target / "lottery.age").read_text()
     again = run_cli("keys", "init", str(target))
     assert_one_line_error(again, "already exists", "never overwritten")
+
+
+def test_demo_keys_of_an_earlier_version_gain_the_lottery_signing_pair(tmp_path):
+    demo = tmp_path / "demo"
+    ensure_demo_keys(demo)
+    secret = (demo / "producer.secret").read_bytes()
+    for name in (LOTTERY_SIGNING_KEY, LOTTERY_SIGNING_PUB):
+        (demo / name).unlink()
+    ensure_demo_keys(demo)
+    assert (demo / "producer.secret").read_bytes() == secret  # nothing else is touched
+    key = load_signing_key(demo, LOTTERY_SIGNING_KEY)
+    signature = key.sign(b"approved")
+    load_public_key(demo / LOTTERY_SIGNING_PUB).verify(signature, b"approved")
+    assert stat.S_IMODE((demo / LOTTERY_SIGNING_KEY).stat().st_mode) == 0o600
 
 
 def test_generate_and_audit_a_pack_range(tmp_path, keys_dir):

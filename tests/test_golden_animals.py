@@ -21,7 +21,7 @@ from printpipe.block import PackRange
 from printpipe.errors import InvalidLayout, PrintpipeError
 from printpipe.games import load_game
 from printpipe.games.golden_animals import EMPTY, GoldenAnimals
-from printpipe.keys import BlockSecrets, load_producer_public_key, load_secrets
+from printpipe.keys import BlockSecrets, load_public_key, load_secrets
 from printpipe.rng import KeyStream, Purpose
 from printpipe.store import BlockStore
 from tests.conftest import generate_store, run_cli
@@ -446,7 +446,7 @@ def test_a_full_block_has_the_exact_prize_table_and_passes_the_audit(
     amounts = golden.definition.tier_amounts
     assert counts.tolist() == golden.definition.tier_lots.tolist()
     assert counts[1:].sum() == 446_154 and (counts * amounts).sum() == 1_033_050
-    producer_key = load_producer_public_key(keys_dir / "producer-signing.pub")
+    producer_key = load_public_key(keys_dir / "producer-signing.pub")
     report = audit_block(store, golden, producer_key, show_progress=False)
     assert report.passed, report.render()
     assert "prize table" in [c.name for c in report.checks]
@@ -487,7 +487,7 @@ def test_a_changed_symbol_is_named_by_the_audit(golden_block, golden, keys_dir, 
     symbols[row] = np.where(symbols[row] == lion, hibou, symbols[row])
     symbols.flush()
     del symbols
-    producer_key = load_producer_public_key(keys_dir / "producer-signing.pub")
+    producer_key = load_public_key(keys_dir / "producer-signing.pub")
     report = audit_block(BlockStore.open(copy), golden, producer_key, show_progress=False)
     failed = {c.name: c.detail for c in report.checks if not c.ok}
     assert set(failed) == {"store files", "rules"}

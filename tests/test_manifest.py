@@ -22,7 +22,7 @@ from printpipe.keys import (
     init_keys,
     load_lottery_identity,
     load_lottery_recipient,
-    load_producer_public_key,
+    load_public_key,
     load_signing_key,
 )
 from printpipe.manifest import BLOCK_MANIFEST, decrypt_manifest, verify_manifest, write_run_manifest
@@ -44,7 +44,7 @@ def manifest_file(store_dir) -> Path:
 
 
 def _plaintext(path: Path, keys: Path) -> bytes:
-    manifest = verify_manifest(path, load_producer_public_key(keys / PRODUCER_SIGNING_PUB))
+    manifest = verify_manifest(path, load_public_key(keys / PRODUCER_SIGNING_PUB))
     lines: list[bytes] = []
     decrypt_manifest(manifest, load_lottery_identity(keys / LOTTERY_IDENTITY), lines.extend)
     return b"".join(line + b"\n" for line in lines)
@@ -103,9 +103,7 @@ def test_csv_export_has_the_spec_columns_and_the_store_contents(
 
 def test_the_real_age_cli_decrypts_the_body(manifest_file, keys_dir, tmp_path):
     assert shutil.which("age"), "the age CLI is required (apt-get install age)"
-    manifest = verify_manifest(
-        manifest_file, load_producer_public_key(keys_dir / PRODUCER_SIGNING_PUB)
-    )
+    manifest = verify_manifest(manifest_file, load_public_key(keys_dir / PRODUCER_SIGNING_PUB))
     body = tmp_path / "body.age"
     body.write_bytes(manifest_file.read_bytes()[manifest.body_offset :])
     plain = subprocess.run(
@@ -145,9 +143,7 @@ def test_a_flipped_byte_anywhere_is_refused_and_nothing_is_written(
     manifest_file, keys_dir, tmp_path
 ):
     data = manifest_file.read_bytes()
-    manifest = verify_manifest(
-        manifest_file, load_producer_public_key(keys_dir / PRODUCER_SIGNING_PUB)
-    )
+    manifest = verify_manifest(manifest_file, load_public_key(keys_dir / PRODUCER_SIGNING_PUB))
     header_at = data.index(b'"records"')
     signature_at = data.index(b"signature ") + 20
     hash_at = data.index(b"body-sha256 ") + 15
@@ -184,7 +180,7 @@ def test_truncation_wrong_keys_and_a_body_from_another_run_are_refused(
     _refused(run_cli(*verify, str(tmp_path / "empty.ppm"), "--keys", str(keys_dir)))
     # Same packs, another run: its body under this run's signed header.
     other = _run_manifest(store_dir, keys_dir, tmp_path / "other.ppm", PackRange(1, 8))
-    key = load_producer_public_key(keys_dir / PRODUCER_SIGNING_PUB)
+    key = load_public_key(keys_dir / PRODUCER_SIGNING_PUB)
     mine, theirs = verify_manifest(manifest_file, key), verify_manifest(other, key)
     spliced = tmp_path / "spliced.ppm"
     spliced.write_bytes(data[: mine.body_offset] + other.read_bytes()[theirs.body_offset :])
@@ -211,7 +207,7 @@ def test_truncation_wrong_keys_and_a_body_from_another_run_are_refused(
 @given(data=st.data())
 def test_fuzzed_manifest_bytes_never_pass_and_never_crash(manifest_file, keys_dir, data):
     original = manifest_file.read_bytes()
-    key = load_producer_public_key(keys_dir / PRODUCER_SIGNING_PUB)
+    key = load_public_key(keys_dir / PRODUCER_SIGNING_PUB)
     kind = data.draw(st.sampled_from(["flip", "truncate", "insert"]))
     bad = bytearray(original)
     if kind == "flip":

@@ -22,7 +22,7 @@ from printpipe.keys import (
     PRODUCER_SIGNING_PUB,
     load_lottery_identity,
     load_lottery_recipient,
-    load_producer_public_key,
+    load_public_key,
     load_signing_key,
 )
 from printpipe.manifest import BLOCK_MANIFEST, verify_manifest, write_run_manifest
@@ -394,7 +394,7 @@ def test_validate_errors_are_one_line(tmp_path):
 
 def test_verify_then_import_api(stores, keys_dir, game, tmp_path):
     manifest = verify_manifest(
-        stores[0] / BLOCK_MANIFEST, load_producer_public_key(keys_dir / PRODUCER_SIGNING_PUB)
+        stores[0] / BLOCK_MANIFEST, load_public_key(keys_dir / PRODUCER_SIGNING_PUB)
     )
     with Ledger(tmp_path / "l.sqlite", create=True) as book:
         text = book.import_manifest(

@@ -58,10 +58,10 @@ json_option = click.option("--json", "as_json", is_flag=True, help="One JSON obj
 
 
 def verified_manifest(path: Path, keys_dir: Path, producer_key: Path | None):
-    from printpipe.keys import load_producer_public_key
+    from printpipe.keys import load_public_key
     from printpipe.manifest import verify_manifest
 
-    public_key = load_producer_public_key(producer_key or keys_dir / PRODUCER_SIGNING_PUB)
+    public_key = load_public_key(producer_key or keys_dir / PRODUCER_SIGNING_PUB)
     return verify_manifest(path, public_key)
 
 

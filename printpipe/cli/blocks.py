@@ -246,12 +246,12 @@ def _audit(
 ) -> bool:
     from printpipe.audit import audit_block
     from printpipe.games import load_game
-    from printpipe.keys import load_producer_public_key
+    from printpipe.keys import load_public_key
     from printpipe.store import BlockStore
 
     store = BlockStore.open(block_dir)
     game = load_game(store.game_id, definition)
-    producer_key = load_producer_public_key(producer_key_path)
+    producer_key = load_public_key(producer_key_path)
     report = audit_block(store, game, producer_key, not quiet)
     click.echo(report.render())
     return report.passed

@@ -100,7 +100,7 @@ def _check_press(press: PressRequest, game) -> dict[str, Any]:
     """Open and check everything a press proof needs before anything is written."""
     from printpipe.block import PackRange
     from printpipe.export import DEFAULT_CHUNK_PACKS
-    from printpipe.keys import PRODUCER_SIGNING_PUB, load_producer_public_key
+    from printpipe.keys import PRODUCER_SIGNING_PUB, load_public_key
     from printpipe.proof.press import parse_sheets
     from printpipe.render.sheet import parse_sheet
     from printpipe.render.ticket import Coating
@@ -111,7 +111,7 @@ def _check_press(press: PressRequest, game) -> dict[str, Any]:
         raise PrintpipeError(
             f"block store {press.block_dir} is of game {store.game_id}, not {game.definition.id}"
         )
-    store.check_intact(load_producer_public_key(press.keys_dir / PRODUCER_SIGNING_PUB))
+    store.check_intact(load_public_key(press.keys_dir / PRODUCER_SIGNING_PUB))
     stored = store.pack_range
     if press.packs:
         packs = PackRange.parse(press.packs, game.definition.block.packs)
