@@ -8,6 +8,7 @@ Scalar functions serve validation and tests; the ``*_array`` variants serve a wh
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,8 +39,16 @@ def mod97_check(digits: str) -> int:
 
 
 def mod97_is_valid(digits_with_check: str) -> bool:
-    """True when the last two digits are the MOD 97-10 check of the others."""
-    return digits_with_check.isdigit() and int(digits_with_check) % 97 == 1
+    """True when the last two digits are exactly the MOD 97-10 check of the others.
+
+    Only the canonical check (02..98) is valid: ``00`` and ``01`` have the value of ``97`` and
+    ``98`` modulo 97, but they are never printed, so a code carrying them is not a real one.
+    """
+    if len(digits_with_check) < 3 or not digits_with_check.isascii():
+        return False
+    if not digits_with_check.isdigit():
+        return False
+    return int(digits_with_check[-2:]) == mod97_check(digits_with_check[:-2])
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,23 +154,55 @@ class ValidationCode:
     virn: int
 
 
+# What a scanner or a person sends: the barcode's digits, or the digits in clear as printed
+# (``GGGG-PPPPPP-TTT VVVVVVVVVV KK`` under the validation barcode, ``GGGG-PPPPPP-TTT-C`` for the
+# serial). Between two printed groups, one space or one hyphen or nothing; spaces around the
+# whole. ASCII digits only: no other white space, no full-width digits or spaces, no control
+# characters (a scanner's group separator \x1c included).
+_SEP = "[ -]?"
+_VALIDATION_FORM = re.compile(
+    rf" *([0-9]{{4}}){_SEP}([0-9]{{6}}){_SEP}([0-9]{{3}}){_SEP}([0-9]{{10}}){_SEP}([0-9]{{2}}) *"
+)
+_INVENTORY_FORM = re.compile(rf" *([0-9]{{4}}){_SEP}([0-9]{{6}}){_SEP}([0-9]{{3}}){_SEP}([0-9]) *")
+MAX_CODE_TEXT = 64
+"""No accepted form of a code is longer (the longest, padded, is well under it)."""
+
+
+def validation_code_digits(text: str) -> str | None:
+    """The 25 digits of a validation code in one of its accepted forms, or None.
+
+    No check digit is verified here: see :func:`parse_validation_code`.
+    """
+    match = _VALIDATION_FORM.fullmatch(text) if len(text) <= MAX_CODE_TEXT else None
+    return "".join(match.groups()) if match else None
+
+
+def inventory_code_digits(text: str) -> str | None:
+    """The 14 digits of an inventory code (or of the serial in clear), or None."""
+    match = _INVENTORY_FORM.fullmatch(text) if len(text) <= MAX_CODE_TEXT else None
+    return "".join(match.groups()) if match else None
+
+
 def parse_validation_code(code: str) -> ValidationCode | None:
-    """The ticket and VIRN of a scanned validation code, or None if it is malformed."""
-    if len(code) != VALIDATION_CODE_LENGTH or not code.isascii() or not code.isdigit():
+    """The ticket and VIRN of a scanned or typed validation code, or None if it is not one.
+
+    Accepted: the barcode's 25 digits, or the printed text ``GGGG-PPPPPP-TTT VVVVVVVVVV KK``
+    (a space or a hyphen, or nothing, between groups; spaces around), with exactly the
+    canonical MOD 97-10 check.
+    """
+    digits = validation_code_digits(code)
+    if digits is None or not mod97_is_valid(digits):
         return None
-    if not mod97_is_valid(code):
-        return None
-    ticket_id = TicketId(int(code[0:4]), int(code[4:10]), int(code[10:13]))
-    return ValidationCode(ticket_id, int(code[13:23]))
+    ticket_id = TicketId(int(digits[0:4]), int(digits[4:10]), int(digits[10:13]))
+    return ValidationCode(ticket_id, int(digits[13:23]))
 
 
 def parse_inventory_code(code: str) -> TicketId | None:
-    """The ticket of a scanned 14-digit inventory code, or None if it is malformed."""
-    if len(code) != INVENTORY_CODE_LENGTH or not code.isascii() or not code.isdigit():
+    """The ticket of a scanned 14-digit inventory code (or its serial ``GGGG-PPPPPP-TTT-C``)."""
+    digits = inventory_code_digits(code)
+    if digits is None or gs1_check_digit(digits[:13]) != int(digits[13]):
         return None
-    if gs1_check_digit(code[:13]) != int(code[13]):
-        return None
-    return TicketId(int(code[0:4]), int(code[4:10]), int(code[10:13]))
+    return TicketId(int(digits[0:4]), int(digits[4:10]), int(digits[10:13]))
 
 
 def gs1_check_digits_array(game: int, packs: np.ndarray, tickets: np.ndarray) -> np.ndarray:

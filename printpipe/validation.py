@@ -39,9 +39,7 @@ from pyrage import x25519
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import Game
 from printpipe.ids import (
-    INVENTORY_CODE_LENGTH,
     SPECIMEN_PACK,
-    VALIDATION_CODE_LENGTH,
     TicketId,
     parse_inventory_code,
     parse_validation_code,
@@ -180,15 +178,13 @@ class ScannedCode:
 
 
 def read_code(code: str) -> ScannedCode | None:
-    """A scanned code, check digits verified, or None (answer ``INVALID CODE``)."""
-    code = code.strip()
-    if len(code) == VALIDATION_CODE_LENGTH:
-        parsed = parse_validation_code(code)
-        return ScannedCode(parsed.ticket_id, parsed.virn) if parsed else None
-    if len(code) == INVENTORY_CODE_LENGTH:
-        ticket = parse_inventory_code(code)
-        return ScannedCode(ticket, None) if ticket else None
-    return None
+    """A scanned code in one of its printed forms, check digits verified, or None (answer
+    ``INVALID CODE``): see :func:`printpipe.ids.parse_validation_code`."""
+    parsed = parse_validation_code(code)
+    if parsed is not None:
+        return ScannedCode(parsed.ticket_id, parsed.virn)
+    ticket = parse_inventory_code(code)
+    return ScannedCode(ticket, None) if ticket is not None else None
 
 
 def decide(scanned: ScannedCode, row: tuple | None, settings: Settings) -> tuple[Answer, bool]:

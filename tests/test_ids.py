@@ -81,3 +81,110 @@ def test_vectorised_checks_equal_scalar(rows):
 def test_parsers_never_raise(text):
     parse_validation_code(text)
     parse_inventory_code(text)
+
+
+# -- the forms a scanner or a person sends (issue 11, defect 5) -----------------------------
+
+SEPARATORS = ("", " ", "-")
+VALIDATION_GROUPS = (4, 6, 3, 10, 2)
+INVENTORY_GROUPS = (4, 6, 3, 1)
+
+
+def _groups(digits: str, sizes: tuple[int, ...]) -> list[str]:
+    out, start = [], 0
+    for size in sizes:
+        out.append(digits[start : start + size])
+        start += size
+    return out
+
+
+def _accepted_forms(digits: str, sizes: tuple[int, ...]) -> set[str]:
+    """Every text the contract accepts for these digits (before the spaces around it)."""
+    forms = {""}
+    for i, group in enumerate(_groups(digits, sizes)):
+        forms = {f + sep + group for f in forms for sep in (SEPARATORS if i else ("",))}
+    return forms
+
+
+@st.composite
+def printed_forms(draw, digits: str, sizes: tuple[int, ...]) -> str:
+    groups = _groups(digits, sizes)
+    text = groups[0] + "".join(draw(st.sampled_from(SEPARATORS)) + g for g in groups[1:])
+    return " " * draw(st.integers(0, 3)) + text + " " * draw(st.integers(0, 3))
+
+
+@given(ticket_ids, st.integers(0, 10**10 - 1), st.data())
+def test_every_printed_form_of_a_code_is_accepted(ticket_id, virn, data):
+    code = ticket_id.validation_code(virn)
+    for text in (
+        code,
+        ticket_id.validation_text(virn),
+        data.draw(printed_forms(code, VALIDATION_GROUPS)),
+    ):
+        parsed = parse_validation_code(text)
+        assert parsed is not None and (parsed.ticket_id, parsed.virn) == (ticket_id, virn), text
+    serial = ticket_id.serial
+    for text in (
+        ticket_id.inventory_code,
+        serial,
+        data.draw(printed_forms(serial.replace("-", ""), INVENTORY_GROUPS)),
+    ):
+        assert parse_inventory_code(text) == ticket_id, text
+
+
+@given(ticket_ids, st.integers(0, 10**10 - 1))
+def test_only_the_canonical_check_digits_are_valid(ticket_id, virn):
+    code = ticket_id.validation_code(virn)
+    valid = [k for k in range(100) if parse_validation_code(f"{code[:23]}{k:02d}") is not None]
+    assert valid == [int(code[23:])]  # 97 and 00, 98 and 01 are the same modulo 97: not here
+    inventory = ticket_id.inventory_code
+    assert [c for c in range(10) if parse_inventory_code(f"{inventory[:13]}{c}")] == [
+        int(inventory[13])
+    ]
+
+
+def test_a_check_of_97_is_not_accepted_as_00():
+    # found by the adversarial test: 0412-000001-039 3860073090 98 validated when scanned as 01
+    code = "0412000001039386007309098"
+    assert mod97_check(code[:23]) == 98 and parse_validation_code(code) is not None
+    assert parse_validation_code(code[:23] + "01") is None
+    assert not mod97_is_valid(code[:23] + "01")
+
+
+ODD_CHARACTERS = st.one_of(
+    st.sampled_from(["\x1c", "\x1d", "\x1e", "\t", "\n", "\r", "\u3000", "\u00a0", "\u2010",
+                     "\u0660", "\uff10", "\u00b2", " ", "-", "_", "/", "."]),
+    st.characters(),
+)  # fmt: skip
+
+
+@st.composite
+def edited(draw, text: str) -> str:
+    """One insertion, deletion or replacement anywhere in ``text``."""
+    position = draw(st.integers(0, len(text)))
+    char = draw(st.one_of(ODD_CHARACTERS, st.sampled_from("0123456789")))
+    kind = draw(st.sampled_from(("insert", "delete", "replace")))
+    if kind == "insert" or position == len(text):
+        return text[:position] + char + text[position:]
+    if kind == "delete":
+        return text[:position] + text[position + 1 :]
+    return text[:position] + char + text[position + 1 :]
+
+
+@given(ticket_ids, st.integers(0, 10**10 - 1), st.data())
+def test_every_other_variant_of_a_printed_code_is_refused(ticket_id, virn, data):
+    code = ticket_id.validation_code(virn)
+    start = data.draw(st.sampled_from([code, ticket_id.validation_text(virn)]))
+    variant = data.draw(edited(start))
+    parsed = parse_validation_code(variant)
+    if variant.strip(" ") in _accepted_forms(code, VALIDATION_GROUPS):
+        assert parsed is not None and (parsed.ticket_id, parsed.virn) == (ticket_id, virn)
+    else:
+        assert parsed is None, repr(variant)
+    serial = data.draw(st.sampled_from([ticket_id.serial, ticket_id.inventory_code]))
+    variant = data.draw(edited(serial))
+    parsed_ticket = parse_inventory_code(variant)
+    if variant.strip(" ") in _accepted_forms(ticket_id.inventory_code, INVENTORY_GROUPS):
+        assert parsed_ticket == ticket_id
+    else:
+        assert parsed_ticket is None, repr(variant)

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from printpipe.block import PackRange
 from printpipe.errors import PrintpipeError
-from printpipe.ids import TicketId, mod97_check
+from printpipe.ids import TicketId, inventory_code_digits, mod97_check, validation_code_digits
 from printpipe.keys import (
     LOTTERY_IDENTITY,
     LOTTERY_RECIPIENT,
@@ -376,9 +376,10 @@ def test_fuzzed_codes_never_crash_and_never_give_a_wrong_prize(fuzz_book, data):
     assert answer.text.startswith(ANSWER_PREFIXES)
     if answer.outcome in ("WIN", "WIN_AT_LOTTERY", "NO_WIN"):
         truth = {s[1]: s[3] for s in samples}
-        assert code.strip() in truth, code  # only a sampled ticket's exact code can win
-        assert answer.amount_eur == truth[code.strip()]
-    if len(code.strip()) == 14:
+        digits = validation_code_digits(code)
+        assert digits in truth, code  # only a sampled ticket's exact code can win
+        assert answer.amount_eur == truth[digits]
+    if inventory_code_digits(code) is not None:
         assert answer.amount_eur is None
 
 
@@ -402,3 +403,27 @@ def test_verify_then_import_api(stores, keys_dir, game, tmp_path):
         )
         assert "1,000 records (1,000 new)" in text
         assert book.conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_only_the_printed_forms_of_a_code_are_answered(db, stores, game, tmp_path):
+    """Issue 11, defect 5: a non-canonical check or a padding byte is INVALID CODE."""
+    work = tmp_path / "ledger.sqlite"
+    work.write_bytes(db.read_bytes())
+    store = BlockStore.open(stores[0])
+    rows = range(len(store.read().tier))
+    ticket, code, _, _ = next(
+        c for r in rows if (c := ticket_codes(store, game, r))[1][23:] in ("97", "98")
+    )
+    text = ticket.validation_text(int(code[13:23]))
+    with Ledger(work) as book:
+        for given_code in (code, text, f" {code} ", text.replace(" ", "-")):
+            assert book.validate(given_code, "T").text == "PACK NOT ACTIVATED", given_code
+        for given_code in (
+            f"{code[:23]}{int(code[23:]) - 97:02d}",  # same value modulo 97, never printed
+            code + "\x1c",
+            "\u3000" + code,
+            code + "\n",
+            code.replace("0", "\uff10"),
+            text.replace(" ", "  "),
+        ):
+            assert book.validate(given_code, "T").text == "INVALID CODE", repr(given_code)
