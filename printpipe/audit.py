@@ -1,4 +1,4 @@
-"""The audit: everything ``docs/game-chien-chat.md`` says a block must prove, from the store alone.
+"""The audit: everything a game's spec says a block must prove, from the store alone.
 
 It re-evaluates every ticket with the game's own rules (never a copy of them), recounts the
 prize table, and checks the pool and pack spread, the losing runs, the variant split and the
@@ -199,7 +199,7 @@ def audit_block(
     if whole and len(definition.variants) > 1:
         gaps = variant_split.max(axis=1) - variant_split.min(axis=1)
         report.check(
-            "effigy split",
+            "variant split",
             bool((gaps <= 1).all()),
             f"within every tier the {'/'.join(definition.variants)} counts differ by at "
             f"most {int(gaps.max())}",
@@ -227,7 +227,7 @@ def audit_block(
         f"prize money EUR min/median/max {pack_prize.min():,}/{np.median(pack_prize):,.0f}/"
         f"{pack_prize.max():,}",
         f"Longest losing run: {worst} (bound {rules.max_losing_run})",
-        "Effigy split per tier: "
+        "Variant split per tier: "
         + "; ".join(
             f"{amounts[t]} EUR " + "/".join(str(c) for c in variant_split[t]) for t in range(tiers)
         ),

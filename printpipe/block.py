@@ -25,7 +25,7 @@ class Tickets:
     """Consecutive tickets of a block, as columns; row ``i`` is one ticket."""
 
     tier: np.ndarray  # uint8, 0 = losing
-    variant: np.ndarray  # uint8, e.g. the effigy
+    variant: np.ndarray  # uint8, the ticket's variant (its look)
     symbols: np.ndarray  # uint8 (n, symbol_width), indices into the game's symbol codes
     virn: np.ndarray  # uint64, 10 digits
 

@@ -31,6 +31,7 @@ from printpipe.block import PackRange, Tickets
 from printpipe.cluster import ChunkRunner, make_runner, run_in_order
 from printpipe.errors import PrintpipeError
 from printpipe.games import game_template_dir, load_game
+from printpipe.games.base import is_online, is_paper
 from printpipe.ids import TicketId
 from printpipe.progress import progress_bar
 from printpipe.store import BlockStore
@@ -107,6 +108,7 @@ def render_chunk(job: ChunkJob) -> dict[str, Any]:
 
     started = time.perf_counter()
     game = load_game(job.game_id)
+    assert is_paper(game)
     template = job.template
     texts = load_texts(game_template_dir(game.definition.id) / "texts.toml")
     imposition = impose(template, *job.settings.sheet_mm)
@@ -203,7 +205,7 @@ def export_block(
         raise PrintpipeError(
             f"pack range {packs} is not in the block store {block_dir} (it holds packs {stored})"
         )
-    if game.definition.output == "feed":  # an online game: the unit feed, no press files
+    if is_online(game):  # the unit feed, no press files
         from printpipe.feed_export import export_feed
 
         return export_feed(store, game, out_dir, packs, recipient, signing_key, show_progress)
@@ -420,3 +422,16 @@ def _file_entry(
         "first_serial": first.serial,
         "last_serial": last.serial,
     }
+
+
+def export_summary(job: dict[str, Any], out_dir: Path, seconds: float) -> str:
+    """The one line ``printpipe export`` prints about a finished run (press files or feed)."""
+    feed = job.get("output") == "feed"
+    what = (
+        f"the unit feed {job['files'][0]['path']}" if feed else f"{len(job['files'])} press PDF(s)"
+    )
+    return (
+        f"exported {job['tickets']:,} {'units' if feed else 'tickets'} (packs "
+        f"{job['packs']['first']} to {job['packs']['last']}) to {what} in {out_dir} "
+        f"in {seconds:.1f} s; job.json and {job['manifest']} written"
+    )

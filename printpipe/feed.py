@@ -14,7 +14,7 @@ parsing, and its size proves it is complete.  File format ``printpipe-feed/1``::
                        4  uint16  unit number in the group, TTT
                        6  uint32  lot in EUR, as the rules give it
                       10  uint8[symbol_width]  symbol indices into the header's symbol table,
-                          the game's fields in order (golden-animals: grid, then extra grid,
+                          the game's fields in order (e.g. a grid, then an extra grid,
                           each row by row; an extra grid of the blank mark = no extra grid)
 
 No timestamps, no randomness: the same block and range give the same bytes.  The file is

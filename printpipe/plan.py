@@ -1,4 +1,4 @@
-"""The block plan: how many tickets of each tier (and each effigy) every pack holds.
+"""The block plan: how many tickets of each tier (and each variant) every pack holds.
 
 The plan is drawn once per block from its key and is cheap (a few arrays of 12,000 packs),
 so generating any pack range starts from the same plan as the whole block.  It enforces:
@@ -8,7 +8,7 @@ so generating any pack range starts from the same plan as the whole block.  It e
 - within a pool, each tier's count per pack differs by at most 1, and so does each pack's
   total of winners;
 - high tiers (``high_tier_min_eur`` and above): at most one such lot per pack;
-- within every tier, the variants (dog/cat) differ by at most 1 over the block.
+- within every tier, the variants differ by at most 1 over the block.
 
 All of it comes from one cyclic fill: lay the lots, top tiers first, along a random
 permutation of pools (then of packs), one at a time, carrying the cursor from tier to tier.

@@ -6,7 +6,7 @@ Layout of ``BLOCK_DIR`` (format ``printpipe-block/1``)::
                     and the SHA-256, dtype and shape of every column file
     summary.sig     Ed25519 signature of summary.json's exact bytes by the producer
     tier.npy        uint8 (n,)         prize tier, 0 = losing (amounts in summary.json)
-    variant.npy     uint8 (n,)         effigy index (names in summary.json)
+    variant.npy     uint8 (n,)         variant index (names in summary.json)
     symbols.npy     uint8 (n, width)   symbol indices (codes in summary.json), fields in order
     virn.npy        uint64 (n,)        validation number, 10 digits
 

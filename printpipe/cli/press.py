@@ -77,7 +77,7 @@ def export(
     For a game whose output is a feed (an online game), the unit feed instead of PDFs; the
     press options (--sheet, --template, --workers, --chunk-packs, --coating) do not apply.
     """
-    from printpipe.export import export_block
+    from printpipe.export import export_block, export_summary
 
     started = time.perf_counter()
     job = export_block(
@@ -94,17 +94,7 @@ def export(
         scheduler,
         collect,
     )
-    elapsed = time.perf_counter() - started
-    feed = job.get("output") == "feed"
-    what = (
-        f"the unit feed {job['files'][0]['path']}" if feed else f"{len(job['files'])} press PDF(s)"
-    )
-    click.echo(
-        f"exported {job['tickets']:,} {'units' if feed else 'tickets'} (packs "
-        f"{job['packs']['first']} to "
-        f"{job['packs']['last']}) to {what} in {out_dir} "
-        f"in {elapsed:.1f} s; job.json and {job['manifest']} written"
-    )
+    click.echo(export_summary(job, out_dir, time.perf_counter() - started))
 
 
 @click.command()

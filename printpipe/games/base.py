@@ -1,13 +1,23 @@
-"""What every game shares: its definition as data, and the two functions the pipeline calls.
+"""What every game shares: its definition as data, and the protocols the pipeline calls.
 
-A game is a TOML definition in ``templates/<game-id>/game.toml`` plus a module in
+A game is a TOML definition in ``templates/<game-id>/game.toml`` plus a plug-in in
 ``printpipe/games/`` with two functions over numpy arrays of symbol indices:
 
 - ``evaluate(variants, symbols)``: the rules of the game, the only place they live;
 - ``layout(tiers, variants, stream)``: the inverse, symbols for tickets of given tiers.
 
-Everything downstream (block store, audit, export, manifest, validation) sees only
-this interface, so adding a game touches neither.
+Everything downstream (block store, audit, export, manifest, validation) sees only the
+:class:`Game` protocol.  What a game *shows* is behind one of two protocols, chosen by its
+definition's ``[output] kind`` in one place (:func:`output_of`):
+
+- :class:`PaperGame` (``press``): a printed scratch ticket.  The renderer and the proofs
+  ask it for its symbol drawings, the front of each variant (artwork, texts, paytable
+  rows), the decoration printed over the coating, and the words of its specimens;
+- :class:`OnlineGame` (``feed``): units dealt by a game server.  The proofs ask it for its
+  pictograms and the words of its units.
+
+No module outside ``printpipe/games/`` and ``templates/`` names a game's symbols or variants,
+or reads a definition's raw TOML: they ask these protocols.
 """
 
 from __future__ import annotations
@@ -15,11 +25,11 @@ from __future__ import annotations
 import hashlib
 import tomllib
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, TypeGuard
 
 import numpy as np
 
@@ -123,6 +133,8 @@ class GameDefinition:
     """The record columns (manifest plaintext, auditor's CSV)."""
     output: str = "press"
     """What an export writes (``[output] kind``): ``press`` PDFs, or the unit ``feed``."""
+    regulation_totals: tuple[int, int] = (0, 0)
+    """``[totals]``: the lots and EUR the regulation says a block's prize table adds up to."""
 
     @property
     def tier_amounts(self) -> np.ndarray:
@@ -163,8 +175,55 @@ class Evaluation:
     """0 where the layout is legal, else the index of the first rule it breaks."""
 
 
+CMYK = tuple[float, float, float, float]
+"""A process colour: cyan, magenta, yellow, black, each 0 to 1."""
+Drawing = Callable[[Any], None]
+"""Draws on a reportlab canvas in a 100 x 100 unit box, origin bottom-left; the caller places
+and scales it.  Process CMYK only: it may end up inside a Form XObject."""
+BoxDrawing = Callable[[Any, float, float, float], None]
+"""Draws a play area's frame on a canvas: ``(canvas, width, height, roof)`` in points, the
+scratch zone below its top ``roof`` points."""
+Output = Literal["press", "feed"]
+
+
+@dataclass(frozen=True, slots=True)
+class FrontArt:
+    """The front of one variant of a paper ticket, in the game's own words and drawings.
+
+    The renderer lays it out in the template's zones; it never knows what it depicts.
+    """
+
+    name: str
+    """A short ASCII name for the variant's forms, e.g. its code."""
+    background: CMYK
+    accent: CMYK
+    """Title and paytable heading colour."""
+    emblem: Drawing
+    """The picture of the artwork zone (e.g. the variant's animal)."""
+    bonus_box: BoxDrawing
+    """The frame of the second play area, around its scratch zone."""
+    bonus_label: str
+    """Printed on the bonus box's roof, e.g. "BONUS" and the box's name."""
+    howto: str
+    """How to play, from the ticket texts, filled in with this variant's words."""
+    paytable: tuple[tuple[str, str], ...]
+    """The front's table of gains: (what is found, what it pays), top to bottom."""
+
+
+@dataclass(frozen=True, slots=True)
+class SpecimenWords:
+    """What a proof prints beside one specimen (French, for the lottery's approver)."""
+
+    label: str
+    """The heading: variant, tier and amount."""
+    shows: str
+    """What the ticket shows and why it wins (or not)."""
+    symbols: str
+    """The symbols of each play area, in reading order."""
+
+
 class Game(Protocol):
-    """The interface the pipeline uses; one implementation per module in ``printpipe/games``."""
+    """The interface the pipeline uses; one implementation per plug-in in ``printpipe/games``."""
 
     definition: GameDefinition
     violations: tuple[str, ...]
@@ -173,6 +232,110 @@ class Game(Protocol):
     def evaluate(self, variants: np.ndarray, symbols: np.ndarray) -> Evaluation: ...
 
     def layout(self, tiers: np.ndarray, variants: np.ndarray, stream: KeyStream) -> np.ndarray: ...
+
+
+class PaperGame(Game, Protocol):
+    """A game printed on scratch tickets (``[output] kind = "press"``).
+
+    The renderer (``render/ticket.py``) and the proofs draw its tickets through this protocol
+    only; ``texts`` are the ticket's texts (``templates/<game>/texts.toml``).
+    """
+
+    def variant_captions(self) -> tuple[str, ...]:
+        """The printed name of each variant, in variant order (e.g. the effigies)."""
+        ...
+
+    def symbol_drawings(self) -> Mapping[str, Drawing]:
+        """Every symbol code -> its drawing (black on white: variable data prints in K)."""
+        ...
+
+    def coating_mark(self) -> Drawing:
+        """The picture printed over the scratch-off coating of a play area (e.g. a paw print)."""
+        ...
+
+    def fronts(self, texts: Mapping[str, Any]) -> tuple[FrontArt, ...]:
+        """The front of each variant, in variant order."""
+        ...
+
+    def symbol_roles(self) -> dict[str, list[str]]:
+        """Symbol code -> what it does on each variant's ticket (for the symbol sheet)."""
+        ...
+
+    def specimen_words(
+        self, variant: int, symbols: Sequence[int], tier: int, teaser: bool
+    ) -> SpecimenWords:
+        """The words a proof prints beside a specimen ticket."""
+        ...
+
+
+class OnlineGame(Game, Protocol):
+    """A game whose units a game server deals (``[output] kind = "feed"``): the proofs draw
+    its units as the screen shows them, through this protocol only."""
+
+    rows: int
+    columns: int
+    cells: int
+
+    def unit_wins(self, symbols: np.ndarray) -> tuple[np.ndarray, list[list[str]]]:
+        """One unit's winning cells (both grids) and its wins per grid, in words."""
+        ...
+
+    def draw_pictogram(
+        self, canvas: Any, code: str, x: float, y: float, size: float, font: str
+    ) -> None:
+        """The pictogram of ``code`` in the square (x, y, size) of ``canvas``."""
+        ...
+
+    def pictogram_tint(self, code: str) -> CMYK | None:
+        """The background tint of a cell showing ``code`` (None: the grid's own)."""
+        ...
+
+    def unit_words(self) -> UnitWords:
+        """The fixed words of the proof pages of this game's units."""
+        ...
+
+    def describe_wins(self, wins: list[list[str]]) -> str:
+        """A unit's wins per grid (as ``unit_wins`` gives them) in one line."""
+        ...
+
+    def opens_second_grid(self, symbols: Sequence[int]) -> bool:
+        """Whether a unit (symbol indices, both grids) shows its second grid."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class UnitWords:
+    """What the proofs of an online game say, in the game's own words (French)."""
+
+    cover_subtitle: str
+    cover_checks: tuple[str, ...]
+    cover_params: tuple[tuple[str, str], ...]
+    rules: str
+    """One paragraph: how a unit wins."""
+    paytable: tuple[tuple[str, str], ...]
+    """Each shown symbol's code and what it does."""
+    loser: str
+    teaser_loser: str
+    teaser_note: str
+    """Added to a teaser unit's composition."""
+    second_grid_title: str
+    no_second_grid: str
+    """Written in place of the second grid when the unit has none."""
+
+
+def output_of(game: Game) -> Output:
+    """What an export run and a proof of ``game`` produce: the one place that decides."""
+    return "feed" if game.definition.output == "feed" else "press"
+
+
+def is_paper(game: Game) -> TypeGuard[PaperGame]:
+    """Whether ``game`` is printed on tickets (press files), so it is a :class:`PaperGame`."""
+    return output_of(game) == "press"
+
+
+def is_online(game: Game) -> TypeGuard[OnlineGame]:
+    """Whether ``game`` is dealt by a game server (unit feed), so it is an :class:`OnlineGame`."""
+    return output_of(game) == "feed"
 
 
 def symbol_code(caption: str) -> str:
@@ -314,6 +477,10 @@ class DefinitionReader:
             raw=self.data,
             records=self._records(variants, fields, blank_symbol),
             output=self._output(),
+            regulation_totals=(
+                self.integer("totals.lots", 1),
+                self.integer("totals.amount_eur", 1),
+            ),
         )
 
     def _output(self) -> str:

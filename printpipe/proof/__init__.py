@@ -6,7 +6,7 @@
   (:mod:`.specimens`, :mod:`.specimen_pages`) and the symbol sheet (:mod:`.symbol_sheet`),
   all drawn by the press renderer with proof coatings; and a 150 dpi PNG of every page
   (:mod:`.previews`);
-- ``proof.json``: what each specimen shows (page, place, effigy, tier, amount, serial,
+- ``proof.json``: what each specimen shows (page, place, variant, tier, amount, serial,
   symbols), so tests and reviewers check the pack against the rules without reading pixels;
 - with a block store only (``from_block``): PROOF-marked press sheets of real tickets
   (:mod:`.press`) and the per-pack plot for the audit report (:mod:`.plot`).
@@ -24,6 +24,7 @@ from typing import Any
 
 from printpipe.atomic import partial_path
 from printpipe.errors import PrintpipeError
+from printpipe.games.base import is_online, is_paper
 
 PROOF_FORMAT = "printpipe-proof/1"
 SIDECAR = "proof.json"
@@ -50,17 +51,19 @@ def make_proof(
 
     started = time.perf_counter()
     game = load_game(game_id)
-    if game.definition.output == "feed":  # an online game: units as the screen shows them
+    if is_online(game):  # units as the screen shows them
         from printpipe.proof.unit_pages import write_unit_pack
 
+        online = game
         if press:
             raise PrintpipeError(
                 f"--from-block: {game_id} is an online game, it has no press sheets"
             )
 
         def write(tmp: Path) -> dict[str, Any]:
-            return write_unit_pack(tmp, game)
+            return write_unit_pack(tmp, online)
     else:
+        assert is_paper(game)
         template = load_template(game_template_dir(game_id) / "ticket.toml")
         texts_path = game_template_dir(game_id) / "texts.toml"
         press_job = _check_press(press, game) if press else None

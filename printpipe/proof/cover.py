@@ -17,7 +17,7 @@ from reportlab.pdfgen.canvas import Canvas
 
 from printpipe import __version__
 from printpipe.errors import PrintpipeError
-from printpipe.games.base import Game
+from printpipe.games.base import Game, PaperGame, is_paper
 from printpipe.proof.page import GREY, INK, MARGIN, PAGE, RED, text
 from printpipe.proof.specimen_pages import fmt_eur, odds_figure
 from printpipe.render.template import MM, Template
@@ -53,11 +53,11 @@ def prize_rows(game: Game) -> tuple[list[PrizeRow], PrizeRow]:
     ]
     lots = sum(r.lots for r in rows)
     total = sum(r.total_eur for r in rows)
-    regulation = definition.raw["totals"]
-    if lots != regulation["lots"] or total != regulation["amount_eur"]:
+    want_lots, want_total = definition.regulation_totals
+    if lots != want_lots or total != want_total:
         raise PrintpipeError(
             f"the prize table gives {lots} lots and {total} EUR, the regulation "
-            f"{regulation['lots']} lots and {regulation['amount_eur']} EUR"
+            f"{want_lots} lots and {want_total} EUR"
         )
     return rows, PrizeRow(0, lots, 0, total, size / lots, total / sales_eur)
 
@@ -85,15 +85,15 @@ def _n(value: int) -> str:
     return f"{value:,}".replace(",", " ")
 
 
-def ticket_cover_facts(game: Game, template: Template, texts_path: Path) -> CoverFacts:
-    """The cover facts of a paper ticket game (chien-chat): effigies, template, texts, packs."""
+def ticket_cover_facts(game: PaperGame, template: Template, texts_path: Path) -> CoverFacts:
+    """The cover facts of a paper ticket game: its variants, template, texts, packs."""
     d = game.definition
     price = f"{d.price_cents / 100:g}".replace(".", ",") + " €"
     _, totals = prize_rows(game)
     b = d.block
     return CoverFacts(
         subtitle=f"Jeu n° {d.number:04d} ({d.id}) - ticket à {price} - "
-        f"effigies {' / '.join(e.caption for e in game.effigies)}",
+        f"visuels {' / '.join(game.variant_captions())}",
         item="tickets",
         checks=[
             f"Contrôle : {_n(totals.lots)} lots et {fmt_eur(totals.total_eur)}, égaux aux totaux "
@@ -138,7 +138,7 @@ def draw_cover(
     """Draw the cover page (without showPage); ``facts`` default to a paper ticket's."""
     d = game.definition
     if facts is None:
-        assert template is not None and texts_path is not None
+        assert template is not None and texts_path is not None and is_paper(game)
         facts = ticket_cover_facts(game, template, texts_path)
     bold, regular = fonts["bold"], fonts["regular"]
     w, h = PAGE

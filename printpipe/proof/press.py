@@ -16,7 +16,7 @@ from reportlab.pdfgen.canvas import Canvas
 
 from printpipe.block import PackRange, Tickets
 from printpipe.errors import PrintpipeError
-from printpipe.games.base import Game
+from printpipe.games.base import PaperGame
 from printpipe.proof.page import RED, diagonal_mark
 from printpipe.render.canvas import new_canvas
 from printpipe.render.sheet import cut_and_stack, impose, write_sheets
@@ -69,7 +69,7 @@ class _Faces(Sequence[TicketFace]):
 def write_press_proof(
     path: Path,
     store: BlockStore,
-    game: Game,
+    game: PaperGame,
     template: Template,
     sheet_mm: tuple[float, float],
     packs: PackRange,

@@ -14,7 +14,7 @@ from typing import Any
 
 from reportlab.pdfgen.canvas import Canvas
 
-from printpipe.games.base import LOSING_TIER, Game
+from printpipe.games.base import LOSING_TIER, VARIANT_COLUMN, PaperGame
 from printpipe.ids import SPECIMEN_PACK
 from printpipe.proof.page import (
     BLEED_LINE,
@@ -57,29 +57,25 @@ def draw_revealed(renderer: TicketRenderer, x: float, y: float, face: TicketFace
         renderer.coating = coating
 
 
-def specimen_label(game: Game, specimen: Specimen) -> str:
-    """The heading of a specimen: effigy, tier and amount, as the lottery names them."""
-    definition = game.definition
-    effigy = game.effigies[specimen.variant]
-    if specimen.tier == LOSING_TIER:
-        kind = (
-            f"Perdant avec {effigy.multiplier_symbol} au bonus (teaser)"
-            if specimen.teaser
-            else "Perdant"
-        )
-        return f"{effigy.caption} - {kind} : 0 €"
-    return f"{effigy.caption} - Rang {specimen.tier} / {len(definition.prizes)} : " + fmt_eur(
-        specimen.amount_eur
-    )
+def specimen_label(game: PaperGame, specimen: Specimen) -> str:
+    """The heading of a specimen: its variant, tier and amount, in the game's words."""
+    return game.specimen_words(
+        specimen.variant, specimen.symbols, specimen.tier, specimen.teaser
+    ).label
 
 
 def draw_specimen_page(
-    c: Canvas, renderer: TicketRenderer, game: Game, specimen: Specimen, index: int, count: int
+    c: Canvas,
+    renderer: TicketRenderer,
+    game: PaperGame,
+    specimen: Specimen,
+    index: int,
+    count: int,
 ) -> dict[str, Any]:
     """Draw one specimen's page (without showPage); returns its record for ``proof.json``."""
     definition, t, fonts = game.definition, renderer.t, renderer.fonts
     codes = definition.symbol_codes
-    effigy = game.effigies[specimen.variant]
+    words = game.specimen_words(specimen.variant, specimen.symbols, specimen.tier, specimen.teaser)
     face = TicketFace.of(
         definition.number,
         SPECIMEN_PACK,
@@ -98,10 +94,10 @@ def draw_specimen_page(
 
     # the SPECIMEN mark across each ticket, clear of both barcodes
     height = t.height * MM
-    paws = t.box(t.front["paws"])
+    grid = t.box(t.front["grid"])
     odds = t.box(t.back["odds"])
     for name, (x, y) in places.items():
-        zx, zy, zw, zh = odds if name == "back" else paws
+        zx, zy, zw, zh = odds if name == "back" else grid
         diagonal_mark(
             c, x + zx + zw / 2, y + zy + zh / 2, 100 * MM, 58, SPECIMEN_TEXT, fonts["bold"]
         )
@@ -112,7 +108,7 @@ def draw_specimen_page(
         text(c, x + width / 2, top + 10 * MM, caption, fonts["bold"], 9, align="centre")
 
     # labels, all outside the trim
-    label = specimen_label(game, specimen)
+    label = words.label
     text(c, MARGIN, PAGE[1] - 14 * MM, label, fonts["bold"], 17)
     text(
         c,
@@ -123,37 +119,31 @@ def draw_specimen_page(
         12,
         align="right",
     )
-    paws_codes = [codes[s] for s in specimen.symbols[:9]]
-    bonus_codes = [codes[s] for s in specimen.symbols[9:]]
-    shown = paws_codes.count(effigy.winning_symbol)
-    multiplied = effigy.multiplier_symbol in bonus_codes
     tier_lots = int(definition.tier_lots[specimen.tier])
-    odds_text = f"1 chance sur {odds_figure(definition.block.size, tier_lots)}"
-    shows = (
-        f"Montre {shown} x {effigy.winning_symbol} dans les traces de pattes, "
-        f"{effigy.multiplier_symbol if multiplied else 'pas de ' + effigy.multiplier_symbol} "
-        f"dans la case bonus ({effigy.bonus_box})."
-    )
+    shows = words.shows
     if specimen.tier != LOSING_TIER:
+        odds_text = f"1 chance sur {odds_figure(definition.block.size, tier_lots)}"
         shows += f"  {tier_lots:,} lots par bloc ({odds_text})".replace(",", " ") + "."
     text(c, MARGIN, PAGE[1] - 21 * MM, shows, fonts["regular"], 9.5)
 
     lines = [
         f"N° de série (verso) : {face.serial}    Code de validation (sous la zone détaillant) : "
         f"{face.validation_text}    Lot 000000 : jamais émis, la validation répond SPECIMEN.",
-        "Traces (ligne par ligne) : "
-        + " / ".join(" ".join(paws_codes[r * 3 : r * 3 + 3]) for r in range(3))
-        + f"    Bonus : {' '.join(bonus_codes)}"
-        + f"    Gain selon les règles du jeu : {fmt_eur(specimen.amount_eur)}",
+        f"{words.symbols}    Gain selon les règles du jeu : {fmt_eur(specimen.amount_eur)}",
     ]
     for i, line in enumerate(lines):
         size = fit_size(line, fonts["regular"], 8.5, PAGE[0] - 2 * MARGIN)
         text(c, MARGIN, 28 * MM - i * 5.5 * MM, line, fonts["regular"], size)
     _legend(c, fonts, t, 14 * MM)
+    fields: dict[str, list[str]] = {}
+    start = 0
+    for field in definition.fields:
+        fields[field.name] = [codes[s] for s in specimen.symbols[start : start + field.width]]
+        start += field.width
     return {
         "page": None,  # set by the caller, who knows the page number
         "specimen": index,
-        "effigy": definition.variants[specimen.variant],
+        VARIANT_COLUMN: definition.variants[specimen.variant],
         "tier": specimen.tier,
         "amount_eur": specimen.amount_eur,
         "teaser": specimen.teaser,
@@ -161,8 +151,7 @@ def draw_specimen_page(
         "serial": face.serial,
         "validation_code": face.validation_code,
         "inventory_code": face.inventory_code,
-        "paws": paws_codes,
-        "bonus": bonus_codes,
+        **fields,
         "trim_pt": {
             name: [round(x, 2), round(y, 2), round(width, 2), round(height, 2)]
             for name, (x, y) in places.items()

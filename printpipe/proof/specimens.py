@@ -6,7 +6,7 @@ purpose ``PACK``, index 0 for the never-issued pack ``000000``), so every proof 
 shows the same tickets and no secret is involved.  Each specimen is then evaluated by
 ``game.evaluate``; one that does not give its tier's amount stops the proof.
 
-Per effigy: one ticket of every prize tier (highest first), a plain loser, and a *teaser*
+Per variant: one ticket of every prize tier (highest first), a plain loser, and a *teaser*
 loser (the multiplier in the bonus box, decision 5), found by drawing losers from the same
 stream until ``game.teasers`` says one shows the multiplier: the game's machinery, not a copy.
 """
@@ -87,8 +87,8 @@ def make_specimens(game: Game) -> list[Specimen]:
 def make_composition_specimens(game: Game, per_tier: int = 3, draws: int = 32) -> list[Specimen]:
     """Per prize tier, ``per_tier`` units of different compositions, then two losers.
 
-    For a game whose lots come in several compositions (Golden Animals: a 10 EUR lot is a
-    PANDA chain, or ANIMALS 5 + 5, ...): ``draws`` units of each tier are laid out by the
+    For a game whose lots come in several compositions (an online game's 10 EUR lot may be
+    one chain, or two money symbols, ...): ``draws`` units of each tier are laid out by the
     game from the specimen stream and the first ones whose wins (``game.unit_wins``, read
     off the rules' own tables) differ are kept.  Every one is then checked by ``evaluate``.
     """

@@ -1,5 +1,5 @@
 """The symbol sheet: every play symbol, large, with its caption, code and role, for artwork
-approval; each also at 100 % beside it, as it prints in a paw cell.
+approval; each also at 100 % beside it, as it prints in a grid cell.
 
 The symbols are the renderer's own forms (the ones every ticket places), only scaled.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 from reportlab.pdfgen.canvas import Canvas
 
 from printpipe.errors import PrintpipeError
-from printpipe.games.base import Game
+from printpipe.games.base import PaperGame
 from printpipe.proof.page import GREY, INK, MARGIN, PAGE, fit_size, text
 from printpipe.render.symbols import symbol_block_height
 from printpipe.render.template import MM
@@ -19,20 +19,7 @@ COLS = 5
 SCALE = 2.0
 
 
-def symbol_roles(game: Game) -> dict[str, list[str]]:
-    """Code -> what the symbol does on each effigy's ticket (from the game's effigies)."""
-    roles: dict[str, list[str]] = {code: [] for code in game.definition.symbol_codes}
-    for e in game.effigies:
-        roles[e.winning_symbol].append(f"{e.code} : gagnant (traces)")
-        roles[e.multiplier_symbol].append(f"{e.code} : multiplicateur ({e.bonus_box.lower()})")
-        for code in e.paw_decoys:
-            roles[code].append(f"{e.code} : leurre (traces)")
-        for code in e.bonus_decoys:
-            roles[code].append(f"{e.code} : leurre (bonus)")
-    return roles
-
-
-def draw_symbol_sheet(c: Canvas, renderer: TicketRenderer, game: Game) -> list[str]:
+def draw_symbol_sheet(c: Canvas, renderer: TicketRenderer, game: PaperGame) -> list[str]:
     """Draw the symbol sheet (without showPage); returns the codes in the order shown."""
     d, fonts, t = game.definition, renderer.fonts, renderer.t
     w, h = PAGE
@@ -46,7 +33,7 @@ def draw_symbol_sheet(c: Canvas, renderer: TicketRenderer, game: Game) -> list[s
         fonts["regular"],
         9.5,
     )
-    roles = symbol_roles(game)
+    roles = game.symbol_roles()
     rows = -(-len(d.symbol_codes) // COLS)
     cell_w = (w - 2 * MARGIN) / COLS
     grid_top, grid_bottom = h - 26 * MM, 14 * MM

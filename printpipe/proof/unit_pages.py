@@ -22,13 +22,12 @@ from reportlab.lib.utils import simpleSplit
 from reportlab.pdfgen.canvas import Canvas
 
 from printpipe import __version__
-from printpipe.games.base import LOSING_TIER, Game
+from printpipe.games.base import LOSING_TIER, OnlineGame
 from printpipe.ids import SPECIMEN_PACK, TicketId
-from printpipe.proof.cover import CoverFacts, draw_cover, prize_rows
+from printpipe.proof.cover import CoverFacts, draw_cover
 from printpipe.proof.page import GREY, INK, MARGIN, PAGE, RED, diagonal_mark, footer, text
 from printpipe.proof.specimen_pages import fmt_eur, odds_figure
 from printpipe.proof.specimens import Specimen, make_composition_specimens
-from printpipe.render.animals import draw_symbol
 from printpipe.render.grid import draw_grid
 from printpipe.render.template import MM
 
@@ -42,82 +41,46 @@ PER_PAGE = 2
 CELL = 15 * MM
 
 
-def _eur(cents: int) -> str:
-    return f"{cents / 100:.2f}".replace(".", ",") + " €"
-
-
-def unit_cover_facts(game: Any) -> CoverFacts:
-    """Cover facts of an online game: the offer (stake split) and the payout ratio."""
+def unit_cover_facts(game: OnlineGame) -> CoverFacts:
+    """Cover facts of an online game: the offer (stake split) and the payout ratio, in the
+    game's own words."""
     d = game.definition
-    b = d.block
-    _, totals = prize_rows(game)
-    stake = d.block.size * d.price_cents / 100
-    ratio = totals.total_eur / stake
-    n = lambda v: f"{v:,}".replace(",", " ")  # noqa: E731
+    words = game.unit_words()
     return CoverFacts(
-        subtitle=f"Jeu n° {d.number:04d} ({d.id}) - jeu instantané en ligne - offre à "
-        f"{_eur(game.offer_price_cents)} = {_eur(d.price_cents)} {d.title} + "
-        f"{_eur(game.linked_price_cents)} {game.linked_game}",
+        subtitle=words.cover_subtitle,
         item="unités de jeu",
-        checks=[
-            f"Contrôle : {n(totals.lots)} lots et {fmt_eur(totals.total_eur)}, égaux aux totaux "
-            "du règlement (article 4).",
-            f"Mise : {_eur(game.offer_price_cents)} par unité = {_eur(d.price_cents)} pour "
-            f"{d.title} + {_eur(game.linked_price_cents)} pour {game.linked_game} (article 2) ; "
-            "seule la part de 0,97 € finance ces lots.".replace("0,97 €", _eur(d.price_cents)),
-            f"Taux de retour aux joueurs : {fmt_eur(totals.total_eur)} / ({n(b.size)} x "
-            f"{_eur(d.price_cents)} = {fmt_eur(round(stake))}) = "
-            f"{ratio * 100:.2f} %".replace(".", ",")
-            + " (part des ventes ci-dessus : même base).",
-        ],
+        checks=list(words.cover_checks),
         identifiers=[
             ("Définition", f"{d.source.name}  sha256 {d.source_sha256}"),
             ("Logiciel", f"printpipe {__version__}"),
             ("Specimens", "groupe 000000 (jamais émis), tirés par le jeu d'un flux fixe public"),
         ],
-        params=[
-            ("Taille d'un bloc", f"{n(b.size)} unités"),
-            ("Pools", f"{b.pools} de {n(b.pool_size)} unités"),
-            (
-                "Groupes",
-                f"{n(b.packs)} de {n(b.pack_size)} unités ({n(b.packs_per_pool)} par pool)",
-            ),
-            ("Perdants consécutifs", f"au plus {b.max_losing_run} dans un groupe"),
-            ("Teasers", f"{b.teaser_rate * 100:g} % des perdants montrent EXTRA"),
-            ("Gros lots", f">= {n(b.high_tier_min_eur)} € : au plus un par groupe"),
-            ("Lots majeurs", f">= {n(b.distinct_pools_min_eur)} € : chacun dans un pool différent"),
-            ("Grille", f"{game.rows} x {game.columns}, chaîne de {game.chain_length} liés"),
-        ],
+        params=list(words.cover_params),
     )
 
 
-def specimen_label(game: Any, specimen: Specimen) -> str:
+def specimen_label(game: OnlineGame, specimen: Specimen) -> str:
     """The heading of a specimen unit: its tier and lot."""
     if specimen.tier == LOSING_TIER:
-        return "Perdant avec EXTRA (teaser) : 0 €" if specimen.teaser else "Perdant : 0 €"
+        words = game.unit_words()
+        return words.teaser_loser if specimen.teaser else words.loser
     return f"Rang {specimen.tier} / {len(game.definition.prizes)} : {fmt_eur(specimen.amount_eur)}"
 
 
-def composition_text(words: list[list[str]]) -> str:
-    first = " + ".join(words[0]) or "rien"
-    if not words[1] and not words[0]:
-        return "aucun gain"
-    return first if not words[1] else f"grille : {first} ; grille EXTRA : {' + '.join(words[1])}"
-
-
 def _draw_unit(
-    c: Canvas, game: Any, specimen: Specimen, top: float, fonts: dict[str, str]
+    c: Canvas, game: OnlineGame, specimen: Specimen, top: float, fonts: dict[str, str]
 ) -> dict[str, Any]:
     d = game.definition
+    unit_words = game.unit_words()
     codes = [d.symbol_codes[s] for s in specimen.symbols]
     cells = game.cells
     winning, words = game.unit_wins(np.array(specimen.symbols))
-    opens = game.extra_symbol in codes[:cells]
+    opens = game.opens_second_grid(specimen.symbols)
     serial = TicketId(d.number, SPECIMEN_PACK, specimen.number).serial
     label = specimen_label(game, specimen)
-    composition = composition_text(words)
+    composition = game.describe_wins(words)
     if specimen.teaser:
-        composition += " (EXTRA ouvre une grille qui ne gagne rien)"
+        composition += unit_words.teaser_note
     text(c, MARGIN, top, label, fonts["bold"], 14)
     text(c, PAGE[0] - MARGIN, top, f"unité {serial} (spécimen)", fonts["regular"], 9, GREY, "right")
     text(c, MARGIN, top - 6 * MM, f"Composition : {composition}", fonts["regular"], 9.5)
@@ -126,10 +89,12 @@ def _draw_unit(
     x1 = MARGIN + 10 * MM
     x2 = x1 + grid_w + 30 * MM
     text(c, x1, y + grid_h + 2.5 * MM, "GRILLE", fonts["bold"], 9)
-    draw_grid(c, x1, y, CELL, game.columns, codes[:cells], d.captions, winning[:cells], fonts)
+    draw_grid(c, game, x1, y, CELL, game.columns, codes[:cells], d.captions, winning[:cells], fonts)
     if opens:
-        text(c, x2, y + grid_h + 2.5 * MM, "GRILLE EXTRA (ouverte par EXTRA)", fonts["bold"], 9)
-        draw_grid(c, x2, y, CELL, game.columns, codes[cells:], d.captions, winning[cells:], fonts)
+        text(c, x2, y + grid_h + 2.5 * MM, unit_words.second_grid_title, fonts["bold"], 9)
+        draw_grid(
+            c, game, x2, y, CELL, game.columns, codes[cells:], d.captions, winning[cells:], fonts
+        )
     else:
         c.setStrokeColorCMYK(*GREY)
         c.setDash(3, 3)
@@ -139,7 +104,7 @@ def _draw_unit(
             c,
             x2 + grid_w / 2,
             y + grid_h / 2,
-            "pas d'EXTRA : pas de 2e grille",
+            unit_words.no_second_grid,
             fonts["regular"],
             10,
             GREY,
@@ -176,44 +141,35 @@ def _odds(size: int, lots: int) -> str:
     return f"Chances du rang : 1 sur {odds_figure(size, lots)}"
 
 
-def _draw_paytable(c: Canvas, game: Any, fonts: dict[str, str]) -> list[str]:
+def _draw_paytable(c: Canvas, game: OnlineGame, fonts: dict[str, str]) -> list[str]:
     """The on-screen paytable (decision 3), every symbol's pictogram, caption and code."""
     d = game.definition
+    words = game.unit_words()
     w, h = PAGE
     text(c, MARGIN, h - 14 * MM, f"TABLE DES GAINS ET SYMBOLES - {d.title}", fonts["bold"], 17)
-    rules = (
-        f"Chaîne de {game.chain_length} symboles identiques liés (côté ou coin) : le gain de "
-        "l'animal. ANIMALS : la somme inscrite. EXTRA : une 2e grille, gains comptés de même. "
-        "Tous les gains s'additionnent (un lot)."
-    )
-    for i, line in enumerate(simpleSplit(rules, fonts["regular"], 9.5, w - 2 * MARGIN)):
+    for i, line in enumerate(simpleSplit(words.rules, fonts["regular"], 9.5, w - 2 * MARGIN)):
         text(c, MARGIN, h - 21 * MM - i * 4.5 * MM, line, fonts["regular"], 9.5)
-    shown = [code for code in d.symbol_codes if code != "EMPTY"]
-    roles = {a: f"chaîne de {game.chain_length} : {fmt_eur(v)}" for a, v in game.paytable.items()}
-    roles.update({code: f"paie {fmt_eur(a)}" for a, code in game.money_codes.items()})
-    roles[game.extra_symbol] = "ouvre la grille EXTRA"
     cols = 8
     cell_w = (w - 2 * MARGIN) / cols
     size = 22 * MM
-    for i, code in enumerate(shown):
+    for i, (code, role) in enumerate(words.paytable):
         r, col = divmod(i, cols)
         x = MARGIN + col * cell_w
         y = h - 32 * MM - (r + 1) * 46 * MM
-        draw_symbol(c, code, x + (cell_w - size) / 2, y + 16 * MM, size, fonts["bold"])
+        game.draw_pictogram(c, code, x + (cell_w - size) / 2, y + 16 * MM, size, fonts["bold"])
         text(c, x + cell_w / 2, y + 11 * MM, d.captions[code], fonts["bold"], 9.5, INK, "centre")
         text(c, x + cell_w / 2, y + 6.5 * MM, f"code {code}", fonts["regular"], 7.5, GREY, "centre")
-        text(c, x + cell_w / 2, y + 2 * MM, roles[code], fonts["bold"], 8.5, RED, "centre")
-    return shown
+        text(c, x + cell_w / 2, y + 2 * MM, role, fonts["bold"], 8.5, RED, "centre")
+    return [code for code, _ in words.paytable]
 
 
-def write_unit_pack(out: Path, game: Game) -> dict[str, Any]:
+def write_unit_pack(out: Path, game: OnlineGame) -> dict[str, Any]:
     """Write ``proof-GAME.pdf`` and its PNGs into ``out``; returns the ``proof.json`` record."""
     from printpipe.proof import PROOF_FORMAT
     from printpipe.proof.previews import PREVIEW_DPI, write_previews
     from printpipe.render.canvas import new_canvas
     from printpipe.render.fonts import register_fonts
 
-    g: Any = game
     d = game.definition
     specimens = make_composition_specimens(game)
     unit_pages = -(-len(specimens) // PER_PAGE)
@@ -231,16 +187,16 @@ def write_unit_pack(out: Path, game: Game) -> dict[str, Any]:
         "    chaque rang en plusieurs compositions, un perdant, un perdant teaser",
         f"proof.json, aperçus PNG {PREVIEW_DPI} dpi de chaque page",
     ]
-    draw_cover(canvas, game, None, None, fonts, contents, unit_cover_facts(g))
+    draw_cover(canvas, game, None, None, fonts, contents, unit_cover_facts(game))
     footer(canvas, fonts, slug, 1, pages)
     canvas.showPage()
-    symbols = _draw_paytable(canvas, g, fonts)
+    symbols = _draw_paytable(canvas, game, fonts)
     footer(canvas, fonts, slug, 2, pages)
     canvas.showPage()
     records = []
     for p in range(unit_pages):
         for k, specimen in enumerate(specimens[p * PER_PAGE : (p + 1) * PER_PAGE]):
-            record = _draw_unit(canvas, g, specimen, PAGE[1] - (16 + k * 96) * MM, fonts)
+            record = _draw_unit(canvas, game, specimen, PAGE[1] - (16 + k * 96) * MM, fonts)
             record["page"] = p + 3
             records.append(record)
         footer(canvas, fonts, slug, p + 3, pages)

@@ -1,9 +1,9 @@
 """One grid of an online unit as the player sees it: rows x columns of pictograms and captions.
 
-Used by the proofs of a game whose output is a feed (Golden Animals): there is no ticket to
-print, so the unit is drawn as the game screen shows it, each cell a pictogram
-(:mod:`printpipe.render.animals`) over its caption, winning cells (the chains and ``ANIMALS``
-symbols the rules pay) framed in gold so a reviewer sees at once why a unit wins.
+Used by the proofs of a game whose output is a feed (an online game): there is no ticket to
+print, so the unit is drawn as the game screen shows it, each cell the game's pictogram
+(:meth:`~printpipe.games.base.OnlineGame.draw_pictogram`) over its caption, winning cells
+(what the rules pay) framed in gold so a reviewer sees at once why a unit wins.
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from collections.abc import Sequence
 
 from reportlab.pdfgen.canvas import Canvas
 
-from printpipe.render.animals import DEEP_GOLD, TINTS, draw_symbol
+from printpipe.games.base import OnlineGame
 
+WIN_FRAME: tuple[float, float, float, float] = (0, 0.4, 1, 0.25)
 FRAME: tuple[float, float, float, float] = (0.85, 0.55, 0, 0.35)
 CELL_BG: tuple[float, float, float, float] = (0.03, 0.02, 0, 0.02)
 WIN_BG: tuple[float, float, float, float] = (0, 0.12, 0.45, 0)
@@ -26,6 +27,7 @@ def _lighten(colour: tuple[float, float, float, float], by: float) -> tuple[floa
 
 def draw_grid(
     c: Canvas,
+    game: OnlineGame,
     x: float,
     y: float,
     cell: float,
@@ -45,14 +47,14 @@ def draw_grid(
         r, col = divmod(i, columns)
         cx, cy = x + col * cell, y + (rows - 1 - r) * cell
         win = bool(winning[i])
-        background = WIN_BG if win else _lighten(TINTS.get(code, CELL_BG), 0.25)
+        background = WIN_BG if win else _lighten(game.pictogram_tint(code) or CELL_BG, 0.25)
         c.setFillColorCMYK(*background)
-        c.setStrokeColorCMYK(*(DEEP_GOLD if win else FRAME))
+        c.setStrokeColorCMYK(*(WIN_FRAME if win else FRAME))
         c.setLineWidth(cell * (0.07 if win else 0.012))
         inset = cell * (0.07 if win else 0.03)
         c.roundRect(cx + inset, cy + inset, cell - 2 * inset, cell - 2 * inset, cell * 0.08, 1, 1)
         art = cell * 0.64
-        draw_symbol(c, code, cx + (cell - art) / 2, cy + cell * 0.27, art, fonts["bold"])
+        game.draw_pictogram(c, code, cx + (cell - art) / 2, cy + cell * 0.27, art, fonts["bold"])
         c.setFillColorCMYK(*INK)
         caption = captions[code]
         size = cell * 0.13

@@ -20,7 +20,7 @@ from printpipe.errors import PrintpipeError
 MM = 72 / 25.4
 """PDF points per millimetre."""
 
-FRONT_ZONES = ("artwork", "title", "howto", "paws", "bonus", "paytable", "validation", "legal")
+FRONT_ZONES = ("artwork", "title", "howto", "grid", "bonus", "paytable", "validation", "legal")
 BACK_ZONES = ("title", "odds", "legal", "serial", "inventory")
 CODE128_MODULES = 189  # 25 digits: start C, 12 pairs, code B, 1 digit, check, stop (11 x 16 + 13)
 ITF_MODULES = 135  # 14 digits, narrow 1 wide 3: start 4 + 7 pairs x 18 + stop 5
@@ -63,7 +63,7 @@ class Template:
     barcodes: dict[str, float]
     front: dict[str, Rect]
     back: dict[str, Rect]
-    paw_cells: tuple[Rect, ...]
+    grid_cells: tuple[Rect, ...]
     bonus_roof: float
     validation_label: float
 
@@ -74,7 +74,7 @@ class Template:
     # -- derived zones ------------------------------------------------------------------------
     @property
     def bonus_scratch(self) -> Rect:
-        """The bonus box's scratch zone: the kennel or basket below its roof."""
+        """The bonus box's scratch zone: the box below its roof."""
         return self.front["bonus"].inset(1.5, self.bonus_roof, 1.5, 1.2)
 
     @property
@@ -83,8 +83,8 @@ class Template:
         return self.front["validation"].inset(0, self.validation_label, 0, 0)
 
     def scratch_zones(self) -> tuple[Rect, ...]:
-        """Every scratch zone of the front: 9 paws, the bonus box, the validation zone."""
-        return (*self.paw_cells, self.bonus_scratch, self.validation_scratch)
+        """Every scratch zone of the front: the grid's cells, the bonus box, the validation zone."""
+        return (*self.grid_cells, self.bonus_scratch, self.validation_scratch)
 
     def box(self, rect: Rect) -> tuple[float, float, float, float]:
         """``rect`` in PDF points relative to the trim's bottom-left corner: x, y, w, h."""
@@ -105,15 +105,15 @@ def load_template(path: Path) -> Template:
     bleed, safe = reader.number(ticket, "ticket.bleed"), reader.number(ticket, "ticket.safe")
     front = {name: reader.rect(f"front.{name}") for name in FRONT_ZONES}
     back = {name: reader.rect(f"back.{name}") for name in BACK_ZONES}
-    paws = reader.table("front.paws")
+    grid_zone = reader.table("front.grid")
     cols, rows = (
-        int(reader.number(paws, "front.paws.cols")),
-        int(reader.number(paws, "front.paws.rows")),
+        int(reader.number(grid_zone, "front.grid.cols")),
+        int(reader.number(grid_zone, "front.grid.rows")),
     )
-    gap = reader.number(paws, "front.paws.gap")
+    gap = reader.number(grid_zone, "front.grid.gap")
     if cols * rows != 9:
-        raise reader.error("front.paws", f"cols x rows must be 9 paw prints, not {cols * rows}")
-    grid = front["paws"]
+        raise reader.error("front.grid", f"cols x rows must be 9 cells, not {cols * rows}")
+    grid = front["grid"]
     cell_w, cell_h = (grid.w - gap * (cols - 1)) / cols, (grid.h - gap * (rows - 1)) / rows
     cells = tuple(
         Rect(grid.x + c * (cell_w + gap), grid.y + r * (cell_h + gap), cell_w, cell_h)
@@ -143,7 +143,7 @@ def load_template(path: Path) -> Template:
         ),
         front=front,
         back=back,
-        paw_cells=cells,
+        grid_cells=cells,
         bonus_roof=reader.number(reader.table("front.bonus"), "front.bonus.roof"),
         validation_label=reader.number(reader.table("front.validation"), "front.validation.label"),
     )
@@ -173,8 +173,8 @@ def _check(t: Template, reader: _Reader) -> None:
                     raise reader.error(f"{face}.{name}", f"overlaps {face}.{other}")
     b, s = t.barcodes, t.symbols
     symbol_h = s["size"] + s["caption_gap"] + s["caption_pt"] / MM
-    if symbol_h > t.paw_cells[0].h - 1 or s["size"] > t.paw_cells[0].w - 1:
-        raise reader.error("front.paws", "a paw cell is too small for a symbol and its caption")
+    if symbol_h > t.grid_cells[0].h - 1 or s["size"] > t.grid_cells[0].w - 1:
+        raise reader.error("front.grid", "a grid cell is too small for a symbol and its caption")
     bonus = t.bonus_scratch
     if bonus.h < symbol_h or bonus.w < 2 * s["size"] + 2:
         raise reader.error("front.bonus", "the bonus scratch zone is too small for two symbols")

@@ -6,7 +6,7 @@ only the coating differs (:class:`Coating`):
 - ``Coating.PLATE`` (press): the scratch zones are covered by the ``ScratchOff`` spot plate,
   overprinting, drawn at page level by :meth:`TicketRenderer.finish_page` (forms cannot carry
   spot colours or overprint states);
-- ``Coating.PANEL`` (proof, covered): a silver process-colour panel with a paw print and
+- ``Coating.PANEL`` (proof, covered): a silver process-colour panel with the game's mark and
   "GRATTEZ ICI" over each zone, as a player sees the ticket on the shelf;
 - ``Coating.NONE`` (proof, revealed; also what tests decode): nothing over the zones.
 
@@ -17,10 +17,10 @@ Usage::
     renderer.draw_back(x, y, face)
     renderer.finish_page()              # before every canvas.showPage()
 
-Everything that is the same on every ticket of an effigy is one Form XObject drawn once per
+Everything that is the same on every ticket of a variant is one Form XObject drawn once per
 PDF; a ticket adds only placements of symbol forms, its barcodes as literal bars, and two
 strings of digits.  Outside the scratch zones, tickets differ only by their serial and
-inventory barcode (and the effigy, which carries no information about the prize).
+inventory barcode (and the variant, which carries no information about the prize).
 """
 
 from __future__ import annotations
@@ -37,9 +37,8 @@ from reportlab.lib.utils import simpleSplit
 from reportlab.pdfbase.pdfmetrics import stringWidth
 
 from printpipe.errors import PrintpipeError
-from printpipe.games.base import Game
+from printpipe.games.base import FrontArt, PaperGame
 from printpipe.ids import TicketId, printed_codes
-from printpipe.render import artwork
 from printpipe.render.barcodes import Code128Digits, InterleavedTwoOfFive
 from printpipe.render.canvas import PressCanvas
 from printpipe.render.fonts import CachedText, register_fonts
@@ -50,8 +49,6 @@ SCRATCH_OFF = CMYKColorSep(0, 0, 0, 0.35, spotName="ScratchOff", density=1)
 """The coating plate; its CMYK alternate (a light grey) is what a viewer without the plate shows."""
 SILVER = (0.08, 0.05, 0.04, 0.3)
 SILVER_DARK = (0.1, 0.07, 0.05, 0.45)
-BACKGROUNDS = {"CHIEN": (0, 0.12, 0.35, 0), "CHAT": (0.22, 0.08, 0, 0)}
-ACCENTS = {"CHIEN": (0, 0.6, 1, 0.1), "CHAT": (0.75, 0.45, 0, 0.1)}
 K = (0, 0, 0, 1)
 WHITE = (0, 0, 0, 0)
 
@@ -69,7 +66,7 @@ class TicketFace:
     """What differs from one ticket to the next: all a renderer needs to draw one."""
 
     variant: int
-    symbols: tuple[int, ...]  # 9 paws in reading order, then 2 bonus symbols
+    symbols: tuple[int, ...]  # the game's fields in order (grid cells, then the bonus box)
     serial: str
     inventory_code: str
     validation_code: str
@@ -134,7 +131,7 @@ class TicketRenderer:
         self,
         canvas: PressCanvas,
         template: Template,
-        game: Game,
+        game: PaperGame,
         texts: dict[str, Any],
         coating: Coating = Coating.PLATE,
     ) -> None:
@@ -147,10 +144,12 @@ class TicketRenderer:
         definition = game.definition
         self.codes = definition.symbol_codes
         self.variants = definition.variants
-        forms = define_symbol_forms(canvas, template, definition.captions, self.fonts["bold"])
+        forms = define_symbol_forms(
+            canvas, template, definition.captions, self.fonts["bold"], game.symbol_drawings()
+        )
         self.symbol_forms = [forms[code] for code in self.codes]
         self._layout()
-        self.front_forms = [self._define_front(v) for v in range(len(self.variants))]
+        self.front_forms = [self._define_front(art) for art in game.fronts(texts)]
         self.back_form = self._define_back()
         self._coated: list[str] = []
         self.panel_places: list[tuple[str, str]] = []
@@ -211,7 +210,7 @@ class TicketRenderer:
         t = self.t
         block_h = symbol_block_height(t)
         places = []
-        for cell in t.paw_cells:
+        for cell in t.grid_cells:
             x, y, w, h = t.box(cell)
             places.append((x + w / 2, y + (h - block_h) / 2))
         x, y, w, h = t.box(t.bonus_scratch)
@@ -291,25 +290,21 @@ class TicketRenderer:
             else:
                 c.drawString(x, ly, line)
 
-    def _define_front(self, variant: int) -> str:
+    def _define_front(self, art: FrontArt) -> str:
         t, c, fonts = self.t, self.c, self.fonts
-        code = self.variants[variant]
-        effigy = self.game.effigies[variant]
-        words = self.texts["effigies"][code]
         front = self.texts["front"]
-        name = f"front-{code}"
+        name = f"front-{art.name}"
         bleed = t.bleed * MM
         width, height = t.width * MM, t.height * MM
         c.beginForm(name, -bleed, -bleed, width + bleed, height + bleed)
-        c.setFillColorCMYK(*BACKGROUNDS.get(code, (0, 0, 0, 0.08)))
+        c.setFillColorCMYK(*art.background)
         c.rect(-bleed, -bleed, width + 2 * bleed, height + 2 * bleed, stroke=0, fill=1)
-        accent = ACCENTS.get(code, K)
         # title and artwork
         x, y, w, h = t.box(t.front["title"])
         size = h * 0.8
         while stringWidth(self.game.definition.title, fonts["bold"], size) > w:
             size -= 0.5
-        c.setFillColorCMYK(*accent)
+        c.setFillColorCMYK(*art.accent)
         c.setFont(fonts["bold"], size)
         c.drawCentredString(x + w / 2, y + (h - size * 0.72) / 2, self.game.definition.title)
         x, y, w, h = t.box(t.front["artwork"])
@@ -319,32 +314,24 @@ class TicketRenderer:
         side = min(w, h) * 0.86
         c.translate(x + (w - side) / 2, y + (h - side) / 2)
         c.scale(side / 100, side / 100)
-        (artwork.draw_dog if code == "CHIEN" else artwork.draw_cat)(c)
+        art.emblem(c)
         c.restoreState()
-        fmt = {
-            "winning_plural": words["winning_plural"],
-            "winning_word": words["winning_word"],
-            "multiplier": words["multiplier"],
-            "box": words["box"],
-            "multiplier_factor": self.game.definition.raw["rules"]["bonus_multiplier"],
-        }
-        self._text_fit(front["howto"].format(**fmt), t.box(t.front["howto"]), fonts["regular"], 6)
-        # the nine paw cells and the bonus box: white under the coating
+        self._text_fit(art.howto, t.box(t.front["howto"]), fonts["regular"], 6)
+        # the grid's cells and the bonus box: white under the coating
         c.setFillColorCMYK(*WHITE)
-        for cell in t.paw_cells:
+        for cell in t.grid_cells:
             c.roundRect(*t.box(cell), 1.2 * MM, stroke=0, fill=1)
         x, y, w, h = t.box(t.front["bonus"])
         c.saveState()
         c.translate(x, y)
         roof = t.bonus_roof * MM
-        (artwork.draw_kennel if effigy.bonus_box == "NICHE" else artwork.draw_basket)(c, w, h, roof)
+        art.bonus_box(c, w, h, roof)
         c.restoreState()
         c.setFillColorCMYK(*WHITE)
         c.setFont(fonts["bold"], min(roof * 0.55, 7))
-        label = f"{front['bonus_label']} {effigy.bonus_box}"
-        c.drawCentredString(x + w / 2, y + h - roof + roof * 0.12, label)
+        c.drawCentredString(x + w / 2, y + h - roof + roof * 0.12, art.bonus_label)
         c.rect(*t.box(t.bonus_scratch), stroke=0, fill=1)
-        self._paytable(t.box(t.front["paytable"]), words, accent)
+        self._paytable(t.box(t.front["paytable"]), art)
         # validation zone: a label band, then the retailer's scratch zone
         x, y, w, h = t.box(t.front["validation"])
         label_h = t.validation_label * MM
@@ -358,30 +345,24 @@ class TicketRenderer:
         c.endForm()
         return name
 
-    def _paytable(self, zone, words: dict[str, str], accent) -> None:
+    def _paytable(self, zone: tuple[float, float, float, float], art: FrontArt) -> None:
         c, fonts = self.c, self.fonts
         x, y, w, h = zone
         c.setFillColorCMYK(*WHITE)
         c.roundRect(x, y, w, h, 1.5 * MM, stroke=0, fill=1)
-        rules = self.game.definition.raw["rules"]
-        rows = [
-            (f"{n} {words['winning_word']}", _fmt_eur(int(amount)))
-            for n, amount in sorted(
-                rules["prize_by_winning_symbols"].items(), key=lambda i: int(i[0])
-            )
-        ]
-        rows.append(
-            (
-                f"{words['multiplier_word']} au bonus",
-                f"gain x{rules['bonus_multiplier']}"
-                if len(words["multiplier_word"]) < 7
-                else f"x{rules['bonus_multiplier']}",
-            )
-        )
+        rows = art.paytable
         line = h / (len(rows) + 1.3)
         size = min(line * 0.78, 7)
         pad = 1.2 * MM
-        c.setFillColorCMYK(*accent)
+        for left, right in rows:  # one size for the whole table, the widest row fitting
+            while size > 3.5 and (
+                stringWidth(left, fonts["regular"], size)
+                + stringWidth(right, fonts["bold"], size)
+                + 3 * pad
+                > w
+            ):
+                size -= 0.1
+        c.setFillColorCMYK(*art.accent)
         c.setFont(fonts["bold"], size)
         top = y + h - line
         c.drawCentredString(x + w / 2, top + line * 0.2, self.texts["front"]["paytable_title"])
@@ -447,7 +428,7 @@ class TicketRenderer:
         return "back"
 
     def _define_panels(self) -> None:
-        """Proof coating: silver panels with a paw print and GRATTEZ ICI, one form per zone size."""
+        """Proof coating: silver panels with the game's mark and words, one form per zone size."""
         t, c = self.t, self.c
         self.panel_places = []
         kinds: dict[tuple[float, float], str] = {}
@@ -464,7 +445,7 @@ class TicketRenderer:
                 c.saveState()
                 c.translate((w - side) / 2, h - side - h * 0.08)
                 c.scale(side / 100, side / 100)
-                artwork.draw_paw(c)
+                self.game.coating_mark()(c)
                 c.restoreState()
                 c.setFillColorCMYK(*K)
                 c.setFont(self.fonts["bold"], min(h * 0.16, 6))

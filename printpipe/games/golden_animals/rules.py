@@ -27,17 +27,20 @@ from dataclasses import dataclass
 from fractions import Fraction
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from printpipe.errors import InvalidLayout, PrintpipeError
 from printpipe.games.base import (
+    CMYK,
     INVALID_PRIZE,
     LOSING_TIER,
     DefinitionReader,
     Evaluation,
     GameDefinition,
     SymbolField,
+    UnitWords,
 )
 from printpipe.rng import KeyStream, Purpose
 
@@ -126,6 +129,7 @@ class GoldenAnimals:
         money_code = reader.text("animals_symbol.code")
         money_caption = reader.text("animals_symbol.caption")
         self.money_amounts = self._money_amounts(reader)
+        self.money_symbol = money_code
         self.money_codes = {a: f"{money_code}:{a}" for a in self.money_amounts}
         derived = {code: f"{money_caption} {a} €" for a, code in self.money_codes.items()}
         derived[EMPTY] = "(no extra grid)"
@@ -263,6 +267,33 @@ class GoldenAnimals:
             winning[g * self.cells : (g + 1) * self.cells] |= money
             words[g] += [f"ANIMALS {_eur(int(self.money_value[s]))}" for s in grid[money].tolist()]
         return winning, words
+
+    # -- the units on screen (OnlineGame) ---------------------------------------------------
+
+    def draw_pictogram(
+        self, canvas: Any, code: str, x: float, y: float, size: float, font: str
+    ) -> None:
+        from printpipe.games.golden_animals.pictograms import draw_symbol
+
+        draw_symbol(canvas, code, x, y, size, font, self.money_symbol, self.extra_symbol)
+
+    def pictogram_tint(self, code: str) -> CMYK | None:
+        from printpipe.games.golden_animals.pictograms import TINTS
+
+        return TINTS.get(code)
+
+    def unit_words(self) -> UnitWords:
+        from printpipe.games.golden_animals.screen import unit_words
+
+        return unit_words(self)
+
+    def describe_wins(self, wins: list[list[str]]) -> str:
+        from printpipe.games.golden_animals.screen import describe_wins
+
+        return describe_wins(self, wins)
+
+    def opens_second_grid(self, symbols: Sequence[int]) -> bool:
+        return self.extra_id in list(symbols[: self.cells])
 
     def teasers(self, variants: np.ndarray, symbols: np.ndarray, prizes: np.ndarray) -> np.ndarray:
         """Losing units that show EXTRA, whose extra grid then wins nothing (decision 4)."""

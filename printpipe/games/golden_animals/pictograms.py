@@ -1,6 +1,6 @@
 """Vector pictograms of Golden Animals' symbols: 8 animal heads, the ANIMALS coin, EXTRA.
 
-Why drawn here and simple: the proofs must show every symbol without artwork files, as
+Why drawn by the game and simple: the proofs must show every symbol without artwork files, as
 vectors (sharp at any zoom, CMYK only), and each animal must be told apart at a glance even
 printed in grey, so each has its own silhouette (tufts, trunk, mane, ossicones...) and its
 own tint.  Each function draws in a unit square (0..1, origin bottom-left); the caller
@@ -228,7 +228,7 @@ def lion(c: Canvas) -> None:
     _triangle(c, [(0.44, 0.42), (0.56, 0.42), (0.5, 0.34)], (0, 0.5, 0.5, 0.5))
 
 
-def coin(c: Canvas, font: str, amount: str) -> None:
+def coin(c: Canvas, font: str, amount: str, name: str = "ANIMALS") -> None:
     """The ANIMALS money symbol: a gold coin with the amount it pays."""
     c.setStrokeColorCMYK(*DEEP_GOLD)
     c.setLineWidth(0.05)
@@ -238,7 +238,7 @@ def coin(c: Canvas, font: str, amount: str) -> None:
     c.circle(0.5, 0.5, 0.37, stroke=1, fill=0)
     _fill(c, (0, 0.6, 1, 0.45))
     c.setFont(font, 0.11)
-    c.drawCentredString(0.5, 0.62, "ANIMALS")
+    c.drawCentredString(0.5, 0.62, name)
     size = 0.34
     while c.stringWidth(amount, font, size) > 0.6:  # inside the inner ring
         size -= 0.01
@@ -246,7 +246,7 @@ def coin(c: Canvas, font: str, amount: str) -> None:
     c.drawCentredString(0.5, 0.5 - size * 0.5, amount)
 
 
-def extra(c: Canvas, font: str) -> None:
+def extra(c: Canvas, font: str, name: str = "EXTRA") -> None:
     """The EXTRA symbol: a star burst (a second grid opens)."""
     import math
 
@@ -266,7 +266,7 @@ def extra(c: Canvas, font: str) -> None:
     c.drawPath(path, stroke=1, fill=1)
     _fill(c, WHITE)
     c.setFont(font, 0.2)
-    c.drawCentredString(0.5, 0.43, "EXTRA")
+    c.drawCentredString(0.5, 0.43, name)
 
 
 ANIMALS: dict[str, Callable[[Canvas], None]] = {
@@ -281,17 +281,26 @@ ANIMALS: dict[str, Callable[[Canvas], None]] = {
 }
 
 
-def draw_symbol(c: Canvas, code: str, x: float, y: float, size: float, font: str) -> None:
+def draw_symbol(
+    c: Canvas,
+    code: str,
+    x: float,
+    y: float,
+    size: float,
+    font: str,
+    money: str = "ANIMALS",
+    extra_symbol: str = "EXTRA",
+) -> None:
     """The pictogram of ``code`` in the square (x, y, size); unknown codes are refused."""
     c.saveState()
     c.translate(x, y)
     c.scale(size, size)
     if code in ANIMALS:
         ANIMALS[code](c)
-    elif code.startswith("ANIMALS:"):
-        coin(c, font, code.split(":", 1)[1] + " €")
-    elif code == "EXTRA":
-        extra(c, font)
+    elif code.startswith(f"{money}:"):
+        coin(c, font, code.split(":", 1)[1] + " €", money)
+    elif code == extra_symbol:
+        extra(c, font, extra_symbol)
     else:
         c.restoreState()
         raise ValueError(f"no pictogram for symbol {code!r}")

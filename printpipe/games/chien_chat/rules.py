@@ -8,9 +8,10 @@ regulation leaves open (``docs/game-chien-chat.md``, 1 to 8) are enforced by
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -19,8 +20,11 @@ from printpipe.games.base import (
     INVALID_PRIZE,
     LOSING_TIER,
     DefinitionReader,
+    Drawing,
     Evaluation,
+    FrontArt,
     GameDefinition,
+    SpecimenWords,
     SymbolField,
 )
 from printpipe.rng import KeyStream
@@ -62,7 +66,8 @@ class WayToWin:
 
 
 class ChienChat:
-    """The dog/cat game: a definition plus its two functions, ``evaluate`` and ``layout``."""
+    """The dog/cat game: a definition, its rules (``evaluate``, ``layout``) and its printed
+    ticket (:class:`~printpipe.games.base.PaperGame`)."""
 
     violations = VIOLATIONS
 
@@ -175,6 +180,38 @@ class ChienChat:
         bonus = symbols[:, self.definition.fields[0].width :]
         shows = (bonus == self.multiplier_ids[variants][:, None]).any(axis=1)
         return shows & (prizes == 0)
+
+    # -- the printed ticket (PaperGame) ------------------------------------------------------
+
+    def variant_captions(self) -> tuple[str, ...]:
+        return tuple(e.caption for e in self.effigies)
+
+    def symbol_drawings(self) -> Mapping[str, Drawing]:
+        from printpipe.games.chien_chat.symbols import DRAWINGS
+
+        return DRAWINGS
+
+    def coating_mark(self) -> Drawing:
+        from printpipe.games.chien_chat.artwork import draw_paw
+
+        return draw_paw
+
+    def fronts(self, texts: Mapping[str, Any]) -> tuple[FrontArt, ...]:
+        from printpipe.games.chien_chat.ticket import fronts
+
+        return fronts(self, texts)
+
+    def symbol_roles(self) -> dict[str, list[str]]:
+        from printpipe.games.chien_chat.ticket import symbol_roles
+
+        return symbol_roles(self)
+
+    def specimen_words(
+        self, variant: int, symbols: Sequence[int], tier: int, teaser: bool
+    ) -> SpecimenWords:
+        from printpipe.games.chien_chat.ticket import specimen_words
+
+        return specimen_words(self, variant, symbols, tier, teaser)
 
     # -- loading ---------------------------------------------------------------------------
 

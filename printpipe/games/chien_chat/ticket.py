@@ -1,0 +1,106 @@
+"""What the dog/cat ticket shows: each effigy's front, the words of its specimens, the roles of
+its symbols (the :class:`~printpipe.games.base.PaperGame` side of :class:`.ChienChat`).
+
+The renderer lays these out in the template's zones without knowing what they depict; the
+French words come from the ticket texts (``templates/chien-chat/texts.toml``) and the figures
+from the rules, never written twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from printpipe.games.base import LOSING_TIER, FrontArt, SpecimenWords
+from printpipe.games.chien_chat import artwork
+
+if TYPE_CHECKING:
+    from printpipe.games.chien_chat.rules import ChienChat
+
+EMBLEMS = {"CHIEN": artwork.draw_dog, "CHAT": artwork.draw_cat}
+"""Each effigy's picture (by effigy code)."""
+BONUS_BOXES = {"NICHE": artwork.draw_kennel, "PANIER": artwork.draw_basket}
+"""Each bonus box's frame (by the effigy's ``bonus_box``)."""
+BACKGROUNDS = {"CHIEN": (0, 0.12, 0.35, 0), "CHAT": (0.22, 0.08, 0, 0)}
+ACCENTS = {"CHIEN": (0, 0.6, 1, 0.1), "CHAT": (0.75, 0.45, 0, 0.1)}
+PLAIN_BACKGROUND = (0, 0, 0, 0.08)
+PLAIN_ACCENT = (0, 0, 0, 1)
+
+
+def _eur(amount: int) -> str:
+    return f"{amount:,}".replace(",", " ") + " €"
+
+
+def fronts(game: ChienChat, texts: Mapping[str, Any]) -> tuple[FrontArt, ...]:
+    """The front of each effigy, in variant order."""
+    front = texts["front"]
+    out = []
+    for effigy in game.effigies:
+        words = texts["effigies"][effigy.code]
+        howto = front["howto"].format(
+            winning_plural=words["winning_plural"],
+            winning_word=words["winning_word"],
+            multiplier=words["multiplier"],
+            box=words["box"],
+            multiplier_factor=game.multiplier,
+        )
+        rows = [
+            (f"{count} {words['winning_word']}", _eur(int(game.prize_by_count[count])))
+            for count in range(1, game.max_winning_symbols + 1)
+        ]
+        rows.append((f"{words['multiplier_word']} au bonus", f"gain x{game.multiplier}"))
+        out.append(
+            FrontArt(
+                name=effigy.code,
+                background=BACKGROUNDS.get(effigy.code, PLAIN_BACKGROUND),
+                accent=ACCENTS.get(effigy.code, PLAIN_ACCENT),
+                emblem=EMBLEMS.get(effigy.code, artwork.draw_paw),
+                bonus_box=BONUS_BOXES.get(effigy.bonus_box, artwork.draw_kennel),
+                bonus_label=f"{front['bonus_label']} {effigy.bonus_box}",
+                howto=howto,
+                paytable=tuple(rows),
+            )
+        )
+    return tuple(out)
+
+
+def symbol_roles(game: ChienChat) -> dict[str, list[str]]:
+    """Code -> what the symbol does on each effigy's ticket."""
+    roles: dict[str, list[str]] = {code: [] for code in game.definition.symbol_codes}
+    for e in game.effigies:
+        roles[e.winning_symbol].append(f"{e.code} : gagnant (traces)")
+        roles[e.multiplier_symbol].append(f"{e.code} : multiplicateur ({e.bonus_box.lower()})")
+        for code in e.paw_decoys:
+            roles[code].append(f"{e.code} : leurre (traces)")
+        for code in e.bonus_decoys:
+            roles[code].append(f"{e.code} : leurre (bonus)")
+    return roles
+
+
+def specimen_words(
+    game: ChienChat, variant: int, symbols: Sequence[int], tier: int, teaser: bool
+) -> SpecimenWords:
+    """The heading, the "shows" line and the symbols line of a specimen ticket."""
+    d = game.definition
+    effigy = game.effigies[variant]
+    codes = [d.symbol_codes[s] for s in symbols]
+    paw_count = d.fields[0].width
+    paws, bonus = codes[:paw_count], codes[paw_count:]
+    amount = int(d.tier_amounts[tier])
+    if tier == LOSING_TIER:
+        kind = f"Perdant avec {effigy.multiplier_symbol} au bonus (teaser)" if teaser else "Perdant"
+        label = f"{effigy.caption} - {kind} : 0 €"
+    else:
+        label = f"{effigy.caption} - Rang {tier} / {len(d.prizes)} : {_eur(amount)}"
+    multiplier = effigy.multiplier_symbol
+    bonus_shows = multiplier if multiplier in bonus else f"pas de {multiplier}"
+    shows = (
+        f"Montre {paws.count(effigy.winning_symbol)} x {effigy.winning_symbol} dans les traces "
+        f"de pattes, {bonus_shows} dans la case bonus ({effigy.bonus_box})."
+    )
+    rows = " / ".join(" ".join(paws[r * 3 : r * 3 + 3]) for r in range(-(-len(paws) // 3)))
+    return SpecimenWords(
+        label=label,
+        shows=shows,
+        symbols=f"Traces (ligne par ligne) : {rows}    Bonus : {' '.join(bonus)}",
+    )
