@@ -1,9 +1,14 @@
-"""Files that are either complete or absent: temporary name, fsync, rename.
+"""Files that are either complete or absent, and readable by their owner only.
 
 Every output a user or a later stage relies on (press PDFs, manifests, feeds, job.json, CSVs)
 is written under ``.NAME.partial-PID`` beside its final place, flushed to disk and renamed in
 one step, so a file with its final name is always a finished one; a crash leaves only a
 partial file, which reruns remove.  Failures become one-line errors.
+
+Most of these files reveal outcomes (a press PDF images every symbol and validation code, a
+CSV or a feed lists every prize), so every file is created mode 0600 from its first byte and
+every folder printpipe creates is 0700, whatever the umask: the mode is set explicitly, not
+left to ``umask``.  A file meant for others is made readable by the person who publishes it.
 """
 
 from __future__ import annotations
@@ -18,6 +23,10 @@ from typing import BinaryIO
 from printpipe.errors import PrintpipeError
 
 PARTIAL_GLOB = ".*.partial-*"
+PRIVATE_FILE_MODE = 0o600
+"""Owner read/write: every file printpipe writes (outcomes, ledgers, keys)."""
+PRIVATE_DIR_MODE = 0o700
+"""Owner only: every folder printpipe creates."""
 
 
 def partial_path(path: Path) -> Path:
@@ -25,12 +34,48 @@ def partial_path(path: Path) -> Path:
     return path.parent / f".{path.name}.partial-{os.getpid()}"
 
 
+def open_private(path: Path, mode: str = "wb") -> BinaryIO:
+    """Create (or truncate) ``path`` for writing, mode 0600 from its first byte."""
+    flags = os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | (os.O_RDWR if "+" in mode else os.O_WRONLY)
+    fd = os.open(path, flags, PRIVATE_FILE_MODE)
+    try:
+        os.fchmod(fd, PRIVATE_FILE_MODE)  # whatever the umask, and if a leftover existed
+        return os.fdopen(fd, mode)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def make_private_dir(path: Path) -> None:
+    """Create folder ``path`` (and missing parents) mode 0700; an existing one is kept as is."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.mkdir(mode=PRIVATE_DIR_MODE)
+    except FileExistsError:
+        if not path.is_dir():
+            raise
+        return
+    os.chmod(path, PRIVATE_DIR_MODE)
+
+
+def make_tree_private(folder: Path) -> None:
+    """Every file under ``folder`` 0600 and every folder 0700 (a store or a proof pack whose
+    files another library wrote, before the folder is renamed into place)."""
+    os.chmod(folder, PRIVATE_DIR_MODE)
+    for entry in folder.rglob("*"):
+        if not entry.is_symlink():
+            os.chmod(entry, PRIVATE_DIR_MODE if entry.is_dir() else PRIVATE_FILE_MODE)
+
+
 @contextmanager
 def atomic_file(path: Path, mode: str = "wb") -> Iterator[BinaryIO]:
-    """A binary file that appears at ``path`` only once the block exits without error."""
+    """A binary file that appears at ``path`` only once the block exits without error.
+
+    Mode 0600 (see the module's docstring); ``mode`` is ``"wb"`` or ``"w+b"``.
+    """
     tmp = partial_path(path)
     try:
-        with open(tmp, mode) as handle:
+        with open_private(tmp, mode) as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())

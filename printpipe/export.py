@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from printpipe.atomic import remove_partials, sha256_file, write_atomic
+from printpipe.atomic import make_private_dir, remove_partials, sha256_file, write_atomic
 from printpipe.block import PackRange, Tickets
 from printpipe.cluster import ChunkRunner, make_runner, run_in_order
 from printpipe.errors import PrintpipeError
@@ -373,7 +373,7 @@ def _prepare_out_dir(
         sort_keys=True,
     )
     try:
-        out_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dir(out_dir)
         existing = (out_dir / MARKER).read_text() if (out_dir / MARKER).exists() else None
         if existing is not None and existing != marker:
             raise PrintpipeError(

@@ -17,7 +17,7 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pyrage import x25519
 
-from printpipe.atomic import remove_partials, write_atomic
+from printpipe.atomic import make_private_dir, remove_partials, write_atomic
 from printpipe.block import PackRange
 from printpipe.errors import PrintpipeError
 from printpipe.feed import feed_file_name, write_feed
@@ -45,7 +45,7 @@ def export_feed(
     first = (store.block - 1) * d.block.packs + packs.first
     name = feed_file_name(d.id, store.block, first, first + packs.count - 1)
     try:
-        out_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dir(out_dir)
         if any(out_dir.glob("*.pdf")) or any(p.name != name for p in out_dir.glob("*.feed")):
             raise PrintpipeError(
                 f"{out_dir} holds the files of another export: use an empty folder"

@@ -48,7 +48,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from pyrage import x25519
 
 from printpipe import __version__
-from printpipe.atomic import atomic_file
+from printpipe.atomic import atomic_file, make_private_dir
 from printpipe.block import PackRange, Tickets
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import VARIANT_COLUMN, Game, GameDefinition
@@ -330,7 +330,7 @@ def write_manifest(
         + b"\n"
     )
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(path.parent)
     except OSError as exc:
         raise PrintpipeError(f"cannot write to {path.parent}: {exc.strerror}") from None
     records = packs.count * store.pack_size

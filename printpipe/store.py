@@ -13,6 +13,8 @@ Layout of ``BLOCK_DIR`` (format ``printpipe-block/1``)::
 Row ``i`` is ticket ``i % pack_size`` of pack ``first_pack + i // pack_size``.  Columns are
 standard ``.npy`` files, memory-mapped on read.  A store is written in a temporary folder
 and renamed into place when complete: a folder with a ``summary.json`` is a finished one.
+The columns are every ticket's outcome: the folder is 0700 from its creation and every file
+in it 0600 (``atomic.make_private_dir``, ``atomic.make_tree_private``).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import numpy as np
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from printpipe.atomic import partial_path, sha256_file
+from printpipe.atomic import make_private_dir, make_tree_private, partial_path, sha256_file
 from printpipe.block import PackRange, Tickets
 from printpipe.errors import PrintpipeError
 
@@ -60,7 +62,7 @@ class StoreWriter:
             path.parent.mkdir(parents=True, exist_ok=True)
             self.tmp = partial_path(path)
             shutil.rmtree(self.tmp, ignore_errors=True)
-            self.tmp.mkdir()
+            make_private_dir(self.tmp)
         except OSError as exc:
             raise PrintpipeError(f"cannot write to {path.parent}: {exc.strerror}") from None
         self.columns = {}
@@ -112,6 +114,7 @@ class StoreWriter:
         (self.tmp / SIGNATURE).write_bytes(signing_key.sign(data).hex().encode() + b"\n")
         if before_rename is not None:
             before_rename(self.tmp)
+        make_tree_private(self.tmp)
         for entry in self.tmp.iterdir():
             with open(entry, "rb") as handle:
                 os.fsync(handle.fileno())

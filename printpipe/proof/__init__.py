@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from printpipe.atomic import partial_path
+from printpipe.atomic import make_private_dir, make_tree_private, partial_path
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import is_online, is_paper
 
@@ -77,7 +77,7 @@ def make_proof(
     try:
         out_dir.parent.mkdir(parents=True, exist_ok=True)
         shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir()
+        make_private_dir(tmp)
     except OSError as exc:
         raise PrintpipeError(f"cannot write to {out_dir.parent}: {exc.strerror}") from None
     try:
@@ -86,6 +86,7 @@ def make_proof(
         (tmp / SIDECAR).write_text(
             json.dumps(record, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
         )
+        make_tree_private(tmp)  # a press proof shows real outcomes
         if out_dir.exists():
             old = out_dir.parent / f".{out_dir.name}.old-{os.getpid()}"
             out_dir.rename(old)
