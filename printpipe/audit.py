@@ -82,7 +82,7 @@ def audit_block(
         not changed,
         f"{', '.join(changed)} changed since generation (SHA-256 mismatch)"
         if changed
-        else f"{len(summary['files'])} files match the SHA-256 in summary.json",
+        else f"{len(summary.files)} files match the SHA-256 in summary.json",
     )
     if producer_key is None:
         report.check("signature", False, "not checked: give the producer's public key")
@@ -95,7 +95,7 @@ def audit_block(
             if signed
             else "summary.json or summary.sig changed: the signature does not verify",
         )
-    same_definition = summary["game"].get("definition_sha256") == definition.source_sha256
+    same_definition = summary.game.definition_sha256 == definition.source_sha256
     report.check(
         "game definition",
         same_definition,
@@ -112,7 +112,7 @@ def audit_block(
     invalid: list[str] = []
     mismatched: list[str] = []
     invalid_count = mismatch_count = teasers = 0
-    first_number = (store.block - 1) * rules.packs + packs.first
+    first_number = store.printed_pack(packs.first)
 
     with progress_bar(packs.count * pack_size, "audit", "tickets", show_progress) as bar:
         for first in range(packs.first, packs.last + 1, BATCH_PACKS):
@@ -163,7 +163,7 @@ def audit_block(
     )
 
     counted = pack_tiers.sum(axis=0)
-    recorded_counts = [t.get("tickets") for t in summary.get("tiers", [])]
+    recorded_counts = [t.tickets for t in summary.tiers]
     report.check(
         "summary counts",
         recorded_counts == counted.tolist(),

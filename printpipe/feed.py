@@ -40,7 +40,7 @@ from printpipe.atomic import atomic_file
 from printpipe.block import PackRange
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import Game, GameDefinition
-from printpipe.ids import format_serial, gs1_check_digits_array
+from printpipe.ids import format_serial, gs1_check_digits_array, printed_pack_number
 from printpipe.progress import progress_bar
 from printpipe.store import BlockStore
 
@@ -64,7 +64,9 @@ def feed_file_name(game_id: str, block: int, first_pack: int, last_pack: int) ->
 
 def feed_header(store: BlockStore, definition: GameDefinition, packs: PackRange) -> dict[str, Any]:
     rules = definition.block
-    first_number = (store.block - 1) * rules.packs + packs.first
+    first_number = printed_pack_number(
+        block=store.block, block_pack=packs.first, packs_per_block=rules.packs
+    )
     dtype = record_dtype(definition.symbol_width)
     return {
         "format": FORMAT,
@@ -109,7 +111,11 @@ def iter_records(
         n = len(units)
         records = np.zeros(n, dtype=dtype)
         index = np.arange(n, dtype=np.int64)
-        records["pack"] = (store.block - 1) * rules.packs + batch.first + index // rules.pack_size
+        records["pack"] = printed_pack_number(
+            block=store.block,
+            block_pack=batch.first + index // rules.pack_size,
+            packs_per_block=rules.packs,
+        )
         records["unit"] = index % rules.pack_size
         records["prize_eur"] = definition.tier_amounts[np.asarray(units.tier, dtype=np.int64)]
         records["symbols"] = np.asarray(units.symbols)

@@ -42,7 +42,7 @@ def export_feed(
     from printpipe.manifest import write_run_manifest
 
     d = game.definition
-    first = (store.block - 1) * d.block.packs + packs.first
+    first = store.printed_pack(packs.first)
     name = feed_file_name(d.id, store.block, first, first + packs.count - 1)
     try:
         make_private_dir(out_dir)

@@ -11,16 +11,17 @@ import numpy as np
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pyrage import x25519
 
-from printpipe import __version__
 from printpipe.block import PackRange, Tickets, generate_packs, longest_losing_runs
 from printpipe.cluster import ChunkRunner, DaskRunner, run_in_order
+from printpipe.errors import PrintpipeError
 from printpipe.games.base import Game
 from printpipe.keys import BlockKey, BlockSecrets
 from printpipe.manifest import write_block_manifest
 from printpipe.plan import BlockPlan, plan_block
 from printpipe.progress import progress_bar
-from printpipe.rng import commitment, derive_block_key
-from printpipe.store import FORMAT, StoreWriter
+from printpipe.rng import derive_block_key
+from printpipe.store import SUMMARY, StoreWriter
+from printpipe.summary import BlockSummary, Commitments, build_summary
 
 GENERATE_CHUNK_PACKS = 1000
 """Packs per generate work unit: 125,000 tickets, 2.6 MB of columns, about 0.2 s of work."""
@@ -95,7 +96,7 @@ def generate_block(
     overwrite: bool = False,
     show_progress: bool = True,
     manifest_recipient: x25519.Recipient | None = None,
-) -> dict[str, Any]:
+) -> BlockSummary:
     """Generate packs of one block (all by default) into a store at ``out``; its summary.
 
     With ``manifest_recipient``, the block-level manifest (``manifest.ppm``) is written into
@@ -124,7 +125,7 @@ def generate_blocks(
     manifest_recipient: x25519.Recipient | None = None,
     scheduler: str | None = None,
     chunk_packs: int = GENERATE_CHUNK_PACKS,
-) -> list[dict[str, Any]]:
+) -> list[BlockSummary]:
     """Generate several blocks (block number -> store folder); their summaries, in order.
 
     The chunks of all blocks are one map, in block order, on this process or on a Dask
@@ -158,6 +159,26 @@ def generate_blocks(
         raise
     runner.close(abort=False)
     return summaries
+
+
+def finished_block(store_dir: Path, secrets: BlockSecrets, packs: PackRange | None) -> bool:
+    """Whether a block of an emission is already done (a rerun keeps it): same secrets and
+    packs; a store made from other inputs is refused rather than silently kept."""
+    summary_path = store_dir / SUMMARY
+    try:
+        data = summary_path.read_bytes()
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise PrintpipeError(f"{summary_path} is unreadable: {exc.strerror}") from None
+    summary = BlockSummary.from_json(data, str(summary_path))
+    same_keys = summary.commitments == Commitments.of(secrets)
+    same_packs = packs is None or summary.packs.range == packs
+    if not (same_keys and same_packs):
+        raise PrintpipeError(
+            f"{store_dir} holds a block store of other secrets or packs (use --force to replace it)"
+        )
+    return True
 
 
 def _jobs(
@@ -208,16 +229,16 @@ class _BlockWriter:
         signing_key: Ed25519PrivateKey,
         recipient: x25519.Recipient | None,
         show_progress: bool = False,
-    ) -> dict[str, Any]:
+    ) -> BlockSummary:
         """Sign the summary and rename the store into place (with its manifest, if asked)."""
-        summary = _summary(
-            self.game,
-            self.secrets,
-            self.block,
-            self.packs,
-            self.tier_counts,
-            self.variant_counts,
-            self.longest_run,
+        summary = build_summary(
+            self.game.definition,
+            secrets=self.secrets,
+            block=self.block,
+            packs=self.packs,
+            tier_counts=self.tier_counts,
+            variant_counts=self.variant_counts,
+            longest_run=self.longest_run,
         )
         before_rename = None
         if recipient is not None:
@@ -233,80 +254,3 @@ class _BlockWriter:
     def abort(self) -> None:
         if not getattr(self, "committed", False):
             self.store.abort()
-
-
-def _summary(
-    game: Game,
-    secrets: BlockSecrets,
-    block: int,
-    packs: PackRange,
-    tier_counts: np.ndarray,
-    variant_counts: np.ndarray,
-    longest_run: int,
-) -> dict[str, Any]:
-    definition = game.definition
-    rules = definition.block
-    amounts = definition.tier_amounts
-    table_lots = definition.tier_lots
-    first_number = (block - 1) * rules.packs + packs.first
-    return {
-        "format": FORMAT,
-        "printpipe_version": __version__,
-        "game": {
-            "id": definition.id,
-            "title": definition.title,
-            "number": f"{definition.number:04d}",
-            "price_eur": f"{definition.price_cents / 100:.2f}",
-            "definition_sha256": definition.source_sha256,
-            "variants": list(definition.variants),
-            "symbol_codes": list(definition.symbol_codes),
-            "fields": [{"name": f.name, "width": f.width} for f in definition.fields],
-        },
-        "block": block,
-        "packs": {
-            "first": packs.first,
-            "last": packs.last,
-            "first_pack_number": first_number,
-            "last_pack_number": first_number + packs.count - 1,
-            "whole_block": packs.count == rules.packs,
-        },
-        "tickets": int(tier_counts.sum()),
-        "parameters": {
-            "block_size": rules.size,
-            "pools": rules.pools,
-            "pool_size": rules.pool_size,
-            "pack_size": rules.pack_size,
-            "packs_per_pool": rules.packs_per_pool,
-            "max_losing_run": rules.max_losing_run,
-            "high_tier_min_eur": rules.high_tier_min_eur,
-            "distinct_pools_min_eur": rules.distinct_pools_min_eur,
-            "teaser_rate": rules.teaser_rate,
-        },
-        "tiers": [
-            {
-                "tier": tier,
-                "amount_eur": int(amounts[tier]),
-                "lots_per_block": int(table_lots[tier]),
-                "tickets": int(tier_counts[tier]),
-                "by_variant": dict(
-                    zip(definition.variants, map(int, variant_counts[tier]), strict=True)
-                ),
-            }
-            for tier in range(len(amounts))
-        ],
-        "totals": {
-            "winning_tickets": int(tier_counts[1:].sum()),
-            "losing_tickets": int(tier_counts[0]),
-            "prize_eur": int((tier_counts * amounts).sum()),
-        },
-        "longest_losing_run": longest_run,
-        "commitments": {
-            "producer_secret_sha256": commitment(secrets.producer),
-            "lottery_secret_sha256": commitment(secrets.lottery),
-        },
-        "generator": {
-            "block_key": "HKDF-SHA256(producer secret || lottery secret, game, block)",
-            "streams": "ChaCha20 keystream per (purpose, pool or pack)",
-            "virn": "10-round Feistel permutation over AES-256 of the ticket's place in the block",
-        },
-    }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -19,8 +20,16 @@ TICKET_DIGITS = 3
 VIRN_DIGITS = 10
 INVENTORY_CODE_LENGTH = GAME_DIGITS + PACK_DIGITS + TICKET_DIGITS + 1  # 14
 VALIDATION_CODE_LENGTH = GAME_DIGITS + PACK_DIGITS + TICKET_DIGITS + VIRN_DIGITS + 2  # 25
+_PackT = TypeVar("_PackT", int, np.ndarray)
 SPECIMEN_PACK = 0
 """Pack ``000000`` is never issued: proofs use it, and validation answers it as a specimen."""
+
+
+def printed_pack_number(*, block: int, block_pack: _PackT, packs_per_block: int) -> _PackT:
+    """The pack number printed on a ticket (``PPPPPP``) of pack ``block_pack`` (1-based, within
+    its block) of block ``block``: unique across a game's blocks, block ``b`` holding packs
+    ``(b-1)*P+1 .. b*P``.  ``block_pack`` may be an array of block packs."""
+    return (block - 1) * packs_per_block + block_pack
 
 
 def gs1_check_digit(digits: str) -> int:

@@ -37,7 +37,7 @@ import hashlib
 import io
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -52,7 +52,7 @@ from printpipe.atomic import atomic_file, make_private_dir
 from printpipe.block import PackRange, Tickets
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import VARIANT_COLUMN, Game, GameDefinition
-from printpipe.ids import gs1_check_digits_array
+from printpipe.ids import gs1_check_digits_array, printed_pack_number
 from printpipe.progress import progress_bar
 from printpipe.store import BlockStore
 
@@ -116,7 +116,9 @@ def encode_records(definition: GameDefinition, rows: RecordColumns) -> bytes:
     """The canonical CSV rows of tickets: the one encoding, used to write and to re-check."""
     rules = definition.block
     block_pack = rows.block_pack.astype(np.int64)
-    pack_number = (rows.block - 1) * rules.packs + block_pack
+    pack_number = printed_pack_number(
+        block=rows.block, block_pack=block_pack, packs_per_block=rules.packs
+    )
     ticket = rows.ticket.astype(np.int64)
     checks = gs1_check_digits_array(definition.number, pack_number, ticket)
     game = f"{definition.number:04d}"
@@ -261,7 +263,7 @@ def build_header(
     print_files: list[dict[str, Any]],
 ) -> dict[str, Any]:
     rules = definition.block
-    first_number = (store.block - 1) * rules.packs + packs.first
+    first_number = store.printed_pack(packs.first)
     for entry in print_files:
         if not isinstance(entry, dict) or "path" not in entry or "sha256" not in entry:
             raise PrintpipeError("every print file of a manifest needs a path and a sha256")
@@ -287,7 +289,7 @@ def build_header(
         "records": packs.count * rules.pack_size,
         "columns": record_columns(definition),
         **_tier_table(store, definition, packs),
-        "commitments": store.summary.get("commitments", {}),
+        "commitments": asdict(store.summary.commitments),
         "block_summary_sha256": hashlib.sha256(store.summary_bytes).hexdigest(),
         "recipient": str(recipient),
         "body": "age v1 (X25519), plaintext UTF-8 CSV, LF line ends, header row first",
@@ -436,8 +438,13 @@ def _read_line(handle: BinaryIO, prefix: bytes, width: int, path: Path, what: st
     return value.decode()
 
 
-def verify_manifest(path: Path, producer_key: Ed25519PublicKey) -> Manifest:
-    """Check the signature over the clear part and the SHA-256 of the body, without decrypting."""
+def verify_manifest(
+    path: Path, producer_key: Ed25519PublicKey, *, key_file: Path | None = None
+) -> Manifest:
+    """Check the signature over the clear part and the SHA-256 of the body, without decrypting.
+
+    ``key_file``, where ``producer_key`` was read from, is named when the signature fails.
+    """
     try:
         handle = open(path, "rb")  # noqa: SIM115 - closed below
     except OSError as exc:
@@ -470,8 +477,9 @@ def verify_manifest(path: Path, producer_key: Ed25519PublicKey) -> Manifest:
         except InvalidSignature:
             raise _refuse(
                 path,
-                "the signature does not verify with the producer's key "
-                "(header tampered, or another producer's manifest)",
+                "the signature does not verify with the producer's key"
+                + (f" {key_file}" if key_file else "")
+                + " (header tampered, or another producer's manifest)",
             ) from None
         del start_hashes
         handle.seek(body_offset)
@@ -722,7 +730,9 @@ class RecordChecker:
         counts = np.bincount(lookup[prize], minlength=len(self.tier_counts))
         self.tier_counts += counts
         self.seen += n
-        pack_number = (self.block - 1) * definition.block.packs + block_pack
+        pack_number = printed_pack_number(
+            block=self.block, block_pack=block_pack, packs_per_block=definition.block.packs
+        )
         keys = definition.number * 10**9 + pack_number * 10**3 + ticket
         return ParsedRecords(keys, pack_number, prize, virn, counts, lines)
 

@@ -19,13 +19,11 @@ in it 0600 (``atomic.make_private_dir``, ``atomic.make_tree_private``).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from cryptography.exceptions import InvalidSignature
@@ -34,8 +32,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from printpipe.atomic import make_private_dir, make_tree_private, partial_path, sha256_file
 from printpipe.block import PackRange, Tickets
 from printpipe.errors import PrintpipeError
+from printpipe.ids import printed_pack_number
+from printpipe.summary import FORMAT, BlockSummary, ColumnFile
 
-FORMAT = "printpipe-block/1"
+__all__ = ["FORMAT", "BlockStore", "StoreWriter"]
+
 SUMMARY = "summary.json"
 SIGNATURE = "summary.sig"
 COLUMN_DTYPES = {"tier": "uint8", "variant": "uint8", "symbols": "uint8", "virn": "uint64"}
@@ -87,7 +88,7 @@ class StoreWriter:
 
     def commit(
         self,
-        summary: dict[str, Any],
+        summary: BlockSummary,
         signing_key: Ed25519PrivateKey,
         before_rename: Callable[[Path], None] | None = None,
     ) -> None:
@@ -102,14 +103,11 @@ class StoreWriter:
         for name, column in self.columns.items():
             column.flush()
             del column
-            files[column_file(name)] = {
-                "sha256": sha256_file(self.tmp / column_file(name)),
-                "dtype": COLUMN_DTYPES[name],
-            }
+            files[column_file(name)] = ColumnFile(
+                sha256=sha256_file(self.tmp / column_file(name)), dtype=COLUMN_DTYPES[name]
+            )
         self.columns = {}
-        data = (
-            json.dumps({**summary, "files": files}, indent=2, ensure_ascii=False).encode() + b"\n"
-        )
+        data = summary.with_files(files).to_json()
         (self.tmp / SUMMARY).write_bytes(data)
         (self.tmp / SIGNATURE).write_bytes(signing_key.sign(data).hex().encode() + b"\n")
         if before_rename is not None:
@@ -132,7 +130,7 @@ class BlockStore:
     """A finished store, opened for reading; columns are memory-mapped, not loaded."""
 
     path: Path
-    summary: dict[str, Any]
+    summary: BlockSummary
     summary_bytes: bytes
 
     @staticmethod
@@ -142,48 +140,43 @@ class BlockStore:
             raise PrintpipeError(f"{path} is not a block store folder")
         try:
             data = summary_path.read_bytes()
-            summary = json.loads(data)
         except FileNotFoundError:
             raise PrintpipeError(f"{path} is not a finished block store (no {SUMMARY})") from None
-        except (OSError, ValueError) as exc:
+        except OSError as exc:
             raise PrintpipeError(f"{summary_path} is unreadable: {exc}") from None
-        if not isinstance(summary, dict) or summary.get("format") != FORMAT:
-            raise PrintpipeError(f"{summary_path} is not a {FORMAT} summary")
-        for key in ("game", "block", "packs", "files"):
-            if key not in summary:
-                raise PrintpipeError(f"{summary_path} lacks the field {key!r}")
-        return BlockStore(path, summary, data)
+        return BlockStore(path, BlockSummary.from_json(data, str(summary_path)), data)
 
     @property
     def game_id(self) -> str:
-        return self.summary["game"]["id"]
+        return self.summary.game.id
 
     @property
     def block(self) -> int:
-        return int(self.summary["block"])
+        return self.summary.block
 
     @property
     def pack_range(self) -> PackRange:
-        packs = self.summary["packs"]
-        return PackRange(int(packs["first"]), int(packs["last"]))
+        return self.summary.packs.range
 
     @property
     def pack_size(self) -> int:
-        return int(self.summary["parameters"]["pack_size"])
+        return self.summary.parameters.pack_size
 
     def printed_pack(self, block_pack: int) -> int:
         """The pack number printed on tickets (unique across the game's blocks) of a
         block-relative pack."""
-        parameters = self.summary["parameters"]
-        packs_per_block = int(parameters["block_size"]) // int(parameters["pack_size"])
-        return (self.block - 1) * packs_per_block + block_pack
+        return printed_pack_number(
+            block=self.block,
+            block_pack=block_pack,
+            packs_per_block=self.summary.parameters.packs_per_block,
+        )
 
     def changed_files(self) -> list[str]:
         """Column files whose bytes differ from the SHA-256 the summary records."""
         changed = []
-        for name, meta in self.summary["files"].items():
+        for name, meta in self.summary.files.items():
             file = self.path / name
-            if not file.is_file() or sha256_file(file) != meta.get("sha256"):
+            if not file.is_file() or sha256_file(file) != meta.sha256:
                 changed.append(name)
         return changed
 

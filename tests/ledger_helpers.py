@@ -42,7 +42,7 @@ def ticket_codes(store: BlockStore, game: Game, row: int) -> tuple[TicketId, str
     """Ticket id, validation code, inventory code and prize of store row ``row``."""
     definition = game.definition
     tickets = store.read()
-    first = store.summary["packs"]["first_pack_number"]
+    first = store.summary.packs.first_pack_number
     ticket = TicketId(definition.number, first + row // store.pack_size, row % store.pack_size)
     prize = int(definition.tier_amounts[int(tickets.tier[row])])
     return ticket, ticket.validation_code(int(tickets.virn[row])), ticket.inventory_code, prize

@@ -11,6 +11,7 @@ from printpipe.block import PackRange
 from printpipe.errors import PrintpipeError
 from printpipe.keys import BlockSecrets, load_public_key, load_secrets
 from printpipe.store import BlockStore
+from printpipe.summary import BlockSummary
 from tests.conftest import generate_store
 
 pytestmark = [pytest.mark.fullblock, pytest.mark.xdist_group("fullblock")]
@@ -66,7 +67,7 @@ def test_one_bit_of_one_secret_changes_the_block(full_block, game, keys_dir, tmp
 def test_a_pack_range_is_a_slice_of_the_full_block(full_block, game, keys_dir, tmp_path, packs):
     part = tmp_path / "part"
     summary = BlockStore.open(generate_store(game, keys_dir, part, PackRange(*packs))).summary
-    assert summary["packs"]["first"] == packs[0]
+    assert summary.packs.first == packs[0]
     full = BlockStore.open(full_block).read(PackRange(*packs))
     alone = BlockStore.open(part).read()
     for column in ("tier", "variant", "symbols", "virn"):
@@ -162,3 +163,19 @@ def test_the_summary_publishes_commitments_never_secrets(full_block, keys_dir):
         "losing_tickets": 1_062_684,
         "prize_eur": 1_950_000,
     }
+
+
+def test_the_summary_reads_back_to_the_same_bytes(full_block):
+    data = (full_block / "summary.json").read_bytes()
+    summary = BlockSummary.from_json(data, "summary.json")
+    assert summary.to_json() == data
+    assert summary.packs.range == PackRange(1, 12_000)
+    assert summary.parameters.packs_per_block == 12_000
+
+
+@pytest.mark.parametrize("missing", ["tiers", "commitments", "files"])
+def test_a_summary_without_a_field_is_one_line(full_block, missing):
+    summary = json.loads((full_block / "summary.json").read_bytes())
+    del summary[missing]
+    with pytest.raises(PrintpipeError, match=f"lacks the field '{missing}'"):
+        BlockSummary.from_json(json.dumps(summary).encode(), "summary.json")

@@ -11,6 +11,7 @@ from printpipe.ids import (
     mod97_is_valid,
     parse_inventory_code,
     parse_validation_code,
+    printed_pack_number,
 )
 
 ticket_ids = st.builds(
@@ -22,9 +23,10 @@ ticket_ids = st.builds(
 
 
 def test_serial_format_of_the_spec_example():
-    # docs/ticket-ids-and-security.md shows "0412-000123-045-7" as an example, but its check
-    # digit does not follow the rule the same page fixes: GS1 weights 3,1,3... from the right
-    # give 5*3 + 4 + 0 + 3 + 2*3 + 1 + 0 + 0 + 0 + 2 + 1*3 + 4 + 0 = 38, so the check is 2.
+    # The spec we were handed showed "0412-000123-045-7" as an example, but its check digit
+    # does not follow the rule it fixes (docs/ticket-ids-and-security.md has the right one):
+    # GS1 weights 3,1,3... from the right give
+    # 5*3 + 4 + 0 + 3 + 2*3 + 1 + 0 + 0 + 0 + 2 + 1*3 + 4 + 0 = 38, so the check is 2.
     assert TicketId(412, 123, 45).serial == "0412-000123-045-2"
 
 
@@ -188,3 +190,23 @@ def test_every_other_variant_of_a_printed_code_is_refused(ticket_id, virn, data)
         assert parsed_ticket == ticket_id
     else:
         assert parsed_ticket is None, repr(variant)
+
+
+@given(
+    packs_per_block=st.integers(1, 20_000),
+    blocks=st.tuples(st.integers(1, 40), st.integers(1, 40)),
+    block_packs=st.tuples(st.integers(1, 20_000), st.integers(1, 20_000)),
+)
+def test_printed_pack_numbers_are_unique_across_blocks(packs_per_block, blocks, block_packs):
+    (b1, b2), (p1, p2) = blocks, (min(p, packs_per_block) for p in block_packs)
+    n1 = printed_pack_number(block=b1, block_pack=p1, packs_per_block=packs_per_block)
+    n2 = printed_pack_number(block=b2, block_pack=p2, packs_per_block=packs_per_block)
+    assert (b1 - 1) * packs_per_block < n1 <= b1 * packs_per_block  # block b holds its own
+    assert (n1 == n2) == ((b1, p1) == (b2, p2))
+    array = printed_pack_number(
+        block=b1, block_pack=np.array([p1, p2]), packs_per_block=packs_per_block
+    )
+    assert array.tolist() == [
+        n1,
+        printed_pack_number(block=b1, block_pack=p2, packs_per_block=packs_per_block),
+    ]

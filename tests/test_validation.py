@@ -86,7 +86,7 @@ def _samples(stores: list[Path], game) -> list[tuple[TicketId, str, str, int, Pa
 def _rules_prize(game, store_dir: Path, ticket: TicketId) -> int:
     """The prize the rules give for the symbols the store holds (what is printed)."""
     store = BlockStore.open(store_dir)
-    first = store.summary["packs"]["first_pack_number"]
+    first = store.summary.packs.first_pack_number
     row = (ticket.pack - first) * store.pack_size + ticket.ticket
     tickets = store.read()
     evaluation = game.evaluate(tickets.variant[row : row + 1], tickets.symbols[row : row + 1])

@@ -178,7 +178,7 @@ def _generate(
 ) -> None:
     from printpipe.block import PackRange
     from printpipe.games import load_game
-    from printpipe.generate import generate_blocks
+    from printpipe.generate import finished_block, generate_blocks
     from printpipe.keys import (
         LOTTERY_RECIPIENT,
         ensure_demo_keys,
@@ -195,7 +195,7 @@ def _generate(
     signing_key = load_signing_key(keys_dir)
     recipient = load_lottery_recipient(keys_dir / LOTTERY_RECIPIENT)
     if len(blocks) > 1 and not force:
-        outs = {n: path for n, path in outs.items() if not _finished(path, secrets, packs_text)}
+        outs = {n: path for n, path in outs.items() if not finished_block(path, secrets, packs)}
         for n in sorted(set(blocks) - set(outs)):
             click.echo(f"block store {_block_dir_name(game_id, n)} exists: keeping it", err=True)
     started = time.perf_counter()
@@ -204,41 +204,14 @@ def _generate(
     )
     elapsed = time.perf_counter() - started
     for summary in summaries:
-        totals = summary["totals"]
-        out = outs[summary["block"]]
+        totals = summary.totals
+        out = outs[summary.block]
         click.echo(
-            f"generated {summary['tickets']:,} tickets of {game_id} block {summary['block']} "
-            f"(packs {summary['packs']['first']} to {summary['packs']['last']}) in {out} "
-            f"in {elapsed:.1f} s: {totals['winning_tickets']:,} winning, "
-            f"{totals['prize_eur']:,} EUR; block manifest {out / 'manifest.ppm'}"
+            f"generated {summary.tickets:,} tickets of {game_id} block {summary.block} "
+            f"(packs {summary.packs.first} to {summary.packs.last}) in {out} "
+            f"in {elapsed:.1f} s: {totals.winning_tickets:,} winning, "
+            f"{totals.prize_eur:,} EUR; block manifest {out / 'manifest.ppm'}"
         )
-
-
-def _finished(store_dir: Path, secrets, packs_text: str | None) -> bool:
-    """Whether a block of an emission is already done (a rerun keeps it): same secrets and
-    packs; a store made from other inputs is refused rather than silently kept."""
-    import json
-
-    from printpipe.rng import commitment
-
-    summary_path = store_dir / "summary.json"
-    if not summary_path.exists():
-        return False
-    try:
-        summary = json.loads(summary_path.read_text())
-    except (OSError, ValueError) as exc:
-        raise PrintpipeError(f"{summary_path} is unreadable: {exc}") from None
-    same_keys = summary.get("commitments") == {
-        "producer_secret_sha256": commitment(secrets.producer),
-        "lottery_secret_sha256": commitment(secrets.lottery),
-    }
-    packs = summary.get("packs", {})
-    same_packs = packs_text is None or f"{packs.get('first')}:{packs.get('last')}" == packs_text
-    if not (same_keys and same_packs):
-        raise PrintpipeError(
-            f"{store_dir} holds a block store of other secrets or packs (use --force to replace it)"
-        )
-    return True
 
 
 def _audit(

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from printpipe import french
 from printpipe.errors import InvalidLayout, PrintpipeError
 from printpipe.games.base import (
     CMYK,
@@ -262,10 +263,12 @@ class GoldenAnimals:
                     cells = unpack_masks(np.array([self.groups.crowded[mask]]), self.cells)[0]
                     winning[g * self.cells : (g + 1) * self.cells] |= cells
                     code = self.definition.symbol_codes[animal]
-                    words[g] += [f"chaîne {code} {_eur(int(amount))}"] * chains
+                    words[g] += [f"chaîne {code} {french.euros(int(amount))}"] * chains
             money = self.is_money[grid]
             winning[g * self.cells : (g + 1) * self.cells] |= money
-            words[g] += [f"ANIMALS {_eur(int(self.money_value[s]))}" for s in grid[money].tolist()]
+            words[g] += [
+                f"ANIMALS {french.euros(int(self.money_value[s]))}" for s in grid[money].tolist()
+            ]
         return winning, words
 
     # -- the units on screen (OnlineGame) ---------------------------------------------------
@@ -632,10 +635,6 @@ def cell_masks(cells: np.ndarray) -> np.ndarray:
 def unpack_masks(masks: np.ndarray, cells: int) -> np.ndarray:
     """The boolean rows of bit masks: the inverse of :func:`cell_masks`."""
     return (masks[:, None] >> np.arange(cells, dtype=np.uint32)) & 1 == 1
-
-
-def _eur(amount: int) -> str:
-    return f"{amount:,}".replace(",", " ") + " €"
 
 
 def _win_text(win: Win) -> str:

@@ -1,0 +1,33 @@
+"""The French number and money format (printpipe/french.py): one owner for every printed amount."""
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from printpipe import french
+
+
+@given(st.integers(0, 10**12))
+def test_whole_numbers_group_thousands_by_spaces_and_read_back(value):
+    text = french.number(value)
+    groups = text.split(" ")
+    assert int("".join(groups)) == value
+    assert len(groups[0]) <= 3 and all(len(g) == 3 for g in groups[1:])
+
+
+@given(st.integers(0, 10**9))
+def test_cents_read_back_and_whole_euros_have_no_decimals(value):
+    text = french.cents(value)
+    assert text.endswith(" €")
+    digits = text[:-2].replace(" ", "")
+    if value % 100:
+        assert round(float(digits.replace(",", ".")) * 100) == value
+    else:
+        assert "," not in digits and int(digits) == value // 100
+
+
+def test_the_examples_of_the_ticket_and_the_proofs():
+    assert french.euros(15_000) == "15 000 €"
+    assert french.cents(97) == "0,97 €"
+    assert french.cents(200) == "2 €"
+    assert french.number(1_500_000 / 437_316, 2) == "3,43"
+    assert french.percent(1_033_050 / 1_455_000) == "71,00 %"
