@@ -50,6 +50,7 @@ for command in (
     press.proof,
     blocks.run,
     records.manifest,
+    records.codes,
     records.feed,
     ledger.ledger,
     ledger.packs,

@@ -61,8 +61,8 @@ def verified_manifest(path: Path, keys_dir: Path, producer_key: Path | None):
     from printpipe.keys import load_public_key
     from printpipe.manifest import verify_manifest
 
-    public_key = load_public_key(producer_key or keys_dir / PRODUCER_SIGNING_PUB)
-    return verify_manifest(path, public_key)
+    key_file = producer_key or keys_dir / PRODUCER_SIGNING_PUB
+    return verify_manifest(path, load_public_key(key_file), key_file=key_file)
 
 
 def lottery_identity(keys_dir: Path, identity: Path | None):

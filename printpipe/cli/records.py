@@ -1,4 +1,4 @@
-"""Commands that read a secure manifest or a unit feed."""
+"""Commands that read a secure manifest, the auditor's CSV, or a unit feed."""
 
 from __future__ import annotations
 
@@ -99,3 +99,34 @@ def feed_verify(file: Path) -> None:
         f"feed {file}: {totals['units']:,} units in block order, every lot as the rules give it "
         f"({totals['winning_units']:,} winning, {totals['prize_eur']:,} EUR)"
     )
+
+
+@click.command()
+@click.argument("csv_path", metavar="CSV", type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--pack",
+    type=click.IntRange(1, 999_999),
+    default=None,
+    help="Only tickets of this printed pack number, e.g. 000001.",
+)
+@click.option(
+    "--prize",
+    "prize_eur",
+    type=click.IntRange(0),
+    default=None,
+    help="Only tickets that win this amount in EUR (0: losing tickets).",
+)
+@click.option("--count", type=click.IntRange(1), default=None, help="At most this many.")
+@click.option("--long", "long_format", is_flag=True, help="Also the serial and the prize.")
+def codes(
+    csv_path: Path, pack: int | None, prize_eur: int | None, count: int | None, long_format: bool
+) -> None:
+    """The validation codes of the tickets of an auditor's CSV (printpipe manifest export), one
+    a line: real codes of your own block, to validate or claim."""
+    from printpipe.auditor_csv import ticket_codes
+
+    for ticket in ticket_codes(csv_path, pack=pack, prize_eur=prize_eur, count=count):
+        if long_format:
+            click.echo(f"{ticket.validation_code} {ticket.serial} {ticket.prize_eur} EUR")
+        else:
+            click.echo(ticket.validation_code)
