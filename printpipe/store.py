@@ -63,11 +63,11 @@ class StoreWriter:
             path.parent.mkdir(parents=True, exist_ok=True)
             self.tmp = partial_path(path)
             shutil.rmtree(self.tmp, ignore_errors=True)
-            make_private_dir(self.tmp)
         except OSError as exc:
             raise PrintpipeError(f"cannot write to {path.parent}: {exc.strerror}") from None
         self.columns = {}
-        try:
+        try:  # from the folder's creation on, anything (Ctrl-C too) removes it
+            make_private_dir(self.tmp)
             for name, shape in shapes.items():
                 self.columns[name] = np.lib.format.open_memmap(
                     self.tmp / column_file(name), mode="w+", dtype=COLUMN_DTYPES[name], shape=shape
