@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from printpipe.block import PackRange  # noqa: E402
 from printpipe.export import ChunkJob, export_block, render_chunk  # noqa: E402
-from printpipe.games import load_game  # noqa: E402
+from printpipe.games import game_template_dir, load_game  # noqa: E402
 from printpipe.generate import generate_block  # noqa: E402
 from printpipe.keys import init_keys, load_secrets, load_signing_key  # noqa: E402
 from printpipe.render.barcodes import Code128Digits, InterleavedTwoOfFive  # noqa: E402
@@ -211,7 +211,7 @@ def _first_chunk(block: Path, out: Path) -> ChunkJob:
     from printpipe.render.template import load_template
 
     store = BlockStore.open(block)
-    template = load_template(ROOT / "templates" / "chien-chat" / "ticket.toml")
+    template = load_template(game_template_dir("chien-chat") / "ticket.toml")
     settings = ExportSettings(
         "SRA3", parse_sheet("SRA3"), template.name, template.sha256, 40, "plate"
     )

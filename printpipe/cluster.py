@@ -18,7 +18,6 @@ import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol, TypeVar
 
-from printpipe import __version__
 from printpipe.errors import PrintpipeError
 
 J = TypeVar("J")
@@ -125,11 +124,30 @@ class LocalRunner:
 # -- Dask distributed ------------------------------------------------------------------------
 
 
-def _worker_version() -> str:
-    """Runs on each worker: the printpipe version it imports (must equal the coordinator's)."""
-    import printpipe
+OUTPUT_LIBRARIES = ("printpipe", "numpy", "cryptography", "reportlab", "python-barcode")
+"""The distributions whose version can change a run's output bytes: the generator's arithmetic
+(numpy, cryptography's ChaCha20 and AES) and the PDF writer (reportlab, python-barcode)."""
 
-    return printpipe.__version__
+
+def output_versions() -> dict[str, str]:
+    """Runs on the coordinator and on each worker: the versions of :data:`OUTPUT_LIBRARIES`."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    versions = {}
+    for name in OUTPUT_LIBRARIES:
+        try:
+            versions[name] = version(name)
+        except PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def version_mismatch(ours: dict[str, str], theirs: dict[str, str]) -> str | None:
+    """The first library whose version differs, worded for the user, or None."""
+    for name, version in ours.items():
+        if theirs.get(name) != version:
+            return f"{name} {theirs.get(name, 'not installed')}, this is {version}"
+    return None
 
 
 class DaskRunner:
@@ -167,7 +185,8 @@ class DaskRunner:
             raise
 
     def _check_workers(self, address: str) -> None:
-        """Refuse a cluster without workers or with another printpipe version (other bytes)."""
+        """Refuse a cluster without workers, or with other versions of the libraries that decide
+        the output bytes."""
         try:
             self._client.wait_for_workers(1, timeout=CONNECT_TIMEOUT_S)
         except TimeoutError:
@@ -176,14 +195,13 @@ class DaskRunner:
             ) from None
         # A worker that dies while we ask (or is being restarted) answers nothing: that is the
         # scheduler's business (it reruns its tasks), not a reason to stop the run.
-        versions = self._client.run(_worker_version, on_error="ignore")
-        other = {worker: v for worker, v in versions.items() if v != __version__}
-        if other:
-            worker, version = next(iter(other.items()))
-            raise PrintpipeError(
-                f"Dask worker {worker} runs printpipe {version}, this is {__version__}: "
-                "install the same version on every worker"
-            )
+        ours = output_versions()
+        for worker, theirs in self._client.run(output_versions, on_error="ignore").items():
+            if mismatch := version_mismatch(ours, theirs):
+                raise PrintpipeError(
+                    f"Dask worker {worker} runs {mismatch}: install the same versions on every "
+                    "worker (they decide the output bytes)"
+                )
         self.slots = max(1, sum(self._client.nthreads().values()))
 
     def submit(self, index: int, fn: Callable[[Any], Any], job: Any) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from printpipe.block import PackRange
+from printpipe.cluster import output_versions, version_mismatch
 from printpipe.games import load_game
 from printpipe.generate import GENERATE_CHUNK_PACKS, generate_blocks
 from printpipe.keys import (
@@ -107,6 +108,24 @@ def test_workers_import_this_printpipe(cluster):
     _, client = cluster
     files = client.run(lambda: __import__("printpipe").__file__)
     assert all(Path(f).resolve().is_relative_to(ROOT) for f in files.values()), files
+
+
+def test_workers_report_the_versions_that_decide_the_bytes(cluster):
+    _, client = cluster
+    ours = output_versions()
+    assert set(ours) == {"printpipe", "numpy", "cryptography", "reportlab", "python-barcode"}
+    for theirs in client.run(output_versions).values():
+        assert version_mismatch(ours, theirs) is None
+
+
+def test_another_version_of_any_output_library_is_named():
+    ours = {"printpipe": "0.1.0", "reportlab": "5.1.0", "numpy": "2.4.6"}
+    assert version_mismatch(ours, {**ours, "reportlab": "5.2.0"}) == (
+        "reportlab 5.2.0, this is 5.1.0"
+    )
+    assert version_mismatch(ours, {"printpipe": "0.1.0", "reportlab": "5.1.0"}) == (
+        "numpy not installed, this is 2.4.6"
+    )
 
 
 def test_worker_killed_mid_run_gives_the_local_run(cluster, stores, local_runs, keys_dir, tmp_path):

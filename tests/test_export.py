@@ -20,6 +20,7 @@ import pytest
 import zxingcpp
 
 from printpipe.block import PackRange
+from printpipe.games import game_template_dir
 from printpipe.generate import generate_block
 from printpipe.ids import TicketId
 from printpipe.keys import load_secrets, load_signing_key
@@ -28,7 +29,7 @@ from printpipe.render.template import load_template
 from printpipe.store import BlockStore
 from tests.conftest import run_cli
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates" / "chien-chat"
+TEMPLATES = game_template_dir("chien-chat")
 
 
 @pytest.fixture(scope="module")

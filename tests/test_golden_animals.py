@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from printpipe.audit import audit_block
 from printpipe.block import PackRange
 from printpipe.errors import InvalidLayout, PrintpipeError
-from printpipe.games import load_game
+from printpipe.games import game_template_dir, load_game
 from printpipe.games.golden_animals import EMPTY, GoldenAnimals
 from printpipe.keys import BlockSecrets, load_public_key, load_secrets
 from printpipe.rng import KeyStream, Purpose
@@ -27,7 +27,7 @@ from printpipe.store import BlockStore
 from tests.conftest import generate_store, run_cli
 
 ROWS, COLUMNS = 4, 5
-TEMPLATE = Path(__file__).resolve().parent.parent / "templates" / "golden-animals" / "game.toml"
+TEMPLATE = game_template_dir("golden-animals") / "game.toml"
 PAYTABLE = {
     "HIBOU": 1,
     "SINGE": 2,

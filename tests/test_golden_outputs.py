@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from printpipe.block import PackRange
 from printpipe.errors import PrintpipeError
 from printpipe.feed import FeedReader, encode_header, record_dtype
-from printpipe.games import load_game
+from printpipe.games import game_template_dir, load_game
 from printpipe.games.base import DefinitionReader
 from printpipe.games.golden_animals import GoldenAnimals
 from printpipe.proof.specimens import make_composition_specimens
@@ -27,7 +27,7 @@ from tests.conftest import run_cli
 from tests.ledger_helpers import generate_store
 
 SPEC_COLUMNS = "serial,game,block,pool,unit,grid,extra_grid,prize_eur"
-TEMPLATE = Path(__file__).resolve().parent.parent / "templates" / "golden-animals" / "game.toml"
+TEMPLATE = game_template_dir("golden-animals") / "game.toml"
 
 
 @pytest.fixture(scope="module")

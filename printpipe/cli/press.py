@@ -29,7 +29,7 @@ from printpipe.export import DEFAULT_CHUNK_PACKS
     "--template",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
-    help="Ticket template [default: templates/GAME/ticket.toml].",
+    help="Ticket template [default: printpipe/templates/GAME/ticket.toml].",
 )
 @click.option(
     "--workers",

@@ -1,9 +1,10 @@
-"""The registry of games: a game id -> its module and its definition in ``templates/``."""
+"""The registry of games: a game id -> its module and its definition in ``printpipe/templates/``."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cache
+from importlib.resources import files
 from pathlib import Path
 
 from printpipe.errors import PrintpipeError
@@ -11,7 +12,8 @@ from printpipe.games.base import Game
 from printpipe.games.chien_chat import ChienChat
 from printpipe.games.golden_animals import GoldenAnimals
 
-TEMPLATES_DIR = Path(__file__).resolve().parent.parent.parent / "templates"
+TEMPLATES_DIR = Path(str(files("printpipe") / "templates"))
+"""The game templates, shipped inside the package (an installed wheel finds them anywhere)."""
 
 GAMES: dict[str, Callable[[Path], Game]] = {
     "chien-chat": ChienChat,

@@ -1,4 +1,4 @@
-"""The fonts of the press files: TrueType files shipped in ``fonts/``, embedded as subsets.
+"""The fonts of the press files: TrueType files shipped in the package, embedded as subsets.
 
 reportlab embeds a TrueType font it draws with, so nothing refers to an unembedded base-14
 font as long as the canvas is created with ``initialFontName`` set to one of these.
@@ -7,6 +7,7 @@ font as long as the canvas is created with ``initialFontName`` set to one of the
 from __future__ import annotations
 
 from functools import cache
+from importlib.resources import files
 from pathlib import Path
 
 from reportlab.pdfbase import pdfmetrics
@@ -15,7 +16,8 @@ from reportlab.pdfgen.canvas import Canvas
 
 from printpipe.errors import PrintpipeError
 
-FONTS_DIR = Path(__file__).resolve().parent.parent.parent / "fonts"
+FONTS_DIR = Path(str(files("printpipe") / "fonts"))
+"""The TrueType files and their licence, shipped inside the package."""
 
 
 @cache
