@@ -181,18 +181,21 @@ def test_pdf_structure(press):
         objects = _objects(data)
         pages = [o for o in objects if re.search(rb"/Type /Page\b(?!s)", o)]
         assert len(pages) == entry["pages"]
-        separations = {
-            n
-            for n, o in re.findall(
-                rb"(\d+) 0 obj\r?\n(\[ /Separation /ScratchOff .*?)endobj", data, re.S
-            )
+        spots = {
+            name: {
+                n
+                for n, _ in re.findall(
+                    rb"(\d+) 0 obj\r?\n(\[ /Separation /%s .*?)endobj" % name, data, re.S
+                )
+            }
+            for name in (b"All", b"Blocking", b"Variable", b"ScratchOff", b"ScratchDecor")
         }
-        assert separations, "no ScratchOff separation"
-        for i, page in enumerate(pages):
+        assert all(spots.values()), f"missing separations: {spots}"
+        for page in pages:
             assert b"/TrimBox" in page and b"/BleedBox" in page
             resources = _page_resources(page, data)
-            uses_plate = any(re.search(rb"/ScratchOff %s 0 R" % n, resources) for n in separations)
-            assert uses_plate == (i % 2 == 0), f"page {i + 1}: ScratchOff on fronts only"
+            for name, numbers in spots.items():  # the colour bar has a patch of every ink
+                assert any(re.search(rb"/%s %s 0 R" % (name, n), resources) for n in numbers)
         descriptors = [o for o in objects if b"/Type /FontDescriptor" in o]
         assert descriptors and all(b"/FontFile2" in d for d in descriptors)
         assert not re.search(rb"/BaseFont /(Helvetica|Times|Courier)", data)
@@ -206,10 +209,11 @@ def test_pdf_structure(press):
                 assert not re.search(rb"\s(rg|RG)\s", content), "an RGB colour"
 
 
-def test_coating_covers_the_scratch_zones_with_overprint(press):
-    """The press file sets fill overprint (op) and overprint mode 1 for the ScratchOff plate."""
+def test_layers_above_the_artwork_overprint(press):
+    """Blocking, variable imaging, coating and decoration are drawn with fill and stroke
+    overprint on (op, OP) so that none erases another on its plate (the plates test sees it)."""
     data = (press / json.loads((press / "job.json").read_text())["files"][0]["path"]).read_bytes()
-    assert re.search(rb"/op true", data) and re.search(rb"/OPM 1", data)
+    assert re.search(rb"/op true", data) and re.search(rb"/OP true", data)
 
 
 def test_job_json_lists_every_ticket_once(press):

@@ -46,10 +46,10 @@ from printpipe.export import DEFAULT_CHUNK_PACKS
 )
 @click.option(
     "--coating",
-    type=click.Choice(["plate", "panel", "none"]),
+    type=click.Choice(["plate", "none"]),
     default="plate",
     show_default=True,
-    help="plate: ScratchOff spot plate (press); panel: silver proof panels; none: revealed.",
+    help="plate: the ScratchOff coating and its decoration (press); none: as scratched.",
 )
 @scheduler_option
 @click.option(
@@ -115,7 +115,7 @@ def export(
 @click.option("--sheet", default="SRA3", show_default=True, help="A3, SRA3 or WxH (mm).")
 @click.option(
     "--coating",
-    type=click.Choice(["plate", "panel", "none"]),
+    type=click.Choice(["plate", "none"]),
     default="plate",
     show_default=True,
     help="Coating of the press sheets.",

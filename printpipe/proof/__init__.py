@@ -149,7 +149,7 @@ def _write_pack(
     canvas = new_canvas(out / name, PAGE, template.fonts)
     canvas.setTitle(f"Proof pack - {d.title} - game {d.number:04d}")
     canvas.setCreator("printpipe proof")
-    renderer = TicketRenderer(canvas, template, game, load_texts(texts_path), Coating.PANEL)
+    renderer = TicketRenderer(canvas, template, game, load_texts(texts_path), Coating.PLATE)
     fonts = renderer.fonts
     slug = f"{d.title} - jeu {d.number:04d} - épreuves, sans valeur - gabarit {template.name}"
     per_effigy = len(specimens) // len(d.variants)

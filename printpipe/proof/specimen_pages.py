@@ -1,8 +1,9 @@
 """Specimen pages: one specimen a page, covered front, revealed front and back, at 100 %.
 
 The tickets are drawn by the press renderer (:class:`~printpipe.render.ticket.TicketRenderer`),
-never by a drawing of their own: the covered front with ``Coating.PANEL`` (silver panels,
-"GRATTEZ ICI"), the revealed one with ``Coating.NONE``.  One renderer serves both, because a
+never by a drawing of their own, with the press file's layers: the covered front with
+``Coating.PLATE`` (the ScratchOff coating and its decoration, exactly what the press prints),
+the revealed one with ``Coating.NONE``.  One renderer serves both, because a
 PDF can define each of its forms only once; :func:`draw_revealed` switches its coating for
 one ticket.  Everything the page says about the specimen (tier, amount, symbols) is printed
 outside the trim, so the ticket itself stays exactly as printed apart from the SPECIMEN mark.

@@ -11,6 +11,7 @@ from reportlab.pdfgen.canvas import Canvas
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import PaperGame
 from printpipe.proof.page import GREY, INK, MARGIN, PAGE, fit_size, text
+from printpipe.render.inks import VARIABLE
 from printpipe.render.symbols import symbol_block_height
 from printpipe.render.template import MM
 from printpipe.render.ticket import TicketRenderer
@@ -47,6 +48,8 @@ def draw_symbol_sheet(c: Canvas, renderer: TicketRenderer, game: PaperGame) -> l
         c.setLineWidth(0.3)
         c.rect(x + 1 * MM, y + 1 * MM, cell_w - 2 * MM, cell_h - 2 * MM, stroke=1, fill=0)
         form = renderer.symbol_forms[i]
+        c.setFillColor(VARIABLE)  # symbol forms paint in tints of the page's colour space
+        c.setStrokeColor(VARIABLE)
         big_y = y + cell_h - 2.5 * MM - block_h * SCALE
         if big_y < y + 12 * MM:  # keep the caption clear of the code line
             raise PrintpipeError("symbol sheet: cells too small for the symbols and their codes")

@@ -19,11 +19,17 @@ kept to this one class; ``tests/test_export.py`` checks the PDFs' structure and 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import Path
 
+from reportlab.lib.colors import CMYKColorSep
 from reportlab.pdfbase import pdfdoc
 from reportlab.pdfgen.canvas import Canvas
+
+from printpipe.errors import PrintpipeError
+
+_GREY_FILL = re.compile(r"^0 0 0 (\S+) (k|K)$")
 
 
 class PressCanvas(Canvas):
@@ -39,6 +45,40 @@ class PressCanvas(Canvas):
     def use_forms(self, names: Iterable[str]) -> None:
         """Declare forms drawn through literals on the current page (or form)."""
         self._formsinuse.extend(names)
+
+    def spot_operators(self, ink: CMYKColorSep, tint: float = 1) -> tuple[str, str]:
+        """The fill and stroke operators selecting separation ``ink`` at ``tint``, declared on
+        the current page (call once per page that uses them)."""
+        name = self._checkSeparation(ink)
+        return f"/{name} cs {tint:g} scn", f"/{name} CS {tint:g} SCN"
+
+    def gstate_operator(self, **entries: bool | int) -> str:
+        """``gs`` operators setting graphics-state entries (``op``, ``OP``, ``OPM``), usable in
+        literals of any page (reportlab lists every state in each page's resources)."""
+        state = self._extgstate
+        ops = []
+        for key, value in entries.items():
+            entry = (key, str(value).lower() if isinstance(value, bool) else value)
+            name = state._c.get(entry)
+            if name is None:
+                name = state._c[entry] = f"gRLs{len(state._c)}"
+            ops.append(f"/{name} gs")
+        return " ".join(ops)
+
+    def tint_current_form(self, what: str) -> None:
+        """Turn the greys of the form being drawn into tints of whatever colour space the page
+        sets before placing it (black 1 = full tint, white 0 = none), so that one form prints
+        on a separation although reportlab gives forms no colour space of their own."""
+        for i, line in enumerate(self._code):
+            if not isinstance(line, str) or not line.endswith(("k", "K")):
+                continue
+            match = _GREY_FILL.match(line)
+            if match is None:
+                if re.fullmatch(r"(\S+ ){4}[kK]", line):
+                    raise PrintpipeError(f"{what} is drawn in colour: it prints in one ink")
+                continue
+            op = "scn" if match.group(2) == "k" else "SCN"
+            self._code[i] = f"{match.group(1)} {op}"
 
     def _setXObjects(self, thing: object) -> None:
         used = frozenset(self._formsinuse)

@@ -7,6 +7,12 @@ bleed.  The grid is the largest that fits the sheet's margins above the slug ban
 Duplex: every front sheet is followed by its back sheet, mirrored left-right about the sheet's
 centre, so the back of the ticket at front slot (row r, col c) is at (row r, col ncols-1-c).
 
+Marks, in the registration colour (``/Separation /All``) so that every plate carries them,
+the ScratchOff plate included: each ticket's crop marks, a register target (circle and cross)
+in the middle of each side of the sheet, and the slug line.  A colour bar in the slug band
+holds a patch of each process ink, of each spot (Blocking, Variable, ScratchOff,
+ScratchDecor) and of the registration colour.
+
 Cut and stack: a chunk of T tickets on a sheet of N slots takes S = ceil(T / N) sheets; slot k
 (reading order on the front: row by row, top-left first) of sheet s holds chunk ticket
 k * S + s.  Stack the S sheets in order, cut, and stack k holds tickets k*S .. k*S+S-1 in
@@ -24,13 +30,17 @@ from dataclasses import dataclass
 from reportlab.pdfgen.canvas import Canvas
 
 from printpipe.errors import PrintpipeError
+from printpipe.render.canvas import PressCanvas
 from printpipe.render.fonts import CachedText
+from printpipe.render.inks import REGISTRATION, SPOTS
 from printpipe.render.template import MM, Template
 from printpipe.render.ticket import TicketFace, TicketRenderer
 
 SHEETS = {"A3": (297.0, 420.0), "SRA3": (320.0, 450.0)}
-REGISTRATION = (1, 1, 1, 1)
-"""Crop marks print on every plate."""
+PATCH = 4 * MM
+"""A colour bar patch, square."""
+PROCESS_PATCHES = ((1, 0, 0, 0), (0, 1, 0, 0), (0, 0, 1, 0), (0, 0, 0, 1))
+TARGET_RADIUS = 2.5 * MM
 
 
 def parse_sheet(text: str) -> tuple[float, float]:
@@ -114,13 +124,31 @@ def cut_and_stack(tickets: int, slots: int) -> tuple[int, list[list[int]]]:
     return sheets, order
 
 
-def _define_marks(c: Canvas, name: str, places: Sequence[tuple[float, float]], t: Template) -> None:
-    """One form with every crop mark of a sheet side: two short lines at each trim corner."""
+def _targets(imposition: Imposition, t: Template) -> list[tuple[float, float, float]]:
+    """Register targets (x, y, radius in points): the middle of the sheet's four margins."""
+    outer = (t.bleed + t.sheet["mark_gap"] + t.sheet["mark_length"]) * MM
+    w, h = imposition.sheet_w * MM, imposition.sheet_h * MM
+    left, bottom, _, top = imposition.trim_box
+    side = left - outer  # sheet edge to the outermost crop mark, left and right alike
+    above = h - top - outer
+    below = bottom - outer - t.sheet["margin"] * MM - t.sheet["slug_height"] * MM
+    targets = [(side / 2, h / 2, side / 2), (w - side / 2, h / 2, side / 2)]
+    targets += [(w / 2, h - above / 2, above / 2)]
+    if below > 2 * MM:
+        targets.append((w / 2, bottom - outer - below / 2, below / 2))
+    return [(x, y, min(TARGET_RADIUS, r - 0.5 * MM)) for x, y, r in targets if r > 1.5 * MM]
+
+
+def _define_marks(
+    c: Canvas, name: str, places: Sequence[tuple[float, float]], t: Template,
+    imposition: Imposition,
+) -> None:  # fmt: skip
+    """One form with every crop mark of a sheet side (two short lines at each trim corner)
+    and the register targets; it strokes in the colour the page selects (registration)."""
     w, h = t.width * MM, t.height * MM
     start = (t.bleed + t.sheet["mark_gap"]) * MM
     end = start + t.sheet["mark_length"] * MM
     c.beginForm(name)
-    c.setStrokeColorCMYK(*REGISTRATION)
     c.setLineWidth(0.25)
     ops = []
     for x, y in places:
@@ -133,11 +161,30 @@ def _define_marks(c: Canvas, name: str, places: Sequence[tuple[float, float]], t
             ops.append(f"{cx + dx * start:.2f} {cy:.2f} m {cx + dx * end:.2f} {cy:.2f} l")
             ops.append(f"{cx:.2f} {cy + dy * start:.2f} m {cx:.2f} {cy + dy * end:.2f} l")
     c.addLiteral("\n".join(ops) + "\nS")
+    for x, y, r in _targets(imposition, t):
+        c.circle(x, y, r * 0.6, stroke=1, fill=0)
+        c.line(x - r, y, x + r, y)
+        c.line(x, y - r, x, y + r)
     c.endForm()
 
 
+def _colour_bar(c: PressCanvas, right: float, bottom: float) -> str:
+    """A patch of every ink, ending at ``right``: process, spots, registration (per page)."""
+    selects = [
+        f"{cyan:g} {magenta:g} {yellow:g} {black:g} k"
+        for cyan, magenta, yellow, black in PROCESS_PATCHES
+    ]
+    selects += [c.spot_operators(ink)[0] for ink in (*SPOTS, REGISTRATION)]
+    x = right - len(selects) * PATCH
+    ops = ["q"]
+    for i, select in enumerate(selects):
+        ops.append(f"{select} {x + i * PATCH:.2f} {bottom:.2f} {PATCH:.2f} {PATCH:.2f} re f")
+    ops.append("Q\n")
+    return "\n".join(ops)
+
+
 def write_sheets(
-    c: Canvas,
+    c: PressCanvas,
     renderer: TicketRenderer,
     imposition: Imposition,
     faces: Sequence[TicketFace],
@@ -154,8 +201,9 @@ def write_sheets(
     t = renderer.t
     c.setTrimBox(imposition.trim_box)
     c.setBleedBox(imposition.bleed_box)
-    _define_marks(c, "marks-front", imposition.front, t)
-    _define_marks(c, "marks-back", imposition.back, t)
+    _define_marks(c, "marks-front", imposition.front, t, imposition)
+    _define_marks(c, "marks-back", imposition.back, t, imposition)
+    bar_right = (imposition.sheet_w - t.sheet["margin"]) * MM
     sheets, order = cut_and_stack(len(faces), imposition.slots)
     slug_x, slug_y = t.sheet["margin"] * MM, t.sheet["margin"] * MM
     slug_text = CachedText(c, renderer.fonts["regular"], 6)
@@ -171,8 +219,11 @@ def write_sheets(
                 if index >= 0:
                     draw(*places[k], faces[index])
             renderer.finish_page()
-            c.doForm(f"marks-{side}")
-            c.addLiteral(f"q 0 0 0 1 k {slug_text.literal(slug_x, slug_y, slug(s, sheets, side))}Q")
+            fill, stroke = c.spot_operators(REGISTRATION)
+            c.addLiteral(f"q {fill} {stroke} {c.form_operator(f'marks-{side}')}\n")
+            c.addLiteral(f"{slug_text.literal(slug_x, slug_y, slug(s, sheets, side))}Q")
+            c.use_forms([f"marks-{side}"])
+            c.addLiteral(_colour_bar(c, bar_right, slug_y))
             if overlay is not None:
                 overlay(c, s, side)
             c.showPage()

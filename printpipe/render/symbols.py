@@ -2,17 +2,17 @@
 
 The drawings come from the game (:meth:`printpipe.games.base.PaperGame.symbol_drawings`), each
 in a 100 x 100 unit box.  A form is drawn once per PDF and placed by reference, which is what
-keeps a million tickets fast and small.  Forms carry only process CMYK: reportlab writes no
-colour spaces or overprint states into a form's resources.
+keeps a million tickets fast and small.  Symbols are variable imaging, printed in one ink: each
+form paints in tints of the colour space its page selects (the ``Variable`` separation), as
+reportlab writes no colour spaces into a form's resources.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from reportlab.pdfgen.canvas import Canvas
-
 from printpipe.games.base import Drawing
+from printpipe.render.canvas import PressCanvas
 from printpipe.render.template import MM, Template
 
 INK = (0, 0, 0, 1)
@@ -25,7 +25,7 @@ def symbol_block_height(template: Template) -> float:
 
 
 def define_symbol_forms(
-    c: Canvas,
+    c: PressCanvas,
     template: Template,
     captions: Mapping[str, str],
     font: str,
@@ -53,6 +53,7 @@ def define_symbol_forms(
         c.setFillColorCMYK(*INK)
         c.setFont(font, caption_pt)
         c.drawCentredString(0, caption_pt * 0.22, captions[code])
+        c.tint_current_form(f"symbol {code}")
         c.endForm()
         names[code] = name
     missing = sorted(set(captions) - set(drawings))

@@ -22,6 +22,8 @@ MM = 72 / 25.4
 
 FRONT_ZONES = ("artwork", "title", "howto", "grid", "bonus", "paytable", "validation", "legal")
 BACK_ZONES = ("title", "odds", "legal", "serial", "inventory")
+DEFAULT_COATING = {"spread": 1.2, "corner": 1.5}
+"""The coating's spread beyond what it hides (printers spread 1 to 1.5 mm) and its corners."""
 CODE128_MODULES = 189  # 25 digits: start C, 12 pairs, code B, 1 digit, check, stop (11 x 16 + 13)
 ITF_MODULES = 135  # 14 digits, narrow 1 wide 3: start 4 + 7 pairs x 18 + stop 5
 
@@ -66,6 +68,8 @@ class Template:
     grid_cells: tuple[Rect, ...]
     bonus_roof: float
     validation_label: float
+    coating: dict[str, float]
+    """``spread``: how far the coating reaches beyond what it hides; ``corner``: its radius."""
 
     @property
     def name(self) -> str:
@@ -146,6 +150,7 @@ def load_template(path: Path) -> Template:
         grid_cells=cells,
         bonus_roof=reader.number(reader.table("front.bonus"), "front.bonus.roof"),
         validation_label=reader.number(reader.table("front.validation"), "front.validation.label"),
+        coating=reader.optional_numbers("coating", DEFAULT_COATING),
     )
     _check(template, reader)
     return template
@@ -215,6 +220,21 @@ class _Reader:
     def numbers(self, where: str, keys: tuple[str, ...]) -> dict[str, float]:
         table = self.table(where)
         return {key: self.number(table, f"{where}.{key}") for key in keys}
+
+    def optional_numbers(self, where: str, defaults: dict[str, float]) -> dict[str, float]:
+        """A table of numbers that may be absent, each key defaulting to ``defaults``."""
+        node = self.data.get(where)
+        if node is None:
+            return dict(defaults)
+        if not isinstance(node, dict):
+            raise self.error(where, "expected a table")
+        unknown = sorted(set(node) - set(defaults))
+        if unknown:
+            raise self.error(f"{where}.{unknown[0]}", f"unknown (known: {', '.join(defaults)})")
+        return {
+            key: self.number(node, f"{where}.{key}") if key in node else value
+            for key, value in defaults.items()
+        }
 
     def strings(self, where: str, keys: tuple[str, ...]) -> dict[str, str]:
         table = self.table(where)

@@ -1,26 +1,36 @@
 """One ticket, front or back, drawn anywhere on a canvas: the one drawing path of the project.
 
-The press export and the proofs (issue 5) both draw tickets through :class:`TicketRenderer`;
-only the coating differs (:class:`Coating`):
+The press export and the proofs draw tickets through :class:`TicketRenderer`, layer by layer,
+each layer on its own separation (:mod:`printpipe.render.inks`), bottom to top:
 
-- ``Coating.PLATE`` (press): the scratch zones are covered by the ``ScratchOff`` spot plate,
-  overprinting, drawn at page level by :meth:`TicketRenderer.finish_page` (forms cannot carry
-  spot colours or overprint states);
-- ``Coating.PANEL`` (proof, covered): a silver process-colour panel with the game's mark and
-  "GRATTEZ ICI" over each zone, as a player sees the ticket on the shelf;
-- ``Coating.NONE`` (proof, revealed; also what tests decode): nothing over the zones.
+1. the static artwork, process CMYK: one Form XObject per variant's front, one for the back;
+2. ``Blocking``, the opaque layer under every play area (against candling);
+3. ``Variable``, the variable imaging: symbols with their captions, the validation barcode
+   and digits on the front, the serial and inventory barcode on the back;
+4. ``ScratchOff``, the coating over every scratch zone, spread beyond everything it hides by
+   the template's ``coating.spread`` and shaped by its ``coating.corner``;
+5. ``ScratchDecor``, the decoration printed on the coating: the game's mark and
+   "GRATTEZ ICI" on the play areas, the retailer's words on the validation zone.
+
+Layers 2 to 5 overprint, so none erases another on its plate.  Forms cannot carry spot
+colours in reportlab (their resources have no colour spaces), so the blocking, symbol, coating
+and decoration forms paint in *tints of the current colour space*, which the page sets before
+placing them: one form, drawn once per PDF, prints on its layer's plate.
+
+What covers the scratch zones is the :class:`Coating`: ``plate`` (press, and the proofs'
+covered front: layers 4 and 5 at page level by :meth:`TicketRenderer.finish_page`) or ``none``
+(the ticket as scratched: the proofs' revealed front, and what tests decode).
 
 Usage::
 
-    renderer = TicketRenderer(canvas, template, game, texts, Coating.PANEL)
+    renderer = TicketRenderer(canvas, template, game, texts, Coating.PLATE)
     renderer.draw_front(x, y, face)     # x, y: the trim's bottom-left corner, in points
     renderer.draw_back(x, y, face)
     renderer.finish_page()              # before every canvas.showPage()
 
-Everything that is the same on every ticket of a variant is one Form XObject drawn once per
-PDF; a ticket adds only placements of symbol forms, its barcodes as literal bars, and two
-strings of digits.  Outside the scratch zones, tickets differ only by their serial and
-inventory barcode (and the variant, which carries no information about the prize).
+A ticket adds only placements of forms, its barcodes as literal bars, and two strings of
+digits.  Outside the scratch zones, tickets differ only by their serial and inventory barcode
+(and the variant, which carries no information about the prize).
 """
 
 from __future__ import annotations
@@ -32,7 +42,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from reportlab.lib.colors import CMYKColorSep
 from reportlab.lib.utils import simpleSplit
 from reportlab.pdfbase.pdfmetrics import stringWidth
 
@@ -42,23 +51,53 @@ from printpipe.ids import TicketId, printed_codes
 from printpipe.render.barcodes import Code128Digits, InterleavedTwoOfFive
 from printpipe.render.canvas import PressCanvas
 from printpipe.render.fonts import CachedText, register_fonts
+from printpipe.render.inks import BLOCKING, SCRATCH_DECOR, SCRATCH_OFF, VARIABLE
 from printpipe.render.symbols import define_symbol_forms, symbol_block_height
-from printpipe.render.template import MM, Template
+from printpipe.render.template import MM, Rect, Template
 
-SCRATCH_OFF = CMYKColorSep(0, 0, 0, 0.35, spotName="ScratchOff", density=1)
-"""The coating plate; its CMYK alternate (a light grey) is what a viewer without the plate shows."""
-SILVER = (0.08, 0.05, 0.04, 0.3)
-SILVER_DARK = (0.1, 0.07, 0.05, 0.45)
 K = (0, 0, 0, 1)
 WHITE = (0, 0, 0, 0)
+MARK_TINT = 0.45
+"""The decoration's mark (e.g. a paw print) in a lighter tint than its words."""
+Box = tuple[float, float, float, float]
+"""x, y, width, height in points from the trim's bottom-left corner."""
 
 
 class Coating(StrEnum):
     """What covers the scratch zones."""
 
     PLATE = "plate"
-    PANEL = "panel"
     NONE = "none"
+
+
+@dataclass(frozen=True, slots=True)
+class ScratchZone:
+    """One scratch zone as laid out: what it hides, its coating, its blocking layer."""
+
+    name: str
+    hidden: Box
+    """The bounding box of what the coating hides (symbols and captions, or the code)."""
+    coating: Box
+    """The coating: the zone, grown where needed to spread ``spread`` beyond ``hidden``."""
+    blocking: Box
+    """The blocking layer: ``hidden`` grown by half the spread, inside the coating."""
+    words: str
+    """The decoration's words on the coating."""
+    mark: bool
+    """Whether the game's mark is printed on the coating too."""
+
+
+def _grow(box: Box, by: float) -> Box:
+    x, y, w, h = box
+    return (x - by, y - by, w + 2 * by, h + 2 * by)
+
+
+def _union(*boxes: Box) -> Box:
+    left = min(b[0] for b in boxes)
+    bottom = min(b[1] for b in boxes)
+    right = max(b[0] + b[2] for b in boxes)
+    top = max(b[1] + b[3] for b in boxes)
+    return (left, bottom, right - left, top - bottom)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,61 +188,81 @@ class TicketRenderer:
         )
         self.symbol_forms = [forms[code] for code in self.codes]
         self._layout()
+        self.zones = self._scratch_zones()
         self.front_forms = [self._define_front(art) for art in game.fronts(texts)]
         self.back_form = self._define_back()
+        self._define_layer_forms()
         self._coated: list[str] = []
-        self.panel_places: list[tuple[str, str]] = []
-        if coating is Coating.PANEL:
-            self._define_panels()
+        self._page = -1
         self._operators()
 
     # -- per ticket ---------------------------------------------------------------------------
     def draw_front(self, x: float, y: float, face: TicketFace) -> None:
         """The front of ``face`` with its trim's bottom-left corner at (x, y) points."""
+        if self.c._pageNumber != self._page:
+            self._declare_page()
         places = self._symbol_ops
         self.c.addLiteral(
             f"q 1 0 0 1 {x:.2f} {y:.2f} cm\n"
             + self._front_ops[face.variant]
+            + self._blocking_ops
+            + self._variable_on
             + "".join([places[i][symbol] for i, symbol in enumerate(face.symbols)])
             + self.code128_place
             + self.code128.literal(face.validation_code)
-            + "Q\nq 0 0 0 1 k "
+            + "Q\n"
             + self.validation_digits.literal(
                 self.validation_text_x, self.validation_text_y, face.validation_text
             )
-            + "Q\n"
-            + (self._panel_ops if self.coating is Coating.PANEL else "")
             + "Q"
         )
         self.c.use_forms(self._front_form_names)
         if self.coating is Coating.PLATE:
-            self._coated.append(f"q 1 0 0 1 {x:.2f} {y:.2f} cm\n{self.scratch_rects}Q")
+            self._coated.append(f"{x:.2f} {y:.2f}")
 
     def draw_back(self, x: float, y: float, face: TicketFace) -> None:
         """The back of ``face`` with its trim's bottom-left corner at (x, y) points."""
+        if self.c._pageNumber != self._page:
+            self._declare_page()
         self.c.addLiteral(
             f"q 1 0 0 1 {x:.2f} {y:.2f} cm\n"
             + self._back_ops
+            + self._variable_on
             + self.itf_place
             + self.itf.literal(face.inventory_code)
-            + "Q\nq 0 0 0 1 k "
+            + "Q\n"
             + self.serial_digits.literal(self.serial_x, self.serial_y, face.serial)
-            + "Q\nQ"
+            + "Q"
         )
         self.c.use_forms(self._back_form_names)
 
     def finish_page(self) -> None:
-        """Lay the ScratchOff plate over every front drawn on this page (press coating only)."""
+        """Lay the coating, then its decoration, over every front drawn on this page
+        (``plate`` coating only); call it before every ``showPage``."""
         if not self._coated:
             return
-        c = self.c
-        c.saveState()
-        c.setFillColor(SCRATCH_OFF)
-        c.setFillOverprint(True)
-        c.setOverprintMask(True)
-        c.addLiteral("\n".join(self._coated))
-        c.restoreState()
+        ops = []
+        for select, form in self._coating_layers:
+            ops.append(f"q {select}\n")
+            ops.extend([f"q 1 0 0 1 {place} cm {form} Q\n" for place in self._coated])
+            ops.append("Q\n")
+        self.c.addLiteral("".join(ops))
+        self.c.use_forms(self._coating_form_names)
         self._coated = []
+
+    def _declare_page(self) -> None:
+        """Declare this page's separations and graphics states (once per page)."""
+        c = self.c
+        self._page = c._pageNumber
+        overprint = c.gstate_operator(op=True, OP=True, OPM=0)
+        fill, _ = c.spot_operators(BLOCKING)
+        self._blocking_ops = f"q {fill} {overprint} {c.form_operator(self.blocking_form)} Q\n"
+        fill, stroke = c.spot_operators(VARIABLE)
+        self._variable_on = f"{fill} {stroke} {overprint}\n"
+        self._coating_layers = []
+        for ink, form in ((SCRATCH_OFF, self.coating_form), (SCRATCH_DECOR, self.decor_form)):
+            fill, stroke = c.spot_operators(ink)
+            self._coating_layers.append((f"{fill} {stroke} {overprint}", c.form_operator(form)))
 
     # -- placements computed once -------------------------------------------------------------
     def _layout(self) -> None:
@@ -229,17 +288,23 @@ class TicketRenderer:
         stack = b["code128_height"] * MM + 1.0 * MM + digits_h
         bottom = y + (h - stack) / 2
         bars_y = bottom + digits_h + 1.0 * MM
-        self.code128_place = f"q 0 0 0 1 k 1 0 0 1 {x + (w - bars_w) / 2:.2f} {bars_y:.2f} cm\n"
+        bars_x = x + (w - bars_w) / 2
+        self.code128_place = f"q 1 0 0 1 {bars_x:.2f} {bars_y:.2f} cm\n"
         text_w = stringWidth(sample.validation_text, digits_font, digits_h)
         self.validation_text_x = x + (w - text_w) / 2
         self.validation_text_y = bottom + digits_h * 0.2
+        descent = digits_h * 0.25
+        self.code_box = _union(
+            (bars_x, bars_y, bars_w, b["code128_height"] * MM),
+            (self.validation_text_x, self.validation_text_y - descent, text_w, digits_h),
+        )
         x, y, w, h = t.box(t.back["inventory"])
         self.itf = InterleavedTwoOfFive(
             len(sample.inventory_code), b["itf_narrow"], b["itf_height"]
         )
         bars_w = self.itf.width_modules * b["itf_narrow"] * MM
         bars_y = y + (h - b["itf_height"] * MM) / 2
-        self.itf_place = f"q 0 0 0 1 k 1 0 0 1 {x + (w - bars_w) / 2:.2f} {bars_y:.2f} cm\n"
+        self.itf_place = f"q 1 0 0 1 {x + (w - bars_w) / 2:.2f} {bars_y:.2f} cm\n"
         x, y, w, h = t.box(t.back["serial"])
         self.serial_pt = min(h * 0.8, 10.0)
         label = self.texts["back"]["serial_label"] + " "
@@ -251,13 +316,60 @@ class TicketRenderer:
         alphabet = "0123456789- "
         self.validation_digits = CachedText(self.c, digits_font, digits_h, alphabet)
         self.serial_digits = CachedText(self.c, digits_font, self.serial_pt, alphabet)
-        self.scratch_rects = (
-            "".join(
-                "{:.2f} {:.2f} {:.2f} {:.2f} re\n".format(*t.box(zone))
-                for zone in t.scratch_zones()
-            )
-            + "f\n"
+        self.symbol_boxes = self._symbol_boxes(places)
+
+    def _symbol_boxes(self, places: list[tuple[float, float]]) -> list[Box]:
+        """The box each placed symbol with its caption covers (the widest caption counts)."""
+        t = self.t
+        size = t.symbols["size"] * MM
+        widest = max(
+            stringWidth(caption, self.fonts["bold"], t.symbols["caption_pt"])
+            for caption in self.game.definition.captions.values()
         )
+        half = max(size, widest) / 2
+        height = symbol_block_height(t)
+        return [(px - half, py, 2 * half, height) for px, py in places]
+
+    def _scratch_zones(self) -> tuple[ScratchZone, ...]:
+        """Every scratch zone: what it hides, its coating and blocking boxes; refuses a coating
+        that would spread past the trim's safe area, in one line naming the zone."""
+        t = self.t
+        spread = t.coating["spread"] * MM
+        front = self.texts["front"]
+        cells = len(t.grid_cells)
+        hidden: list[tuple[str, Rect, Box, str, bool]] = [
+            (f"front.grid cell {i + 1}", cell, self.symbol_boxes[i], front["scratch"], True)
+            for i, cell in enumerate(t.grid_cells)
+        ]
+        hidden.append(
+            (
+                "front.bonus",
+                t.bonus_scratch,
+                _union(*self.symbol_boxes[cells:]),
+                front["scratch"],
+                True,
+            )
+        )
+        hidden.append(
+            (
+                "front.validation",
+                t.validation_scratch,
+                self.code_box,
+                front["retailer_coating"],
+                False,
+            )
+        )
+        safe = (t.safe * MM, t.safe * MM, (t.width - 2 * t.safe) * MM, (t.height - 2 * t.safe) * MM)
+        zones = []
+        for name, zone, box, words, mark in hidden:
+            coating = _union(t.box(zone), _grow(box, spread))
+            if _union(coating, safe) != safe:
+                raise PrintpipeError(
+                    f"ticket template {t.path}: zone {name}: its coating, spread "
+                    f"{t.coating['spread']:g} mm beyond what it hides, falls outside the safe area"
+                )
+            zones.append(ScratchZone(name, box, coating, _grow(box, spread / 2), words, mark))
+        return tuple(zones)
 
     # -- static forms ---------------------------------------------------------------------------
     def _text_fit(
@@ -427,31 +539,51 @@ class TicketRenderer:
         c.endForm()
         return "back"
 
-    def _define_panels(self) -> None:
-        """Proof coating: silver panels with the game's mark and words, one form per zone size."""
-        t, c = self.t, self.c
-        self.panel_places = []
-        kinds: dict[tuple[float, float], str] = {}
-        for zone in t.scratch_zones():
-            x, y, w, h = t.box(zone)
-            key = (round(w, 2), round(h, 2))
-            if key not in kinds:
-                kinds[key] = name = f"panel-{len(kinds)}"
-                c.beginForm(name, 0, 0, w, h)
-                c.setFillColorCMYK(*SILVER)
-                c.roundRect(0, 0, w, h, 1.2 * MM, stroke=0, fill=1)
-                c.setFillColorCMYK(*SILVER_DARK)
-                side = min(h * 0.62, w * 0.5)
+    def _define_layer_forms(self) -> None:
+        """The blocking, coating and decoration forms of a front: each paints in tints of the
+        colour space the page selects, so each prints on its own separation."""
+        c, t, fonts = self.c, self.t, self.fonts
+        corner = t.coating["corner"] * MM
+        width, height = t.width * MM, t.height * MM
+        self.blocking_form = "layer-blocking"
+        c.beginForm(self.blocking_form, 0, 0, width, height)
+        c.addLiteral(
+            "".join("{:.2f} {:.2f} {:.2f} {:.2f} re\n".format(*z.blocking) for z in self.zones)
+            + "1 scn f"
+        )
+        c.endForm()
+        self.coating_form = "layer-coating"
+        c.beginForm(self.coating_form, 0, 0, width, height)
+        c.addLiteral("1 scn")
+        for zone in self.zones:
+            c.roundRect(*zone.coating, min(corner, zone.coating[3] / 2), stroke=0, fill=1)
+        c.endForm()
+        self.decor_form = "layer-decor"
+        mark = self.game.coating_mark()
+        c.beginForm(self.decor_form, 0, 0, width, height)
+        for zone in self.zones:
+            x, y, w, h = zone.coating
+            size = min(h * 0.16, 6.0)
+            if zone.mark:
+                side = min(h * 0.6, w * 0.5)
+                c.addLiteral(f"{MARK_TINT:g} scn")
                 c.saveState()
-                c.translate((w - side) / 2, h - side - h * 0.08)
+                c.translate(x + (w - side) / 2, y + h - side - h * 0.1)
                 c.scale(side / 100, side / 100)
-                self.game.coating_mark()(c)
+                mark(c)
                 c.restoreState()
-                c.setFillColorCMYK(*K)
-                c.setFont(self.fonts["bold"], min(h * 0.16, 6))
-                c.drawCentredString(w / 2, h * 0.08, self.texts["front"]["scratch"])
-                c.endForm()
-            self.panel_places.append((f"q 1 0 0 1 {x:.2f} {y:.2f} cm", kinds[key]))
+            else:
+                size = min(h * 0.2, 7.0)
+            c.addLiteral("1 scn")
+            c.setFont(fonts["bold"], size)
+            words = zone.words
+            while size > 3.5 and stringWidth(words, fonts["bold"], size) > w - 2 * MM:
+                size -= 0.1
+                c.setFont(fonts["bold"], size)
+            text_y = y + h * 0.1 if zone.mark else y + (h - size * 0.72) / 2
+            c.drawCentredString(x + w / 2, text_y, words)
+        c.tint_current_form("the coating's decoration")
+        c.endForm()
 
     def _operators(self) -> None:
         """Each form placement as its final operators, formatted once for every ticket."""
@@ -462,7 +594,6 @@ class TicketRenderer:
         ]
         self._front_ops = [f"{draw(form)}\n" for form in self.front_forms]
         self._back_ops = f"{draw(self.back_form)}\n"
-        self._panel_ops = "".join(f"{place} {draw(form)} Q\n" for place, form in self.panel_places)
-        panels = [form for _, form in self.panel_places]
-        self._front_form_names = [*self.front_forms, *self.symbol_forms, *panels]
+        self._front_form_names = [*self.front_forms, *self.symbol_forms, self.blocking_form]
+        self._coating_form_names = [self.coating_form, self.decor_form]
         self._back_form_names = [self.back_form]
