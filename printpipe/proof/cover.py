@@ -17,9 +17,10 @@ from reportlab.pdfgen.canvas import Canvas
 
 from printpipe import __version__
 from printpipe.errors import PrintpipeError
+from printpipe.french import cents, euros, number, percent
 from printpipe.games.base import Game, PaperGame, is_paper
 from printpipe.proof.page import GREY, INK, MARGIN, PAGE, RED, text
-from printpipe.proof.specimen_pages import fmt_eur, odds_figure
+from printpipe.proof.specimen_pages import odds_figure
 from printpipe.render.template import MM, Template
 
 
@@ -62,10 +63,6 @@ def prize_rows(game: Game) -> tuple[list[PrizeRow], PrizeRow]:
     return rows, PrizeRow(0, lots, 0, total, size / lots, total / sales_eur)
 
 
-def _pct(share: float) -> str:
-    return f"{share * 100:.3f} %".replace(".", ",")
-
-
 def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -81,14 +78,10 @@ class CoverFacts:
     params: list[tuple[str, str]]
 
 
-def _n(value: int) -> str:
-    return f"{value:,}".replace(",", " ")
-
-
 def ticket_cover_facts(game: PaperGame, template: Template, texts_path: Path) -> CoverFacts:
     """The cover facts of a paper ticket game: its variants, template, texts, packs."""
     d = game.definition
-    price = f"{d.price_cents / 100:g}".replace(".", ",") + " €"
+    price = cents(d.price_cents)
     _, totals = prize_rows(game)
     b = d.block
     return CoverFacts(
@@ -96,10 +89,10 @@ def ticket_cover_facts(game: PaperGame, template: Template, texts_path: Path) ->
         f"visuels {' / '.join(game.variant_captions())}",
         item="tickets",
         checks=[
-            f"Contrôle : {_n(totals.lots)} lots et {fmt_eur(totals.total_eur)}, égaux aux totaux "
+            f"Contrôle : {number(totals.lots)} lots et {euros(totals.total_eur)}, égaux aux totaux "
             "du règlement (article 3).",
-            f"Chances = taille du bloc / lots ; part des ventes = total / ({_n(d.block.size)} x "
-            f"{price} = {fmt_eur(d.block.size * d.price_cents // 100)}).",
+            "Chances = taille du bloc / lots ; part des ventes = total / "
+            f"({number(d.block.size)} x {price} = {euros(d.block.size * d.price_cents // 100)}).",
         ],
         identifiers=[
             ("Définition", f"{d.source.name}  sha256 {d.source_sha256}"),
@@ -109,18 +102,18 @@ def ticket_cover_facts(game: PaperGame, template: Template, texts_path: Path) ->
             ("Specimens", "lot 000000 (jamais émis), tirés par le jeu d'un flux fixe public"),
         ],
         params=[
-            ("Taille d'un bloc", f"{_n(b.size)} tickets"),
-            ("Pools", f"{b.pools} de {_n(b.pool_size)} tickets"),
+            ("Taille d'un bloc", f"{number(b.size)} tickets"),
+            ("Pools", f"{b.pools} de {number(b.pool_size)} tickets"),
             (
                 "Carnets",
-                f"{_n(b.packs)} de {b.pack_size} tickets ({_n(b.packs_per_pool)} par pool)",
+                f"{number(b.packs)} de {b.pack_size} tickets ({number(b.packs_per_pool)} par pool)",
             ),
             ("Perdants consécutifs", f"au plus {b.max_losing_run} dans un carnet"),
             ("Teasers", f"{b.teaser_rate * 100:g} % des perdants montrent le multiplicateur"),
-            ("Gros lots", f">= {_n(b.high_tier_min_eur)} € : au plus un par carnet"),
+            ("Gros lots", f">= {number(b.high_tier_min_eur)} € : au plus un par carnet"),
             (
                 "Lots majeurs",
-                f">= {_n(b.distinct_pools_min_eur)} € : chacun dans un pool différent",
+                f">= {number(b.distinct_pools_min_eur)} € : chacun dans un pool différent",
             ),
         ],
     )
@@ -161,7 +154,7 @@ def draw_cover(
         c,
         MARGIN,
         top + 3 * MM,
-        f"Tableau des lots d'un bloc de {_n(d.block.size)} {facts.item}",
+        f"Tableau des lots d'un bloc de {number(d.block.size)} {facts.item}",
         bold,
         10,
     )
@@ -177,35 +170,32 @@ def draw_cover(
         for value, (_, right) in zip(values, cols, strict=True):
             text(c, MARGIN + right * MM, y, value, font, 8.5, align="right")
 
-    def n(value: int) -> str:
-        return f"{value:,}".replace(",", " ")
-
     for r in rows:
         y -= line
         row(
             [
                 str(r.tier),
-                n(r.lots),
-                fmt_eur(r.amount_eur),
-                fmt_eur(r.total_eur),
+                number(r.lots),
+                euros(r.amount_eur),
+                euros(r.total_eur),
                 odds_figure(d.block.size, r.lots),
-                _pct(r.share),
+                percent(r.share, 3),
             ],
             regular,
         )
     losers = d.block.size - totals.lots
     y -= line
-    row(["-", n(losers), "perdant", "-", "-", "-"], regular)
+    row(["-", number(losers), "perdant", "-", "-", "-"], regular)
     c.line(MARGIN, y - 1.8 * MM, MARGIN + 162 * MM, y - 1.8 * MM)
     y -= line
     row(
         [
             "Total",
-            n(totals.lots),
+            number(totals.lots),
             "",
-            fmt_eur(totals.total_eur),
+            euros(totals.total_eur),
             odds_figure(d.block.size, totals.lots),
-            _pct(totals.share),
+            percent(totals.share, 3),
         ],
         bold,
     )

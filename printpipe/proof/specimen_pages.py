@@ -15,6 +15,7 @@ from typing import Any
 
 from reportlab.pdfgen.canvas import Canvas
 
+from printpipe import french
 from printpipe.games.base import LOSING_TIER, VARIANT_COLUMN, PaperGame
 from printpipe.ids import SPECIMEN_PACK
 from printpipe.proof.page import (
@@ -41,11 +42,6 @@ COLUMNS = (
     ("revealed_front", "RECTO DÉCOUVERT (gratté)"),
     ("back", "VERSO"),
 )
-
-
-def fmt_eur(amount: int) -> str:
-    """French money: thin-space thousands, euro sign after."""
-    return f"{amount:,}".replace(",", " ") + " €"
 
 
 def draw_revealed(renderer: TicketRenderer, x: float, y: float, face: TicketFace) -> None:
@@ -124,13 +120,13 @@ def draw_specimen_page(
     shows = words.shows
     if specimen.tier != LOSING_TIER:
         odds_text = f"1 chance sur {odds_figure(definition.block.size, tier_lots)}"
-        shows += f"  {tier_lots:,} lots par bloc ({odds_text})".replace(",", " ") + "."
+        shows += f"  {french.number(tier_lots)} lots par bloc ({odds_text})."
     text(c, MARGIN, PAGE[1] - 21 * MM, shows, fonts["regular"], 9.5)
 
     lines = [
         f"N° de série (verso) : {face.serial}    Code de validation (sous la zone détaillant) : "
         f"{face.validation_text}    Lot 000000 : jamais émis, la validation répond SPECIMEN.",
-        f"{words.symbols}    Gain selon les règles du jeu : {fmt_eur(specimen.amount_eur)}",
+        f"{words.symbols}    Gain selon les règles du jeu : {french.euros(specimen.amount_eur)}",
     ]
     for i, line in enumerate(lines):
         size = fit_size(line, fonts["regular"], 8.5, PAGE[0] - 2 * MARGIN)
@@ -162,7 +158,7 @@ def draw_specimen_page(
 
 def odds_figure(block_size: int, lots: int) -> str:
     odds = block_size / lots
-    return f"{odds:,.0f}".replace(",", " ") if odds >= 100 else f"{odds:.2f}".replace(".", ",")
+    return french.number(odds) if odds >= 100 else french.number(odds, 2)
 
 
 def _legend(c: Canvas, fonts: dict[str, str], t: Template, y: float) -> None:

@@ -22,11 +22,12 @@ from reportlab.lib.utils import simpleSplit
 from reportlab.pdfgen.canvas import Canvas
 
 from printpipe import __version__
+from printpipe.french import euros
 from printpipe.games.base import LOSING_TIER, OnlineGame
 from printpipe.ids import SPECIMEN_PACK, TicketId
 from printpipe.proof.cover import CoverFacts, draw_cover
 from printpipe.proof.page import GREY, INK, MARGIN, PAGE, RED, diagonal_mark, footer, text
-from printpipe.proof.specimen_pages import fmt_eur, odds_figure
+from printpipe.proof.specimen_pages import odds_figure
 from printpipe.proof.specimens import Specimen, make_composition_specimens
 from printpipe.render.grid import draw_grid
 from printpipe.render.template import MM
@@ -64,7 +65,7 @@ def specimen_label(game: OnlineGame, specimen: Specimen) -> str:
     if specimen.tier == LOSING_TIER:
         words = game.unit_words()
         return words.teaser_loser if specimen.teaser else words.loser
-    return f"Rang {specimen.tier} / {len(game.definition.prizes)} : {fmt_eur(specimen.amount_eur)}"
+    return f"Rang {specimen.tier} / {len(game.definition.prizes)} : {euros(specimen.amount_eur)}"
 
 
 def _draw_unit(
@@ -116,7 +117,7 @@ def _draw_unit(
         c, right + 30 * MM, y + grid_h * 0.3, 70 * MM, 25, "SPECIMEN - SANS VALEUR", fonts["bold"]
     )
     notes = [
-        f"Gain selon les règles : {fmt_eur(specimen.amount_eur)}",
+        f"Gain selon les règles : {euros(specimen.amount_eur)}",
         "Cases gagnantes encadrées d'or" if specimen.tier != LOSING_TIER else "",
         _odds(d.block.size, int(d.tier_lots[specimen.tier]))
         if specimen.tier != LOSING_TIER

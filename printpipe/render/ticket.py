@@ -45,6 +45,7 @@ import numpy as np
 from reportlab.lib.utils import simpleSplit
 from reportlab.pdfbase.pdfmetrics import stringWidth
 
+from printpipe import french
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import FrontArt, PaperGame
 from printpipe.ids import TicketId, printed_codes
@@ -157,10 +158,6 @@ def load_texts(path: Path) -> dict[str, Any]:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise PrintpipeError(f"ticket texts {path} are unreadable: {exc}") from None
-
-
-def _fmt_eur(amount: int) -> str:
-    return f"{amount:,}".replace(",", " ") + " €"
 
 
 class TicketRenderer:
@@ -509,16 +506,14 @@ class TicketRenderer:
         c.setFillColorCMYK(*WHITE)
         c.roundRect(x, y, w, h, 1.5 * MM, stroke=0, fill=1)
         rows = [
-            (f"{p.lots:,}".replace(",", " ") + " lots de", _fmt_eur(p.amount_eur))
+            (f"{p.lots:,}".replace(",", " ") + " lots de", french.euros(p.amount_eur))
             for p in definition.prizes
         ]
         line = h / (len(rows) + 2.4)
         size = min(line * 0.8, 7)
         c.setFillColorCMYK(*K)
         c.setFont(fonts["bold"], size)
-        head = back["odds_title"].format(
-            odds=odds, block_size=f"{definition.block.size:,}".replace(",", " ")
-        )
+        head = back["odds_title"].format(odds=odds, block_size=french.number(definition.block.size))
         while stringWidth(head, fonts["bold"], size) > w - 2 * MM:
             size -= 0.1
         top = y + h - line

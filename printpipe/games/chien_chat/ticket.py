@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from printpipe import french
 from printpipe.games.base import LOSING_TIER, FrontArt, SpecimenWords
 from printpipe.games.chien_chat import artwork
 
@@ -27,10 +28,6 @@ PLAIN_BACKGROUND = (0, 0, 0, 0.08)
 PLAIN_ACCENT = (0, 0, 0, 1)
 
 
-def _eur(amount: int) -> str:
-    return f"{amount:,}".replace(",", " ") + " €"
-
-
 def fronts(game: ChienChat, texts: Mapping[str, Any]) -> tuple[FrontArt, ...]:
     """The front of each effigy, in variant order."""
     front = texts["front"]
@@ -45,7 +42,7 @@ def fronts(game: ChienChat, texts: Mapping[str, Any]) -> tuple[FrontArt, ...]:
             multiplier_factor=game.multiplier,
         )
         rows = [
-            (f"{count} {words['winning_word']}", _eur(int(game.prize_by_count[count])))
+            (f"{count} {words['winning_word']}", french.euros(int(game.prize_by_count[count])))
             for count in range(1, game.max_winning_symbols + 1)
         ]
         rows.append((f"{words['multiplier_word']} au bonus", f"gain x{game.multiplier}"))
@@ -91,7 +88,7 @@ def specimen_words(
         kind = f"Perdant avec {effigy.multiplier_symbol} au bonus (teaser)" if teaser else "Perdant"
         label = f"{effigy.caption} - {kind} : 0 €"
     else:
-        label = f"{effigy.caption} - Rang {tier} / {len(d.prizes)} : {_eur(amount)}"
+        label = f"{effigy.caption} - Rang {tier} / {len(d.prizes)} : {french.euros(amount)}"
     multiplier = effigy.multiplier_symbol
     bonus_shows = multiplier if multiplier in bonus else f"pas de {multiplier}"
     shows = (

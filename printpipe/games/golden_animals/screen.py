@@ -6,22 +6,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from printpipe.french import cents, euros, number, percent
 from printpipe.games.base import UnitWords
 
 if TYPE_CHECKING:
     from printpipe.games.golden_animals.rules import GoldenAnimals
-
-
-def _eur(amount: int) -> str:
-    return f"{amount:,}".replace(",", " ") + " €"
-
-
-def _cents(cents: int) -> str:
-    return f"{cents / 100:.2f}".replace(".", ",") + " €"
-
-
-def _n(value: int) -> str:
-    return f"{value:,}".replace(",", " ")
 
 
 def unit_words(game: GoldenAnimals) -> UnitWords:
@@ -30,37 +19,37 @@ def unit_words(game: GoldenAnimals) -> UnitWords:
     lots, total = d.regulation_totals
     stake = b.size * d.price_cents / 100
     extra = game.extra_symbol
-    roles = [(a, f"chaîne de {game.chain_length} : {_eur(v)}") for a, v in game.paytable.items()]
-    roles += [(code, f"paie {_eur(a)}") for a, code in game.money_codes.items()]
+    roles = [(a, f"chaîne de {game.chain_length} : {euros(v)}") for a, v in game.paytable.items()]
+    roles += [(code, f"paie {euros(a)}") for a, code in game.money_codes.items()]
     roles.append((extra, f"ouvre la grille {extra}"))
     return UnitWords(
         cover_subtitle=f"Jeu n° {d.number:04d} ({d.id}) - jeu instantané en ligne - offre à "
-        f"{_cents(game.offer_price_cents)} = {_cents(d.price_cents)} {d.title} + "
-        f"{_cents(game.linked_price_cents)} {game.linked_game}",
+        f"{cents(game.offer_price_cents)} = {cents(d.price_cents)} {d.title} + "
+        f"{cents(game.linked_price_cents)} {game.linked_game}",
         cover_checks=(
-            f"Contrôle : {_n(lots)} lots et {_eur(total)}, égaux aux totaux du règlement "
+            f"Contrôle : {number(lots)} lots et {euros(total)}, égaux aux totaux du règlement "
             "(article 4).",
-            f"Mise : {_cents(game.offer_price_cents)} par unité = {_cents(d.price_cents)} pour "
-            f"{d.title} + {_cents(game.linked_price_cents)} pour {game.linked_game} (article 2) ; "
-            f"seule la part de {_cents(d.price_cents)} finance ces lots.",
-            f"Taux de retour aux joueurs : {_eur(total)} / ({_n(b.size)} x "
-            f"{_cents(d.price_cents)} = {_eur(round(stake))}) = "
-            f"{total / stake * 100:.2f} %".replace(".", ",")
-            + " (part des ventes ci-dessus : même base).",
+            f"Mise : {cents(game.offer_price_cents)} par unité = {cents(d.price_cents)} pour "
+            f"{d.title} + {cents(game.linked_price_cents)} pour {game.linked_game} (article 2) ; "
+            f"seule la part de {cents(d.price_cents)} finance ces lots.",
+            f"Taux de retour aux joueurs : {euros(total)} / ({number(b.size)} x "
+            f"{cents(d.price_cents)} = {euros(round(stake))}) = "
+            f"{percent(total / stake)} (part des ventes ci-dessus : même base).",
         ),
         cover_params=(
-            ("Taille d'un bloc", f"{_n(b.size)} unités"),
-            ("Pools", f"{b.pools} de {_n(b.pool_size)} unités"),
+            ("Taille d'un bloc", f"{number(b.size)} unités"),
+            ("Pools", f"{b.pools} de {number(b.pool_size)} unités"),
             (
                 "Groupes",
-                f"{_n(b.packs)} de {_n(b.pack_size)} unités ({_n(b.packs_per_pool)} par pool)",
+                f"{number(b.packs)} de {number(b.pack_size)} unités "
+                f"({number(b.packs_per_pool)} par pool)",
             ),
             ("Perdants consécutifs", f"au plus {b.max_losing_run} dans un groupe"),
             ("Teasers", f"{b.teaser_rate * 100:g} % des perdants montrent {extra}"),
-            ("Gros lots", f">= {_n(b.high_tier_min_eur)} € : au plus un par groupe"),
+            ("Gros lots", f">= {number(b.high_tier_min_eur)} € : au plus un par groupe"),
             (
                 "Lots majeurs",
-                f">= {_n(b.distinct_pools_min_eur)} € : chacun dans un pool différent",
+                f">= {number(b.distinct_pools_min_eur)} € : chacun dans un pool différent",
             ),
             ("Grille", f"{game.rows} x {game.columns}, chaîne de {game.chain_length} liés"),
         ),
