@@ -19,6 +19,7 @@ kept to this one class; ``tests/test_export.py`` checks the PDFs' structure and 
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable
 from pathlib import Path
@@ -32,11 +33,50 @@ from printpipe.errors import PrintpipeError
 _GREY_FILL = re.compile(r"^0 0 0 (\S+) (k|K)$")
 
 
+class _SubsetTags:
+    """Renames every embedded font subset with a tag drawn from its own bytes.
+
+    reportlab tags the first subset of every font ``AAAAAA+``, so two fonts of a file share a
+    tag, which prepress preflights reject.  Placed last in the document's delayed fonts, this
+    runs after every font has made its objects and gives each subset six letters of the
+    SHA-256 of its face name and embedded font program: deterministic, and unique per subset.
+    """
+
+    def addObjects(self, doc: pdfdoc.PDFDocument) -> None:  # reportlab calls it so
+        fonts = doc.idToObject["BasicFonts"].dict
+        for font in fonts.values():
+            old = getattr(font, "BaseFont", "")
+            if not isinstance(old, str) or "+" not in old:
+                continue
+            descriptor = doc.idToObject[font.FontDescriptor.name]
+            program = doc.idToObject[descriptor.dict["FontFile2"].name]
+            digest = hashlib.sha256(old.split("+", 1)[1].encode() + program.content).digest()
+            tag = "".join(chr(ord("A") + b % 26) for b in digest[:6])
+            new = f"{tag}+{old.split('+', 1)[1]}"
+            font.BaseFont = new
+            descriptor.dict["FontName"] = pdfdoc.PDFName(new)
+
+
 class PressCanvas(Canvas):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self._shared_xobjects: dict[frozenset[str], object] = {}
         self._shared_resources: dict[tuple, object] = {}
+        self._subset_tags = _SubsetTags()
+
+    def _tag_subsets_last(self) -> None:
+        fonts = self._doc.delayedFonts
+        if self._subset_tags in fonts:
+            fonts.remove(self._subset_tags)
+        fonts.append(self._subset_tags)
+
+    def save(self) -> None:
+        self._tag_subsets_last()
+        super().save()
+
+    def getpdfdata(self) -> bytes:
+        self._tag_subsets_last()
+        return super().getpdfdata()
 
     def form_operator(self, name: str) -> str:
         """The operator drawing form ``name`` (declare it with ``use_forms`` on each page)."""
