@@ -18,7 +18,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from printpipe.errors import PrintpipeError
 
@@ -40,7 +40,7 @@ def open_private(path: Path, mode: str = "wb") -> BinaryIO:
     fd = os.open(path, flags, PRIVATE_FILE_MODE)
     try:
         os.fchmod(fd, PRIVATE_FILE_MODE)  # whatever the umask, and if a leftover existed
-        return os.fdopen(fd, mode)
+        return cast(BinaryIO, os.fdopen(fd, mode))
     except BaseException:
         os.close(fd)
         raise

@@ -207,7 +207,7 @@ class DaskRunner:
     def submit(self, index: int, fn: Callable[[Any], Any], job: Any) -> None:
         key = f"printpipe-{self._name}-{self._run}-{index}"
         future = self._client.submit(fn, job, key=key, pure=False)
-        self._futures[future.key] = index
+        self._futures[key] = index
         self._as_completed.add(future)
 
     def next_done(self) -> tuple[int, Any]:

@@ -18,6 +18,7 @@ import zxingcpp
 
 from printpipe.games import game_template_dir, load_game
 from printpipe.games.base import symbol_code
+from printpipe.games.chien_chat import ChienChat
 from printpipe.render.sheet import impose, parse_sheet
 from printpipe.render.template import load_template
 from printpipe.validation import Ledger
@@ -74,7 +75,8 @@ def printed_tickets(pdf_path: Path, game):
         height = page.get_height()
         text = page.get_textpage()
         image = page.render(scale=DPI / 72, grayscale=True).to_pil()
-        for barcode in zxingcpp.read_barcodes(image, formats=zxingcpp.BarcodeFormat.Code128):
+        code128 = (zxingcpp.BarcodeFormat.Code128,)  # zxing-cpp 3 takes a tuple; its stubs lag
+        for barcode in zxingcpp.read_barcodes(image, formats=code128):  # type: ignore[arg-type]
             corners = barcode.position
             cx = (corners.top_left.x + corners.bottom_right.x) / 2 * 72 / DPI
             cy = height - (corners.top_left.y + corners.bottom_right.y) / 2 * 72 / DPI
@@ -100,6 +102,7 @@ def printed_tickets(pdf_path: Path, game):
 def test_scanned_codes_get_the_prize_of_the_printed_symbols(printed_run):
     press, db, _ = printed_run
     game = load_game("chien-chat")
+    assert isinstance(game, ChienChat)
     job = json.loads((press / "job.json").read_text())
     tickets = printed_tickets(press / job["files"][0]["path"], game)
     assert len(tickets) == 250 and len({code for code, *_ in tickets}) == 250
@@ -123,6 +126,7 @@ def test_scanned_codes_get_the_prize_of_the_printed_symbols(printed_run):
 def test_a_scanned_winner_is_paid_once_through_the_cli(printed_run):
     press, db, _ = printed_run
     game = load_game("chien-chat")
+    assert isinstance(game, ChienChat)
     job = json.loads((press / "job.json").read_text())
     tickets = printed_tickets(press / job["files"][0]["path"], game)
     code = next(

@@ -367,7 +367,7 @@ def test_layouts_draw_every_composition_of_a_lot_and_no_other(golden):
     stream = KeyStream(bytes(range(32)), Purpose.PACK, 7)
     symbols = golden.layout(tiers, np.zeros(len(tiers), np.int64), stream)
     for tier, compositions in golden.compositions.items():
-        shown = Counter()
+        shown: Counter[tuple[frozenset, bool, frozenset]] = Counter()
         for row in symbols[tiers == tier]:
             grid, extra_grid = decoded(golden, row)
             wins = grid_wins(grid)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Set
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,7 @@ def modes(root: Path) -> dict[str, int]:
     return found
 
 
-def assert_private(root: Path, *, expect: set[str] = frozenset()) -> None:
+def assert_private(root: Path, *, expect: Set[str] = frozenset()) -> None:
     found = modes(root)
     assert set(expect) <= set(found), (expect, sorted(found))
     for name, mode in found.items():

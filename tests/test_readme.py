@@ -73,6 +73,7 @@ def test_the_walkthroughs_give_the_answers_the_readme_shows(tmp_path):
 )
 def test_the_answer_convention(answer, output, matches):
     pattern, _ = expectation(answer)
+    assert pattern is not None
     assert bool(pattern.search(output)) is matches
 
 

@@ -313,6 +313,7 @@ def test_sixteen_concurrent_claims_pay_exactly_once(db, stores, game, tmp_path):
         for i in range(16)
     ]
     for proc in procs:  # all are running and waiting; release them at once
+        assert proc.stdin is not None
         proc.stdin.write("go\n")
         proc.stdin.flush()
     results = [proc.communicate(timeout=120) for proc in procs]

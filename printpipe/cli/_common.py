@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from printpipe.errors import PrintpipeError
 from printpipe.keys import DEMO_KEYS_DIR, PRODUCER_SIGNING_PUB
+
+if TYPE_CHECKING:
+    from pyrage import x25519
+
+    from printpipe.games.base import Game
+    from printpipe.manifest import Manifest
 
 DEFAULT_GAME = "chien-chat"
 DEFAULT_OUT = Path("printpipe-out")
@@ -57,7 +64,7 @@ db_option = click.option(
 json_option = click.option("--json", "as_json", is_flag=True, help="One JSON object per answer.")
 
 
-def verified_manifest(path: Path, keys_dir: Path, producer_key: Path | None):
+def verified_manifest(path: Path, keys_dir: Path, producer_key: Path | None) -> Manifest:
     from printpipe.keys import load_public_key
     from printpipe.manifest import verify_manifest
 
@@ -65,13 +72,13 @@ def verified_manifest(path: Path, keys_dir: Path, producer_key: Path | None):
     return verify_manifest(path, load_public_key(key_file), key_file=key_file)
 
 
-def lottery_identity(keys_dir: Path, identity: Path | None):
+def lottery_identity(keys_dir: Path, identity: Path | None) -> x25519.Identity:
     from printpipe.keys import LOTTERY_IDENTITY, load_lottery_identity
 
     return load_lottery_identity(identity or keys_dir / LOTTERY_IDENTITY)
 
 
-def manifest_game(manifest):
+def manifest_game(manifest: Manifest) -> Game:
     from printpipe.games import load_game
 
     game_id = manifest.header.get("game", {}).get("id")

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -20,10 +22,13 @@ from printpipe.cli._common import (
 )
 from printpipe.errors import PrintpipeError
 
+if TYPE_CHECKING:
+    from printpipe.validation import Answer, Ledger
+
 SQLITE_SIDE = ("-wal", "-shm", "-journal")
 
 
-def _open_ledger(db_path: Path, create: bool = False):
+def _open_ledger(db_path: Path, create: bool = False) -> Ledger:
     from printpipe.validation import Ledger
 
     return Ledger(db_path, create=create)
@@ -110,7 +115,7 @@ def packs() -> None:
     """Pack states: issued -> activated (by the retailer on receipt) -> settled."""
 
 
-def _pack_command(state: str):
+def _pack_command(state: str) -> Callable[..., None]:
     @click.argument("pack_numbers", nargs=-1, required=True, metavar="PACK...")
     @db_option
     @click.option("--terminal", default="lottery", show_default=True)
@@ -131,7 +136,7 @@ packs.command("settle", help="Settle activated packs (PPPPPP or GGGG-PPPPPP); al
 )
 
 
-def _print_answer(answer, as_json: bool, ok: bool) -> None:
+def _print_answer(answer: Answer, as_json: bool, ok: bool) -> None:
     import json
 
     click.echo(json.dumps(answer.as_json(), sort_keys=True) if as_json else answer.text)

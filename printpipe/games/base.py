@@ -233,6 +233,10 @@ class Game(Protocol):
 
     def layout(self, tiers: np.ndarray, variants: np.ndarray, stream: KeyStream) -> np.ndarray: ...
 
+    def teasers(self, variants: np.ndarray, symbols: np.ndarray, prizes: np.ndarray) -> np.ndarray:
+        """Which losers show the game's teaser (decision 5 of each game; the audit's rate)."""
+        ...
+
 
 class PaperGame(Game, Protocol):
     """A game printed on scratch tickets (``[output] kind = "press"``).

@@ -20,11 +20,15 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from printpipe.atomic import make_private_dir, make_tree_private, partial_path
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import is_online, is_paper
+
+if TYPE_CHECKING:
+    from printpipe.games.base import Game, PaperGame
+    from printpipe.render.template import Template
 
 PROOF_FORMAT = "printpipe-proof/1"
 SIDECAR = "proof.json"
@@ -100,7 +104,7 @@ def make_proof(
     return record
 
 
-def _check_press(press: PressRequest, game) -> dict[str, Any]:
+def _check_press(press: PressRequest, game: Game) -> dict[str, Any]:
     """Open and check everything a press proof needs before anything is written."""
     from printpipe.block import PackRange
     from printpipe.export import DEFAULT_CHUNK_PACKS
@@ -131,7 +135,11 @@ def _check_press(press: PressRequest, game) -> dict[str, Any]:
 
 
 def _write_pack(
-    out: Path, game, template, texts_path: Path, press_job: dict[str, Any] | None
+    out: Path,
+    game: PaperGame,
+    template: Template,
+    texts_path: Path,
+    press_job: dict[str, Any] | None,
 ) -> dict[str, Any]:
     from printpipe.proof.cover import draw_cover
     from printpipe.proof.page import PAGE, footer
@@ -165,9 +173,9 @@ def _write_pack(
     canvas.showPage()
     records = []
     for i, specimen in enumerate(specimens, start=1):
-        record = draw_specimen_page(canvas, renderer, game, specimen, i, len(specimens))
-        record["page"] = i + 1
-        records.append(record)
+        page = draw_specimen_page(canvas, renderer, game, specimen, i, len(specimens))
+        page["page"] = i + 1
+        records.append(page)
         footer(canvas, fonts, slug, i + 1, pages)
         renderer.finish_page()
         canvas.showPage()
@@ -194,7 +202,9 @@ def _write_pack(
     return record
 
 
-def _write_press(out: Path, game, template, job: dict[str, Any]) -> dict[str, Any]:
+def _write_press(
+    out: Path, game: PaperGame, template: Template, job: dict[str, Any]
+) -> dict[str, Any]:
     import sys
 
     from printpipe.proof.plot import have_matplotlib, write_pack_plot

@@ -54,7 +54,7 @@ class _Faces(Sequence[TicketFace]):
     def __len__(self) -> int:
         return len(self.tickets)
 
-    def __getitem__(self, i):  # type: ignore[override]
+    def __getitem__(self, i):
         t = self.tickets
         return TicketFace.of(
             self.number,

@@ -23,6 +23,7 @@ import hashlib
 import re
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from reportlab.lib.colors import CMYKColorSep
 from reportlab.pdfbase import pdfdoc
@@ -58,7 +59,7 @@ class _SubsetTags:
 
 
 class PressCanvas(Canvas):
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._shared_xobjects: dict[frozenset[str], object] = {}
         self._shared_resources: dict[tuple, object] = {}
@@ -120,7 +121,7 @@ class PressCanvas(Canvas):
             op = "scn" if match.group(2) == "k" else "SCN"
             self._code[i] = f"{match.group(1)} {op}"
 
-    def _setXObjects(self, thing: object) -> None:
+    def _setXObjects(self, thing: Any) -> None:
         used = frozenset(self._formsinuse)
         if not used:
             thing.XObjects = None

@@ -55,7 +55,7 @@ class CachedText:
         self._glyphs: dict[str, tuple[int, str]] = {}
         self._fonts: dict[int, str] = {}
         self._first: dict[str, str] = {}  # codes of the glyphs in the first subset seen
-        self._first_subset: int | None = None
+        self._first_subset = -1  # none seen yet
         for char in alphabet:
             self._glyph(char)
 
@@ -65,7 +65,7 @@ class CachedText:
             name = self._font.getSubsetInternalName(subset, self._doc)
             self._fonts[subset] = f"{name} {self._size:.2f} Tf "
         glyph = self._glyphs[char] = (subset, self._canvas._escape(data))
-        if self._first_subset is None:
+        if self._first_subset == -1:
             self._first_subset = subset
         if subset == self._first_subset:
             self._first[char] = glyph[1]

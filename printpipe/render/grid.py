@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 from reportlab.pdfgen.canvas import Canvas
 
 from printpipe.games.base import OnlineGame
@@ -34,7 +35,7 @@ def draw_grid(
     columns: int,
     codes: Sequence[str],
     captions: dict[str, str],
-    winning: Sequence[bool],
+    winning: Sequence[bool] | np.ndarray,
     fonts: dict[str, str],
 ) -> None:
     """A grid with its bottom-left corner at (x, y), ``cell`` points a side, row 0 on top."""

@@ -36,6 +36,7 @@ digits.  Outside the scratch zones, tickets differ only by their serial and inve
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -114,7 +115,7 @@ class TicketFace:
 
     @staticmethod
     def of(
-        game_number: int, pack: int, ticket: int, variant: int, symbols, virn: int
+        game_number: int, pack: int, ticket: int, variant: int, symbols: Sequence[int], virn: int
     ) -> TicketFace:
         """The face of ticket ``ticket`` of printed pack number ``pack``."""
         ticket_id = TicketId(game_number, pack, ticket)

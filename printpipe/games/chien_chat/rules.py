@@ -32,7 +32,7 @@ from printpipe.rng import KeyStream
 PAWS = "paws"
 BONUS = "bonus"
 
-VIOLATIONS = (
+VIOLATIONS: tuple[str, ...] = (
     "legal",
     "the effigy is unknown",
     "more winning symbols than the rules allow (decision 1)",
@@ -293,7 +293,7 @@ class ChienChat:
                     prize = int(self.evaluate(np.array([v]), row).prize_eur[0])
                     if prize > 0:
                         found.setdefault(prize, set()).add(WayToWin(count, multiplied))
-        ways = {LOSING_TIER: (WayToWin(0, False),)}
+        ways: dict[int, tuple[WayToWin, ...]] = {LOSING_TIER: (WayToWin(0, False),)}
         for i, tier in enumerate(self.definition.prizes):
             if tier.amount_eur not in found:
                 raise reader.error(

@@ -56,7 +56,7 @@ EVALUATE_CHUNK = 1 << 16
 MAX_REDRAWS = 1000
 """Rounds of chain placement or repair before a layout is declared impossible (a bug)."""
 
-VIOLATIONS = (
+VIOLATIONS: tuple[str, ...] = (
     "legal",
     "the variant is unknown",
     "a symbol index outside the game's symbol codes",
@@ -458,7 +458,7 @@ class GoldenAnimals:
         wins = [Win(amount, animal, True) for animal, amount in self.paytable.items()]
         wins += [Win(amount, code, False) for amount, code in self.money_codes.items()]
         teaser = Fraction(str(self.definition.block.teaser_rate))
-        found = {
+        found: dict[int, tuple[Composition, ...]] = {
             LOSING_TIER: (
                 Composition((), False, (), 1 - teaser),
                 Composition((), True, (), teaser),
