@@ -20,6 +20,7 @@ import numpy as np
 from printpipe.games import load_game
 from printpipe.generate import generate_block
 from printpipe.ids import TicketId
+from printpipe.inputs import TerminalId
 from printpipe.keys import (
     LOTTERY_IDENTITY,
     LOTTERY_RECIPIENT,
@@ -33,7 +34,7 @@ from printpipe.keys import (
 )
 from printpipe.manifest import verify_manifest, write_run_manifest
 from printpipe.store import BlockStore
-from printpipe.validation import Ledger
+from printpipe.validation import Ledger, import_manifest
 
 
 def peak_rss_mb() -> float:
@@ -81,8 +82,8 @@ def main() -> None:
         print(f"verify manifest: {time.perf_counter() - started:.2f} s")
         db = root / "ledger.sqlite"
         started = time.perf_counter()
-        with Ledger(db, create=True) as book:
-            book.import_manifest(manifest, game, load_lottery_identity(keys / LOTTERY_IDENTITY))
+        identity = load_lottery_identity(keys / LOTTERY_IDENTITY)
+        import_manifest(db, manifest=manifest, game=game, identity=identity)
         import_s = time.perf_counter() - started
         print(
             f"import 1,500,000 records: {import_s:.1f} s (target <= 60 s), "
@@ -98,13 +99,14 @@ def main() -> None:
             ).validation_code(int(tickets.virn[r]))
             for r in rows
         ]
+        terminal = TerminalId("bench")
         with Ledger(db) as book:
             book.conn.execute("UPDATE packs SET state = 'activated'")
             latencies = np.empty(len(codes))
             started = time.perf_counter()
             for i, code in enumerate(codes):
                 t0 = time.perf_counter()
-                book.validate(code, "bench")
+                book.validate(code, terminal=terminal)
                 latencies[i] = time.perf_counter() - t0
             elapsed = time.perf_counter() - started
         p50, p99 = np.percentile(latencies, [50, 99]) * 1000

@@ -8,7 +8,16 @@ anything else escaping is a bug and keeps its traceback.
 
 
 class PrintpipeError(Exception):
-    """A user-facing error: one line, no traceback."""
+    """A user-facing error: one line, no traceback, exit status ``exit_code``."""
+
+    exit_code = 1
+
+
+class InvalidInput(PrintpipeError):
+    """An input refused before anything is looked up or written (a malformed terminal id, pack
+    number or reason): exit status 2, like a mistyped command line."""
+
+    exit_code = 2
 
 
 class InvalidLayout(PrintpipeError):

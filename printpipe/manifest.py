@@ -1,8 +1,10 @@
 """The secure manifest: serial -> prize, readable only by the lottery, signed by the producer.
 
 Why this shape: the print shop must hand over what it printed (every ticket's prize and VIRN)
-without being able to read winners back from its own output, and the lottery must be sure the
-file is the producer's and complete.  So the records are encrypted to the lottery's age
+in a file that nobody on the way can read, the print shop included once its own copies are
+gone (its block store and press PDFs do show every outcome: ``docs/confidentiality.md``), and
+the lottery must be sure the file is the producer's and complete.  So the records are
+encrypted to the lottery's age
 recipient, and the producer's Ed25519 key signs a clear header plus the SHA-256 of the
 encrypted body: anyone holding the producer's public key can check a manifest without
 decrypting it.

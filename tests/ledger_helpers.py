@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 
 from printpipe.block import PackRange
+from printpipe.cli import main
 from printpipe.games.base import Game
 from printpipe.ids import TicketId
 from printpipe.keys import load_secrets
@@ -46,3 +51,22 @@ def ticket_codes(store: BlockStore, game: Game, row: int) -> tuple[TicketId, str
     ticket = TicketId(definition.number, first + row // store.pack_size, row % store.pack_size)
     prize = int(definition.tier_amounts[int(tickets.tier[row])])
     return ticket, ticket.validation_code(int(tickets.virn[row])), ticket.inventory_code, prize
+
+
+def run_in_process(*args: str) -> subprocess.CompletedProcess:
+    """Run ``printpipe ARGS`` in this process, through the same ``main`` a user's shell calls
+    (one line on stderr and the exit status for every error): no interpreter start-up."""
+    stdout, stderr = io.StringIO(), io.StringIO()
+    argv = sys.argv
+    sys.argv = ["printpipe", *args]
+    code = 0
+    try:
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            main()
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        sys.argv = argv
+    return subprocess.CompletedProcess(
+        ["printpipe", *args], code, stdout.getvalue(), stderr.getvalue()
+    )

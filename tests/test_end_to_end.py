@@ -19,6 +19,7 @@ import zxingcpp
 from printpipe.games import game_template_dir, load_game
 from printpipe.games.base import symbol_code
 from printpipe.games.chien_chat import ChienChat
+from printpipe.inputs import TerminalId
 from printpipe.render.sheet import impose, parse_sheet
 from printpipe.render.template import load_template
 from printpipe.validation import Ledger
@@ -110,7 +111,7 @@ def test_scanned_codes_get_the_prize_of_the_printed_symbols(printed_run):
     with Ledger(db) as ledger:
         for code, effigy, paws, bonus in tickets:
             prize = game.prize_eur(effigy, paws, bonus)  # the rules, on what is printed
-            answer = ledger.validate(code, "T-E2E")
+            answer = ledger.validate(code, terminal=TerminalId("T-E2E"))
             if code[4:10] == "000002":
                 assert answer.text == "PACK NOT ACTIVATED"
             elif prize == 0:

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from printpipe.inputs import TerminalId
+from printpipe.validation import Ledger
 from tests.conftest import run_cli
 
 
@@ -112,3 +114,19 @@ def test_an_online_games_feed_is_private_whatever_the_umask(open_umask, keys_dir
     run_cli("export", str(block), "--out", str(feed), "--keys", str(keys_dir), "-q", check=True)
     assert_private(feed, expect={"job.json", "manifest.ppm"})
     assert any(name.endswith(".feed") for name in modes(feed))
+
+
+def test_the_ledger_and_its_wal_files_are_private_whatever_the_umask(
+    open_umask, keys_dir, tmp_path
+):
+    block = tmp_path / "blk"
+    run_cli("generate", "--keys", str(keys_dir), "--packs", "1:1", "--out", str(block), "-q",
+            check=True)  # fmt: skip
+    db = tmp_path / "ledger.sqlite"
+    run_cli("ledger", "import", str(block / "manifest.ppm"), "--keys", str(keys_dir), "--db",
+            str(db), check=True)  # fmt: skip
+    assert stat.S_IMODE(db.stat().st_mode) == 0o600
+    with Ledger(db) as book:  # a terminal at work: the WAL and its index exist
+        book.validate("0" * 25, terminal=TerminalId("T1"))
+        for side in ("-wal", "-shm"):
+            assert stat.S_IMODE(db.with_name(db.name + side).stat().st_mode) == 0o600, side

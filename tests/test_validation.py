@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from printpipe.block import PackRange
 from printpipe.errors import PrintpipeError
 from printpipe.ids import TicketId, inventory_code_digits, mod97_check, validation_code_digits
+from printpipe.inputs import TerminalId, parse_pack_ref
 from printpipe.keys import (
     LOTTERY_IDENTITY,
     LOTTERY_RECIPIENT,
@@ -27,9 +28,14 @@ from printpipe.keys import (
 )
 from printpipe.manifest import BLOCK_MANIFEST, verify_manifest, write_run_manifest
 from printpipe.store import BlockStore
-from printpipe.validation import Ledger
+from printpipe.validation import LOTTERY, Ledger, import_manifest
 from tests.conftest import run_cli
 from tests.ledger_helpers import copy_store, generate_store, packs_of_every_tier, ticket_codes
+
+
+def pack_refs(numbers):
+    return [parse_pack_ref(n) for n in sorted(numbers)]
+
 
 ANSWER_PREFIXES = (
     "WIN ",
@@ -101,20 +107,20 @@ def test_round_trip_every_tier(db, stores, game, tmp_path):
     assert amounts == set(game.definition.tier_amounts.tolist())  # every tier, losers too
     with Ledger(work) as book:
         for _ticket, code, inventory, _prize, _ in samples:
-            assert book.validate(code, "t").text == "PACK NOT ACTIVATED"
-            assert book.validate(inventory, "t").text == "PACK ISSUED"
+            assert book.validate(code, terminal=TerminalId("t")).text == "PACK NOT ACTIVATED"
+            assert book.validate(inventory, terminal=TerminalId("t")).text == "PACK ISSUED"
         packs = sorted({f"{t.pack:06d}" for t, *_ in samples})
-        book.set_pack_state(packs, "activated", "t")
+        book.set_pack_state(pack_refs(packs), state="activated", terminal=TerminalId("t"))
         for ticket, code, inventory, prize, store_dir in samples:
             assert prize == _rules_prize(game, store_dir, ticket)
-            answer = book.validate(code, "t")
+            answer = book.validate(code, terminal=TerminalId("t"))
             if prize == 0:
                 assert answer.text == "NO WIN"
             elif prize <= 150:
                 assert answer.text == f"WIN {prize}"
             else:
                 assert answer.text == f"WIN {prize} - claim at the lottery"
-            inv = book.validate(inventory, "t")
+            inv = book.validate(inventory, terminal=TerminalId("t"))
             assert inv.text == "PACK ACTIVATED" and inv.amount_eur is None
             assert str(prize) not in json.dumps(inv.as_json()).replace(ticket.serial, "")
 
@@ -158,17 +164,26 @@ def test_claim_pays_once_and_respects_the_retailer_limit(db, stores, game, tmp_p
     big = next(s for s in samples if s[3] > 150)
     loser = next(s for s in samples if s[3] == 0)
     with Ledger(work) as book:
-        book.set_pack_state(sorted({f"{s[0].pack:06d}" for s in samples}), "activated", "L")
-        assert book.claim(small[2], "T1").text == "INVALID CODE"  # the inventory code never pays
-        paid = book.claim(small[1], "T1")
+        book.set_pack_state(
+            pack_refs({f"{s[0].pack:06d}" for s in samples}), state="activated", terminal=LOTTERY
+        )
+        assert (
+            book.claim(small[2], terminal=TerminalId("T1")).text == "INVALID CODE"
+        )  # the inventory code never pays
+        paid = book.claim(small[1], terminal=TerminalId("T1"))
         assert paid.text == f"PAID {small[3]}"
-        again = book.claim(small[1], "T2")
+        again = book.claim(small[1], terminal=TerminalId("T2"))
         assert again.text == f"ALREADY PAID {paid.paid_at} T1"
-        assert book.validate(small[1], "T3").text == again.text
-        assert book.claim(big[1], "T1").text == f"WIN {big[3]} - claim at the lottery"
-        assert book.claim(big[1], "OFFICE", office=True).text == f"PAID {big[3]}"
-        assert book.claim(loser[1], "T1").text == "NO WIN"
-        book.configure(1000, None, "L")
+        assert book.validate(small[1], terminal=TerminalId("T3")).text == again.text
+        assert (
+            book.claim(big[1], terminal=TerminalId("T1")).text
+            == f"WIN {big[3]} - claim at the lottery"
+        )
+        assert (
+            book.claim(big[1], terminal=TerminalId("OFFICE"), office=True).text == f"PAID {big[3]}"
+        )
+        assert book.claim(loser[1], terminal=TerminalId("T1")).text == "NO WIN"
+        book.configure(terminal=LOTTERY, retailer_limit_eur=1000)
         assert book.settings.retailer_limit_eur == 1000
         payments = book.conn.execute("SELECT COUNT(*), SUM(amount_eur) FROM payments").fetchone()
         assert payments == (2, small[3] + big[3])
@@ -181,7 +196,7 @@ def test_claim_pays_once_and_respects_the_retailer_limit(db, stores, game, tmp_p
             book.conn.execute("DELETE FROM payments")
 
 
-def test_wrong_virns_are_counted_and_lock_the_ticket(db, stores, game, tmp_path):
+def test_wrong_virns_from_two_terminals_lock_the_ticket(db, stores, game, tmp_path):
     work = tmp_path / "ledger.sqlite"
     work.write_bytes(db.read_bytes())
     ticket, code, _, _prize, _ = next(s for s in _samples(stores, game) if s[3] > 0)
@@ -190,12 +205,14 @@ def test_wrong_virns_are_counted_and_lock_the_ticket(db, stores, game, tmp_path)
     config = ["ledger", "config", "--db", str(work), "--max-virn-failures", "3"]
     assert "lock after 3" in run_cli(*config, check=True).stdout
     with Ledger(work) as book:
-        book.set_pack_state([f"{ticket.pack:06d}"], "activated", "L")
-        assert [book.validate(c, "T").text for c in wrong] == ["WRONG VALIDATION NUMBER"] * 3
-        assert book.validate(code, "T").text == "LOCKED"
-        assert book.claim(code, "T").text == "LOCKED"
-        failures = book.conn.execute("SELECT failures FROM virn_failures").fetchall()
-        assert failures == [(3,)]
+        book.set_pack_state(pack_refs([f"{ticket.pack:06d}"]), state="activated", terminal=LOTTERY)
+        t1, t2 = TerminalId("T1"), TerminalId("T2")
+        answers = [book.validate(c, terminal=t) for c, t in zip(wrong, (t1, t1, t2), strict=True)]
+        assert [a.text for a in answers] == ["WRONG VALIDATION NUMBER"] * 3
+        assert book.validate(code, terminal=t1).text == "LOCKED"
+        assert book.claim(code, terminal=TerminalId("OFFICE"), office=True).text == "LOCKED"
+        failures = book.conn.execute("SELECT terminal, failures FROM virn_failures").fetchall()
+        assert sorted(failures) == [("T1", 2), ("T2", 1)]
 
 
 def test_pack_states_move_forward_only_all_or_none(db, tmp_path):
@@ -335,8 +352,12 @@ def fuzz_book(db, stores, game, tmp_path_factory):
     work.write_bytes(db.read_bytes())
     book = Ledger(work)
     samples = _samples(stores, game)
-    book.set_pack_state(sorted({f"{s[0].pack:06d}" for s in samples}), "activated", "L")
-    book.configure(None, 10**6, "L")  # fuzzing must not lock the tickets it checks
+    book.set_pack_state(
+        pack_refs({f"{s[0].pack:06d}" for s in samples}), state="activated", terminal=LOTTERY
+    )
+    book.configure(
+        terminal=LOTTERY, max_virn_failures=10**6, max_terminal_virn_failures=10**6
+    )  # fuzzing must not lock the tickets it checks
     yield book, samples
     book.close()
 
@@ -373,7 +394,7 @@ def _mutations(samples):
 def test_fuzzed_codes_never_crash_and_never_give_a_wrong_prize(fuzz_book, data):
     book, samples = fuzz_book
     code = data.draw(_mutations(samples))
-    answer = book.validate(code, "fuzz")
+    answer = book.validate(code, terminal=TerminalId("fuzz"))
     assert answer.text.startswith(ANSWER_PREFIXES)
     if answer.outcome in ("WIN", "WIN_AT_LOTTERY", "NO_WIN"):
         truth = {s[1]: s[3] for s in samples}
@@ -398,11 +419,11 @@ def test_verify_then_import_api(stores, keys_dir, game, tmp_path):
     manifest = verify_manifest(
         stores[0] / BLOCK_MANIFEST, load_public_key(keys_dir / PRODUCER_SIGNING_PUB)
     )
-    with Ledger(tmp_path / "l.sqlite", create=True) as book:
-        text = book.import_manifest(
-            manifest, game, load_lottery_identity(keys_dir / LOTTERY_IDENTITY)
-        )
-        assert "1,000 records (1,000 new)" in text
+    identity = load_lottery_identity(keys_dir / LOTTERY_IDENTITY)
+    path = tmp_path / "l.sqlite"
+    text = import_manifest(path, manifest=manifest, game=game, identity=identity)
+    assert "1,000 records (1,000 new)" in text
+    with Ledger(path) as book:
         assert book.conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
@@ -418,7 +439,9 @@ def test_only_the_printed_forms_of_a_code_are_answered(db, stores, game, tmp_pat
     text = ticket.validation_text(int(code[13:23]))
     with Ledger(work) as book:
         for given_code in (code, text, f" {code} ", text.replace(" ", "-")):
-            assert book.validate(given_code, "T").text == "PACK NOT ACTIVATED", given_code
+            assert (
+                book.validate(given_code, terminal=TerminalId("T")).text == "PACK NOT ACTIVATED"
+            ), given_code
         for given_code in (
             f"{code[:23]}{int(code[23:]) - 97:02d}",  # same value modulo 97, never printed
             code + "\x1c",
@@ -427,4 +450,6 @@ def test_only_the_printed_forms_of_a_code_are_answered(db, stores, game, tmp_pat
             code.replace("0", "\uff10"),
             text.replace(" ", "  "),
         ):
-            assert book.validate(given_code, "T").text == "INVALID CODE", repr(given_code)
+            assert book.validate(given_code, terminal=TerminalId("T")).text == "INVALID CODE", repr(
+                given_code
+            )

@@ -27,7 +27,7 @@ def main() -> None:
         cli.main(standalone_mode=False, prog_name="printpipe")
     except PrintpipeError as exc:
         click.echo(f"printpipe: error: {exc}", err=True)
-        sys.exit(1)
+        sys.exit(exc.exit_code)
     except (KeyboardInterrupt, click.exceptions.Abort):
         click.echo("printpipe: interrupted", err=True)
         sys.exit(130)

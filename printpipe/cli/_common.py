@@ -54,14 +54,6 @@ identity_option = click.option(
     default=None,
     help="The lottery's age identity [default: KEYS/lottery.age].",
 )
-db_option = click.option(
-    "--db",
-    "db_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    required=True,
-    help="Validation database (SQLite file).",
-)
-json_option = click.option("--json", "as_json", is_flag=True, help="One JSON object per answer.")
 
 
 def verified_manifest(path: Path, keys_dir: Path, producer_key: Path | None) -> Manifest:

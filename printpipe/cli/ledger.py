@@ -1,18 +1,27 @@
-"""The lottery's validation database: import, settings, pack states, validate, claim."""
+"""The lottery's validation database: import, settings, pack states, validate, claim, locks.
+
+Parsing only.  Strings become typed values through the parameter types below, which are the
+library's own parsers (``printpipe.inputs``); each command then calls the library with keyword
+arguments.  An input refused there exits 2 with one line, and a ledger command still records
+the refusal in the ledger's audit log (:class:`AuditedCommand`).
+"""
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import json
+import sqlite3
 import sys
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any
 
 import click
 
 from printpipe.cli._common import (
-    db_option,
     identity_option,
-    json_option,
     keys_option,
     lottery_identity,
     manifest_game,
@@ -20,38 +29,118 @@ from printpipe.cli._common import (
     quiet_option,
     verified_manifest,
 )
-from printpipe.errors import PrintpipeError
+from printpipe.errors import InvalidInput, PrintpipeError
+from printpipe.ids import TicketId
+from printpipe.inputs import (
+    PackRef,
+    Reason,
+    TerminalId,
+    parse_pack_ref,
+    parse_reason,
+    parse_terminal_id,
+    parse_ticket_ref,
+)
 
-if TYPE_CHECKING:
-    from printpipe.validation import Answer, Ledger
-
-SQLITE_SIDE = ("-wal", "-shm", "-journal")
+_REFUSED = "printpipe.refused"  # ctx.meta: the raw text of each refused parameter
 
 
-def _open_ledger(db_path: Path, create: bool = False) -> Ledger:
-    from printpipe.validation import Ledger
+class InputType(click.ParamType):
+    """A click parameter type that is one of the library's parsers (``InvalidInput`` -> exit 2)."""
 
-    return Ledger(db_path, create=create)
+    def __init__(self, name: str, parse: Callable[[str], Any], kind: type) -> None:
+        self.name = name
+        self.parse = parse
+        self.kind = kind
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, self.kind):
+            return value
+        try:
+            return self.parse(value)
+        except InvalidInput as exc:
+            if ctx is not None and param is not None and param.name:
+                ctx.meta.setdefault(_REFUSED, {})[param.name] = value
+            self.fail(str(exc), param, ctx)
 
 
-def _sqlite_errors(function):
+TERMINAL = InputType("terminal", parse_terminal_id, TerminalId)
+PACK = InputType("pack", parse_pack_ref, PackRef)
+TICKET = InputType("ticket", parse_ticket_ref, TicketId)
+REASON = InputType("reason", parse_reason, Reason)
+
+
+class AuditedCommand(click.Command):
+    """A ledger command whose refused input is still appended to the ledger's audit log.
+
+    ``--db`` is parsed first (eager), so when another parameter is refused the ledger is
+    known; the refusal is recorded there (escaped and bounded), then shown as one line.
+    """
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        given = list(args)
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            db_path = ctx.params.get("db_path")
+            if db_path is not None:
+                refused = ctx.meta.get(_REFUSED, {})
+                terminal = refused.get("terminal", ctx.params.get("terminal", "unknown"))
+                _record_refusal(db_path, str(self.name), str(terminal), given, exc)
+            raise
+
+
+def _record_refusal(
+    db_path: Path, action: str, terminal: str, given: list[str], exc: click.UsageError
+) -> None:
+    from printpipe.validation import record_refusal
+
+    # With no ledger to record it in, the refusal is still the one line shown.
+    with contextlib.suppress(PrintpipeError, sqlite3.Error):
+        record_refusal(
+            db_path,
+            action=action,
+            terminal_text=terminal,
+            given=" ".join(given),
+            reason=exc.format_message(),
+        )
+
+
+def _sqlite_errors(function: Callable[..., None]) -> Callable[..., None]:
     """A database failure (locked too long, disk full, damaged file) is one line, not a trace."""
-    import functools
-    import sqlite3
 
     @functools.wraps(function)
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: Any, **kwargs: Any) -> None:
         try:
-            return function(*args, **kwargs)
+            function(*args, **kwargs)
         except sqlite3.Error as exc:
             raise PrintpipeError(f"validation database: {exc}") from None
 
     return wrapper
 
 
+db_option = click.option(
+    "--db",
+    "db_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    required=True,
+    is_eager=True,  # known before any other input is refused: see AuditedCommand
+    help="Validation database (SQLite file).",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="One JSON object per answer.")
+
+
+def terminal_option(default: str | None, help_text: str) -> Callable[[Any], Any]:
+    """``--terminal``, required when there is no default (click 8.3 takes ``default=None`` for
+    a given value, so it is not passed at all)."""
+    given = {"default": default, "show_default": True} if default else {"required": True}
+    return click.option(
+        "--terminal", type=TERMINAL, help=f"{help_text} (1 to 64 of A-Z a-z 0-9 . _ : -).", **given
+    )
+
+
 @click.group()
 def ledger() -> None:
-    """The lottery's validation database: import manifests, settings."""
+    """The lottery's validation database: import manifests, settings, locks."""
 
 
 @ledger.command("import")
@@ -72,42 +161,92 @@ def ledger_import(
 ) -> None:
     """Load manifest FILE into the database (created if absent); the same one twice: no-op."""
     from printpipe.progress import progress_bar
+    from printpipe.validation import import_manifest
 
     verified = verified_manifest(file, keys_dir, producer_key)
     game = manifest_game(verified)
     key = lottery_identity(keys_dir, identity)
-    records = int(verified.header["records"])
-    new_database = not db_path.exists()
-    try:
-        with (
-            _open_ledger(db_path, create=True) as book,
-            progress_bar(records, "import", "records", not quiet) as bar,
-        ):
-            summary = book.import_manifest(verified, game, key, progress=bar.update)
-    except BaseException:
-        if new_database:  # a refused first import leaves no empty database behind
-            for leftover in (db_path, *(db_path.with_name(db_path.name + s) for s in SQLITE_SIDE)):
-                leftover.unlink(missing_ok=True)
-        raise
+    with progress_bar(int(verified.header["records"]), "import", "records", not quiet) as bar:
+        summary = import_manifest(
+            db_path, manifest=verified, game=game, identity=key, progress=bar.update
+        )
     click.echo(summary)
 
 
-@ledger.command("config")
+def _setting_option(flag: str, help_text: str) -> Callable[[Any], Any]:
+    return click.option(flag, type=click.IntRange(min=1), default=None, help=help_text)
+
+
+@ledger.command("config", cls=AuditedCommand)
 @db_option
-@click.option("--retailer-limit", type=int, default=None, help="Highest prize a retailer pays.")
-@click.option("--max-virn-failures", type=int, default=None, help="Wrong VIRNs before a lock.")
-@click.option("--terminal", default="lottery", show_default=True)
+@_setting_option("--retailer-limit", "Highest prize (EUR) a retailer pays.")
+@_setting_option("--max-virn-failures", "Wrong VIRNs (from 2 terminals or more) locking a ticket.")
+@_setting_option("--max-terminal-virn-failures", "Wrong VIRNs throttling a terminal.")
+@_setting_option("--terminal-window-hours", "How long a terminal's wrong VIRNs count.")
+@terminal_option("lottery", "Who changes the settings, for the log")
 @_sqlite_errors
 def ledger_config(
-    db_path: Path, retailer_limit: int | None, max_virn_failures: int | None, terminal: str
+    db_path: Path,
+    retailer_limit: int | None,
+    max_virn_failures: int | None,
+    max_terminal_virn_failures: int | None,
+    terminal_window_hours: int | None,
+    terminal: TerminalId,
 ) -> None:
-    """Show or change the retailer limit (EUR) and the VIRN failures that lock a ticket."""
-    with _open_ledger(db_path) as book:
-        settings = book.configure(retailer_limit, max_virn_failures, terminal)
-    click.echo(
-        f"retailer limit {settings.retailer_limit_eur} EUR, "
-        f"lock after {settings.max_virn_failures} wrong validation numbers"
+    """Show the settings, or change them (audited). Showing never writes to the database."""
+    from printpipe.validation import configure
+
+    settings = configure(
+        db_path,
+        terminal=terminal,
+        retailer_limit_eur=retailer_limit,
+        max_virn_failures=max_virn_failures,
+        max_terminal_virn_failures=max_terminal_virn_failures,
+        terminal_window_hours=terminal_window_hours,
     )
+    click.echo(settings.describe())
+
+
+@ledger.command("locks")
+@db_option
+@json_option
+@_sqlite_errors
+def ledger_locks(db_path: Path, as_json: bool) -> None:
+    """Locked tickets and throttled terminals, for the office to review (read-only)."""
+    from printpipe.validation import Ledger
+
+    with Ledger(db_path, read_only=True) as book:
+        locks = book.locks()
+    if as_json:
+        click.echo(json.dumps(asdict(locks), sort_keys=True))
+        return
+    for ticket in locks.tickets:
+        click.echo(
+            f"locked ticket {ticket.serial}: {ticket.failures} wrong validation numbers from "
+            f"{ticket.terminals} terminals, the last at {ticket.last_at}"
+        )
+    for terminal in locks.terminals:
+        click.echo(
+            f"throttled terminal {terminal.terminal}: {terminal.failures} wrong validation "
+            f"numbers since {terminal.since}, until {terminal.until}"
+        )
+    if not locks.tickets and not locks.terminals:
+        click.echo("no locked ticket, no throttled terminal")
+
+
+@ledger.command("unlock", cls=AuditedCommand)
+@click.argument("ticket", type=TICKET, metavar="SERIAL")
+@db_option
+@click.option("--reason", type=REASON, required=True, help="Why, after inspecting the ticket.")
+@terminal_option("lottery", "The office terminal that unlocks, for the log")
+@_sqlite_errors
+def ledger_unlock(ticket: TicketId, db_path: Path, reason: Reason, terminal: TerminalId) -> None:
+    """Release a locked ticket (serial GGGG-PPPPPP-TTT-C) after the office has inspected it;
+    its holder can then be paid at the office (claim --office)."""
+    from printpipe.validation import Ledger
+
+    with Ledger(db_path) as book:
+        click.echo(book.unlock(ticket, reason=reason, terminal=terminal))
 
 
 @click.group()
@@ -116,56 +255,63 @@ def packs() -> None:
 
 
 def _pack_command(state: str) -> Callable[..., None]:
-    @click.argument("pack_numbers", nargs=-1, required=True, metavar="PACK...")
+    @click.argument("pack_refs", nargs=-1, required=True, type=PACK, metavar="PACK...")
     @db_option
-    @click.option("--terminal", default="lottery", show_default=True)
+    @terminal_option("lottery", "Who moves the packs, for the log")
     @_sqlite_errors
-    def command(pack_numbers: tuple[str, ...], db_path: Path, terminal: str) -> None:
-        with _open_ledger(db_path) as book:
-            for line in book.set_pack_state(list(pack_numbers), state, terminal):
+    def command(pack_refs: tuple[PackRef, ...], db_path: Path, terminal: TerminalId) -> None:
+        from printpipe.validation import Ledger
+
+        with Ledger(db_path) as book:
+            for line in book.set_pack_state(pack_refs, state=state, terminal=terminal):
                 click.echo(line)
 
     return command
 
 
-packs.command("activate", help="Activate packs (PPPPPP or GGGG-PPPPPP); all or none.")(
-    _pack_command("activated")
-)
-packs.command("settle", help="Settle activated packs (PPPPPP or GGGG-PPPPPP); all or none.")(
-    _pack_command("settled")
-)
+packs.command(
+    "activate", cls=AuditedCommand, help="Activate packs (PPPPPP or GGGG-PPPPPP); all or none."
+)(_pack_command("activated"))
+packs.command(
+    "settle",
+    cls=AuditedCommand,
+    help="Settle activated packs (PPPPPP or GGGG-PPPPPP); all or none.",
+)(_pack_command("settled"))
 
 
-def _print_answer(answer: Answer, as_json: bool, ok: bool) -> None:
-    import json
-
+def _print_answer(answer: Any, as_json: bool, ok: bool) -> None:
     click.echo(json.dumps(answer.as_json(), sort_keys=True) if as_json else answer.text)
     if not ok:
         sys.exit(1)
 
 
-@click.command(context_settings={"ignore_unknown_options": True})
+@click.command(cls=AuditedCommand, context_settings={"ignore_unknown_options": True})
 @click.argument("code")
 @db_option
-@click.option("--terminal", default="unknown", show_default=True, help="Terminal id for the log.")
+@terminal_option("unknown", "Terminal id, for the log")
 @json_option
 @_sqlite_errors
-def validate(code: str, db_path: Path, terminal: str, as_json: bool) -> None:
-    """Answer a scanned CODE: 25-digit validation code, or 14-digit inventory code (pack state)."""
-    with _open_ledger(db_path) as book:
-        answer = book.validate(code, terminal)
+def validate(code: str, db_path: Path, terminal: TerminalId, as_json: bool) -> None:
+    """Answer a scanned CODE: the validation code (25 digits, or as printed:
+    GGGG-PPPPPP-TTT VVVVVVVVVV KK), or the inventory code or serial (pack state only)."""
+    from printpipe.validation import Ledger
+
+    with Ledger(db_path) as book:
+        answer = book.validate(code, terminal=terminal)
     _print_answer(answer, as_json, answer.ok)
 
 
-@click.command(context_settings={"ignore_unknown_options": True})
+@click.command(cls=AuditedCommand, context_settings={"ignore_unknown_options": True})
 @click.argument("code")
 @db_option
-@click.option("--terminal", required=True, help="Terminal id, recorded with the payment.")
+@terminal_option(None, "Terminal id, recorded with the payment")
 @click.option("--office", is_flag=True, help="The lottery's office: pays above the retailer limit.")
 @json_option
 @_sqlite_errors
-def claim(code: str, db_path: Path, terminal: str, office: bool, as_json: bool) -> None:
+def claim(code: str, db_path: Path, terminal: TerminalId, office: bool, as_json: bool) -> None:
     """Pay the ticket of validation CODE, at most once (exit 0 only when paid now)."""
-    with _open_ledger(db_path) as book:
-        answer = book.claim(code, terminal, office)
+    from printpipe.validation import Ledger
+
+    with Ledger(db_path) as book:
+        answer = book.claim(code, terminal=terminal, office=office)
     _print_answer(answer, as_json, answer.outcome == "PAID")
