@@ -78,8 +78,7 @@ def main() -> None:
                     export_block(
                         store,
                         out,
-                        None,
-                        keys,
+                        keys_dir=keys,
                         workers=workers,
                         chunk_packs=args.chunk_packs,
                         show_progress=False,

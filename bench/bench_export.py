@@ -118,7 +118,7 @@ def main() -> None:
         block, out, keys, workers = args.child.split(",")
         started = time.perf_counter()
         job = export_block(
-            Path(block), Path(out), None, Path(keys), workers=int(workers), show_progress=False
+            Path(block), Path(out), keys_dir=Path(keys), workers=int(workers), show_progress=False
         )
         elapsed = time.perf_counter() - started
         rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
@@ -206,7 +206,8 @@ def main() -> None:
 
 def _first_chunk(block: Path, out: Path) -> ChunkJob:
     """The first 40 packs of the block as the export's own work unit, for a render-only time."""
-    from printpipe.export import ExportSettings, _chunk_job, chunk_specs
+    from printpipe.export import ExportSettings, _chunk_job, chunk_specs, job_date
+    from printpipe.render.pdfx import FOGRA39
     from printpipe.render.sheet import parse_sheet
     from printpipe.render.template import load_template
 
@@ -217,7 +218,7 @@ def _first_chunk(block: Path, out: Path) -> ChunkJob:
     )
     out.mkdir()
     spec = chunk_specs(store, PackRange(1, 40), 40)[0]
-    return _chunk_job(store, spec, str(out), template, settings)
+    return _chunk_job(store, spec, str(out), template, settings, job_date(), FOGRA39)
 
 
 if __name__ == "__main__":

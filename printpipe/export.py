@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from printpipe import __version__
 from printpipe.atomic import make_private_dir, remove_partials, sha256_file, write_atomic
 from printpipe.block import PackRange, Tickets
 from printpipe.cluster import ChunkRunner, make_runner, run_in_order
@@ -34,6 +35,7 @@ from printpipe.games import game_template_dir, load_game
 from printpipe.games.base import is_online, is_paper
 from printpipe.ids import TicketId
 from printpipe.progress import progress_bar
+from printpipe.render.pdfx import FOGRA39, JobIdentity, OutputIntent, icc_output_intent, pdf_date
 from printpipe.store import BlockStore
 
 if TYPE_CHECKING:
@@ -57,6 +59,10 @@ class ExportSettings:
     template_sha256: str
     chunk_packs: int
     coating: str
+    output_intent: str = "FOGRA39"
+    """The PDF/X output intent's identifier (a registered name, or the embedded profile's)."""
+    output_intent_sha256: str | None = None
+    """SHA-256 of the embedded ICC profile; None for a registered name."""
 
 
 @dataclass(frozen=True)
@@ -86,8 +92,11 @@ class ChunkJob:
     file_name: str
     out_dir: str | None
     settings: ExportSettings
+    date: int
+    """The job's date (seconds since the epoch, UTC): every file's CreationDate and ModDate."""
     template: Template = field(repr=False)
     tickets: Tickets = field(repr=False)
+    output_intent: OutputIntent = field(repr=False, default=FOGRA39)
 
 
 def chunk_file_name(game_id: str, block: int, first_pack: int, last_pack: int) -> str:
@@ -124,21 +133,32 @@ def render_chunk(job: ChunkJob) -> dict[str, Any]:
         np.asarray(tickets.symbols),
         np.asarray(tickets.virn),
     )
-    # The path is never written: the bytes are taken with getpdfdata().
-    canvas = new_canvas(
-        Path(job.file_name), (imposition.sheet_w * MM, imposition.sheet_h * MM), template.fonts
-    )
-    canvas.setTitle(job.file_name)
-    canvas.setCreator("printpipe")
-    renderer = TicketRenderer(canvas, template, game, texts, Coating(job.settings.coating))
     first_serial, last_serial = faces[0].serial, faces[-1].serial
     title = game.definition.title
+    last_printed = base + job.last - job.first
+    identity = JobIdentity(
+        title=f"{title} - game {number:04d} - block {job.block} - packs {base:06d} to "
+        f"{last_printed:06d} - {job.file_name}",
+        author=f"printpipe {__version__}: press run of {title} block {job.block}",
+        subject=f"Press file, duplex {job.settings.sheet} sheets, coating {job.settings.coating}: "
+        f"tickets {first_serial} to {last_serial}",
+        date=job.date,
+        output_intent=job.output_intent,
+    )
+    # The path is never written: the bytes are taken with getpdfdata().
+    canvas = new_canvas(
+        Path(job.file_name),
+        (imposition.sheet_w * MM, imposition.sheet_h * MM),
+        template.fonts,
+        identity=identity,
+    )
+    renderer = TicketRenderer(canvas, template, game, texts, Coating(job.settings.coating))
 
     def slug(sheet: int, sheets: int, side: str) -> str:
         return (
             f"{title} - game {number:04d} - block {job.block} - sheet {sheet + 1}/{sheets} "
             f"{'FRONT' if side == 'front' else 'BACK (mirrored)'} - packs {base:06d} to "
-            f"{base + job.last - job.first:06d} ({first_serial} to {last_serial}), cut and stack: "
+            f"{last_printed:06d} ({first_serial} to {last_serial}), cut and stack: "
             f"slot k holds ticket k x {sheets} + {sheet} - {job.file_name}"
         )
 
@@ -166,13 +186,15 @@ def _init_worker() -> None:
 def export_block(
     block_dir: Path,
     out_dir: Path,
-    packs_text: str | None,
+    *,
     keys_dir: Path,
+    packs_text: str | None = None,
     sheet: str = "SRA3",
     template: Path | None = None,
     workers: int | None = None,
     chunk_packs: int = DEFAULT_CHUNK_PACKS,
     coating: str = "plate",
+    output_intent: Path | None = None,
     show_progress: bool = True,
     scheduler: str | None = None,
     collect: bool = False,
@@ -181,6 +203,7 @@ def export_block(
 
     The chunks run on a local process pool, or on a Dask cluster when ``scheduler`` is an
     address; with ``collect`` the workers return the PDF bytes and this process writes them.
+    ``output_intent`` is a print shop's ICC output profile to embed (default: FOGRA39 by name).
     """
     from printpipe.keys import (
         LOTTERY_RECIPIENT,
@@ -215,12 +238,22 @@ def export_block(
     loaded = load_template(template_path)
     sheet_mm = parse_sheet(sheet)
     impose(loaded, *sheet_mm)  # refuse a sheet too small before writing anything
-    settings = ExportSettings(sheet, sheet_mm, loaded.name, loaded.sha256, chunk_packs, coating)
-    _prepare_out_dir(out_dir, store, packs, settings)
+    intent = icc_output_intent(output_intent) if output_intent else FOGRA39
+    settings = ExportSettings(
+        sheet,
+        sheet_mm,
+        loaded.name,
+        loaded.sha256,
+        chunk_packs,
+        coating,
+        intent.identifier,
+        hashlib.sha256(intent.profile).hexdigest() if intent.profile else None,
+    )
+    date = _prepare_out_dir(out_dir, store, packs, settings)
     specs = chunk_specs(store, packs, chunk_packs)
     todo = [spec for spec in specs if not (out_dir / spec.file_name).exists()]
     target = None if collect else str(out_dir.resolve())
-    jobs = (_chunk_job(store, spec, target, loaded, settings) for spec in todo)
+    jobs = (_chunk_job(store, spec, target, loaded, settings, date, intent) for spec in todo)
     tickets = sum(spec.last - spec.first + 1 for spec in todo) * store.pack_size
     engine = _engine(scheduler, min(workers or os.cpu_count() or 1, max(1, len(todo))))
     rendered = _render(jobs, engine, tickets, show_progress, out_dir) if todo else iter(())
@@ -243,6 +276,7 @@ def export_block(
         "tickets": packs.count * store.pack_size,
         "block_summary_sha256": hashlib.sha256(store.summary_bytes).hexdigest(),
         "settings": asdict(settings),
+        "date": pdf_date(date),
         "files": files,
         "manifest": MANIFEST_FILE,
     }
@@ -269,6 +303,8 @@ def _chunk_job(
     out_dir: str | None,
     template: Template,
     settings: ExportSettings,
+    date: int,
+    output_intent: OutputIntent,
 ) -> ChunkJob:
     """The work unit of one chunk, its ticket columns read (copied) from the store."""
     rows = store.read(PackRange(spec.first, spec.last))
@@ -283,8 +319,10 @@ def _chunk_job(
         spec.file_name,
         out_dir,
         settings,
+        date,
         template,
         tickets,
+        output_intent,
     )
 
 
@@ -360,37 +398,61 @@ def _file_entries(
     return entries
 
 
+def job_date(recorded: int | None = None) -> int:
+    """The date every file of a job carries (seconds, UTC): ``SOURCE_DATE_EPOCH`` when set
+    (reproducible builds), else the date recorded when the job began, else now (recorded)."""
+    text = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if text:
+        if not text.isdigit():
+            raise PrintpipeError(f"SOURCE_DATE_EPOCH must be whole seconds, got {text!r}")
+        return int(text)
+    return recorded if recorded is not None else int(time.time())
+
+
 def _prepare_out_dir(
     out_dir: Path, store: BlockStore, packs: PackRange, settings: ExportSettings
-) -> None:
-    """Create or reuse PRINT_DIR; refuse one holding another job; clear leftovers of a crash."""
-    marker = json.dumps(
-        {
-            "block_summary_sha256": hashlib.sha256(store.summary_bytes).hexdigest(),
-            "packs": str(packs),
-            "settings": asdict(settings),
-        },
-        sort_keys=True,
-    )
+) -> int:
+    """Create or reuse PRINT_DIR; refuse one holding another job; clear leftovers of a crash.
+
+    Returns the job's date: a resumed job keeps the date it began with, so its files keep
+    their bytes."""
+    job = {
+        "block_summary_sha256": hashlib.sha256(store.summary_bytes).hexdigest(),
+        "packs": str(packs),
+        "settings": asdict(settings),
+    }
     try:
         make_private_dir(out_dir)
-        existing = (out_dir / MARKER).read_text() if (out_dir / MARKER).exists() else None
-        if existing is not None and existing != marker:
+        existing = _read_marker(out_dir / MARKER)
+        recorded = existing.pop("date", None) if existing is not None else None
+        if existing is not None and existing != json.loads(json.dumps(job)):
             raise PrintpipeError(
                 f"{out_dir} holds the files of another export (other block, packs or settings): "
                 "use an empty folder"
             )
         if existing is None and any(out_dir.glob("*.pdf")):
             raise PrintpipeError(f"{out_dir} already holds PDF files: use an empty folder")
+        date = job_date(recorded if isinstance(recorded, int) else None)
         remove_partials(out_dir)
         (out_dir / JOB_FILE).unlink(missing_ok=True)  # rewritten only when the run is complete
-        write_atomic(out_dir / MARKER, marker)
+        write_atomic(out_dir / MARKER, json.dumps({**job, "date": date}, sort_keys=True))
     except PermissionError as exc:
         raise PrintpipeError(f"cannot write to {out_dir}: {exc.strerror}") from None
     except OSError as exc:
         if isinstance(exc, PrintpipeError):
             raise
         raise PrintpipeError(f"cannot write to {out_dir}: {exc.strerror}") from None
+    return date
+
+
+def _read_marker(path: Path) -> dict[str, Any] | None:
+    if not path.exists():
+        return None
+    try:
+        marker = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {"unreadable": True}
+    return marker if isinstance(marker, dict) else {"unreadable": True}
 
 
 def _file_entry(

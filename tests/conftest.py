@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,17 +21,23 @@ from printpipe.keys import (
     load_signing_key,
 )
 
+# Press files carry their job's date (SOURCE_DATE_EPOCH, else the day the job began): the
+# tests that compare the bytes of two runs made at different seconds need one fixed date.
+os.environ.setdefault("SOURCE_DATE_EPOCH", "1767225600")  # 2026-01-01T00:00:00Z
+
 
 def run_cli(
-    *args: str, cwd: Path | None = None, check: bool = False
+    *args: str, cwd: Path | None = None, check: bool = False, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess:
-    """Run `printpipe` as a user would, in a subprocess of this interpreter."""
+    """Run `printpipe` as a user would, in a subprocess of this interpreter (``env``: extra
+    environment variables)."""
     result = subprocess.run(
         [sys.executable, "-m", "printpipe", *args],
         cwd=cwd,
         capture_output=True,
         text=True,
         timeout=600,
+        env={**os.environ, **env} if env else None,
     )
     if check and result.returncode != 0:
         raise AssertionError(f"printpipe {' '.join(args)} failed:\n{result.stderr}")

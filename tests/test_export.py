@@ -15,6 +15,7 @@ import time
 import zlib
 from pathlib import Path
 
+import pikepdf
 import pypdfium2
 import pytest
 import zxingcpp
@@ -415,22 +416,79 @@ def test_bad_template_names_the_zone(tmp_path, small_block, keys_dir, edit, zone
     _assert_one_line_error(result, out, zone)
 
 
-def test_same_inputs_same_bytes(tmp_path, press, small_block, keys_dir):
-    again = tmp_path / "again"
-    run_cli(
-        "export",
-        str(small_block),
-        "--out",
-        str(again),
-        "--packs",
-        "1:2",
-        "--keys",
-        str(keys_dir),
-        "--workers",
-        "1",
-        "-q",
-        check=True,
-    )
-    assert (again / "job.json").read_bytes() == (press / "job.json").read_bytes()
-    for entry in json.loads((press / "job.json").read_text())["files"]:
+def test_same_inputs_same_bytes(tmp_path, small_block, keys_dir):
+    """Two runs of the same job, dated by SOURCE_DATE_EPOCH, give the same bytes."""
+    runs = []
+    for name in ("first", "again"):
+        out = tmp_path / name
+        run_cli(
+            "export", str(small_block), "--out", str(out), "--packs", "1:2",
+            "--keys", str(keys_dir), "--workers", "1", "-q",
+            check=True, env={"SOURCE_DATE_EPOCH": "1767225600"},
+        )  # fmt: skip
+        runs.append(out)
+    first, again = runs
+    assert (again / "job.json").read_bytes() == (first / "job.json").read_bytes()
+    for entry in json.loads((first / "job.json").read_text())["files"]:
         assert _sha(again / entry["path"]) == entry["sha256"]
+
+
+def test_press_files_are_pdfx_1a(press):
+    """What a prepress intake reads first: the PDF/X keys, the output intent, a job's name and
+    date (never 2000-01-01), and one subset tag per font subset (never AAAAAA+ for all)."""
+    job = json.loads((press / "job.json").read_text())
+    for entry in job["files"]:
+        with pikepdf.open(press / entry["path"]) as pdf:
+            info = pdf.docinfo
+            assert pdf.pdf_version == "1.4"
+            assert str(info["/GTS_PDFXVersion"]) == "PDF/X-1a:2003"
+            assert info["/Trapped"] == pikepdf.Name("/False")
+            assert entry["path"] in str(info["/Title"]) and "CHIEN CHAT" in str(info["/Title"])
+            assert entry["first_serial"] in str(info["/Subject"])
+            assert "block 1" in str(info["/Author"])
+            assert str(info["/CreationDate"]) == str(info["/ModDate"]) == job["date"]
+            assert not str(info["/CreationDate"]).startswith("D:2000")
+            (intent,) = pdf.Root.OutputIntents
+            assert intent.S == pikepdf.Name.GTS_PDFX
+            assert str(intent.OutputConditionIdentifier) == "FOGRA39"
+            assert str(intent.RegistryName) == "http://www.color.org"
+            tags = set()
+            for page in pdf.pages[:2]:
+                for font in page.Resources.Font.values():
+                    tag, _, name = str(font.BaseFont)[1:].partition("+")
+                    assert len(tag) == 6 and tag.isupper() and tag != "AAAAAA", font.BaseFont
+                    assert str(font.FontDescriptor.FontName) == str(font.BaseFont)
+                    tags.add((tag, name))
+            assert len({tag for tag, _ in tags}) == len(tags) >= 3
+
+
+def test_a_resumed_job_keeps_its_date(tmp_path, small_block, keys_dir):
+    out = tmp_path / "print"
+    args = ["export", str(small_block), "--out", str(out), "--packs", "1:2", "--chunk-packs",
+            "1", "--keys", str(keys_dir), "-q"]  # fmt: skip
+    wall_clock = {"SOURCE_DATE_EPOCH": ""}  # the job's own date, not the session's fixed one
+    run_cli(*args, check=True, env=wall_clock)
+    first = json.loads((out / "job.json").read_text())
+    assert first["date"] != "D:20260101000000+00'00'"
+    (out / first["files"][1]["path"]).unlink()
+    time.sleep(1.1)
+    run_cli(*args, check=True, env=wall_clock)
+    again = json.loads((out / "job.json").read_text())
+    assert again["date"] == first["date"] and again["files"] == first["files"]
+
+
+def test_output_intent_embeds_the_print_shops_profile(tmp_path, small_block, keys_dir):
+    profile = Path("/usr/share/color/icc/ghostscript/default_cmyk.icc")  # Debian ghostscript
+    out = tmp_path / "print"
+    run_cli("export", str(small_block), "--out", str(out), "--packs", "1:1", "--keys",
+            str(keys_dir), "--output-intent", str(profile), "-q", check=True)  # fmt: skip
+    job = json.loads((out / "job.json").read_text())
+    assert job["settings"]["output_intent_sha256"] == _sha(profile)
+    with pikepdf.open(out / job["files"][0]["path"]) as pdf:
+        (intent,) = pdf.Root.OutputIntents
+        assert intent.DestOutputProfile.read_bytes() == profile.read_bytes()
+        assert intent.DestOutputProfile.N == 4 and "/RegistryName" not in intent
+    rgb = Path("/usr/share/color/icc/ghostscript/default_rgb.icc")
+    bad = run_cli("export", str(small_block), "--out", str(tmp_path / "bad"), "--keys",
+                  str(keys_dir), "--output-intent", str(rgb))  # fmt: skip
+    _assert_one_line_error(bad, tmp_path / "bad", "not a CMYK output profile")

@@ -51,6 +51,13 @@ from printpipe.export import DEFAULT_CHUNK_PACKS
     show_default=True,
     help="plate: the ScratchOff coating and its decoration (press); none: as scratched.",
 )
+@click.option(
+    "--output-intent",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    default=None,
+    metavar="FILE.icc",
+    help="Embed this ICC output profile as the PDF/X output intent [default: FOGRA39 by name].",
+)
 @scheduler_option
 @click.option(
     "--collect",
@@ -68,6 +75,7 @@ def export(
     workers: int | None,
     chunk_packs: int,
     coating: str,
+    output_intent: Path | None,
     scheduler: str | None,
     collect: bool,
     quiet: bool,
@@ -83,16 +91,17 @@ def export(
     job = export_block(
         block_dir,
         out_dir,
-        packs,
-        keys_dir,
-        sheet,
-        template,
-        workers,
-        chunk_packs,
-        coating,
-        not quiet,
-        scheduler,
-        collect,
+        keys_dir=keys_dir,
+        packs_text=packs,
+        sheet=sheet,
+        template=template,
+        workers=workers,
+        chunk_packs=chunk_packs,
+        coating=coating,
+        output_intent=output_intent,
+        show_progress=not quiet,
+        scheduler=scheduler,
+        collect=collect,
     )
     click.echo(export_summary(job, out_dir, time.perf_counter() - started))
 

@@ -30,6 +30,8 @@ from reportlab.pdfbase import pdfdoc
 from reportlab.pdfgen.canvas import Canvas
 
 from printpipe.errors import PrintpipeError
+from printpipe.render import pdfx
+from printpipe.render.pdfx import JobIdentity
 
 _GREY_FILL = re.compile(r"^0 0 0 (\S+) (k|K)$")
 
@@ -162,11 +164,18 @@ class PressCanvas(Canvas):
         page.Resources = shared
 
 
-def new_canvas(path: Path, pagesize: tuple[float, float], fonts: dict[str, str]) -> PressCanvas:
+def new_canvas(
+    path: Path,
+    pagesize: tuple[float, float],
+    fonts: dict[str, str],
+    *,
+    identity: JobIdentity | None = None,
+) -> PressCanvas:
     """A canvas set up as every printpipe PDF must be: process CMYK or spot colours only,
     no dates or random IDs (same inputs, same bytes), the given fonts (role -> file in
     ``fonts/``) embedded and the page preamble on the regular one (never an unembedded
-    Helvetica).  The one canvas set-up, shared by the press files and the proofs.
+    Helvetica).  The one canvas set-up, shared by the press files and the proofs.  With an
+    ``identity`` the file is PDF/X-1a (:mod:`printpipe.render.pdfx`): a press file.
     """
     from reportlab import rl_config
 
@@ -175,10 +184,13 @@ def new_canvas(path: Path, pagesize: tuple[float, float], fonts: dict[str, str])
     rl_config.useA85 = 0  # ASCII85 on top of Flate: +17 % size and time for nothing
     rl_config.invariant = 1  # no dates or random IDs: same inputs, same bytes
     registered = register_fonts(fonts)
-    return PressCanvas(
+    canvas = PressCanvas(
         str(path),
         pagesize=pagesize,
         initialFontName=registered["regular"],
         enforceColorSpace="sep_cmyk",
         pageCompression=1,
     )
+    if identity is not None:
+        pdfx.apply(canvas._doc, identity)
+    return canvas
