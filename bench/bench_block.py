@@ -30,8 +30,9 @@ if stage.startswith("generate"):
     from printpipe.keys import load_lottery_recipient
     recipient = (load_lottery_recipient(Path(keys) / "lottery.age.pub")
                  if stage == "generate+manifest" else None)
-    generate_block(game, load_secrets(Path(keys)), load_signing_key(Path(keys)), 1, Path(out),
-                   overwrite=True, show_progress=False, manifest_recipient=recipient)
+    generate_block(game, secrets=load_secrets(Path(keys)), signing_key=load_signing_key(Path(keys)),
+                   block=1, out=Path(out), overwrite=True, show_progress=False,
+                   manifest_recipient=recipient)
 else:
     from printpipe.audit import audit_block
     from printpipe.store import BlockStore

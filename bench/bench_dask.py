@@ -44,11 +44,11 @@ def main() -> None:
         store = tmp / "block"
         generate_block(
             load_game("chien-chat"),
-            load_secrets(keys),
-            load_signing_key(keys),
-            1,
-            store,
-            PackRange(1, args.packs),
+            secrets=load_secrets(keys),
+            signing_key=load_signing_key(keys),
+            block=1,
+            out=store,
+            packs=PackRange(1, args.packs),
             show_progress=False,
         )
         tickets = args.packs * 125

@@ -136,11 +136,11 @@ def main() -> None:
         block = tmp / "block"
         generate_block(
             game,
-            load_secrets(tmp / "keys"),
-            load_signing_key(tmp / "keys"),
-            1,
-            block,
-            PackRange(1, args.packs),
+            secrets=load_secrets(tmp / "keys"),
+            signing_key=load_signing_key(tmp / "keys"),
+            block=1,
+            out=block,
+            packs=PackRange(1, args.packs),
             show_progress=False,
         )
         store = BlockStore.open(block)

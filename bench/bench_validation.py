@@ -58,7 +58,12 @@ def main() -> None:
         block = root / "block"
         started = time.perf_counter()
         generate_block(
-            game, load_secrets(keys), load_signing_key(keys), 1, block, show_progress=False
+            game,
+            secrets=load_secrets(keys),
+            signing_key=load_signing_key(keys),
+            block=1,
+            out=block,
+            show_progress=False,
         )
         print(f"generate (no manifest): {time.perf_counter() - started:.1f} s")
         store = BlockStore.open(block)

@@ -9,6 +9,7 @@ and, where it changes a symbol or a prize, by the rules, which name the ticket.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -306,3 +307,20 @@ def _teasers(game: Game, variant: np.ndarray, symbols: np.ndarray, prize: np.nda
 
 def _serial(game_number: int, first_pack_number: int, row: int, pack_size: int) -> str:
     return TicketId(game_number, first_pack_number + row // pack_size, row % pack_size).serial
+
+
+def audit_store(
+    block_dir: Path,
+    *,
+    producer_key: Path,
+    definition: Path | None = None,
+    show_progress: bool = True,
+) -> AuditReport:
+    """``printpipe audit``: open the store, load its game (or ``definition``) and the producer's
+    public key from ``producer_key``, and audit."""
+    from printpipe.games import load_game
+    from printpipe.keys import load_public_key
+
+    store = BlockStore.open(block_dir)
+    game = load_game(store.game_id, definition)
+    return audit_block(store, game, load_public_key(producer_key), show_progress)

@@ -57,12 +57,18 @@ class PackRange:
         return f"{self.first}:{self.last}"
 
     @staticmethod
-    def parse(text: str, packs_in_block: int) -> PackRange:
+    def parse(text: str, packs_in_block: int | None = None) -> PackRange:
+        """``FIRST:LAST``; within the block when its pack count is given."""
         first_text, sep, last_text = text.partition(":")
         if not sep or not first_text.strip().isdigit() or not last_text.strip().isdigit():
             raise PrintpipeError(f"pack range {text!r} must be FIRST:LAST, e.g. 1:40")
         pack_range = PackRange(int(first_text), int(last_text))
-        pack_range.check_within(packs_in_block)
+        if pack_range.first < 1 or pack_range.last < pack_range.first:
+            raise PrintpipeError(
+                f"pack range {text!r} is outside the block (packs from 1, FIRST <= LAST)"
+            )
+        if packs_in_block is not None:
+            pack_range.check_within(packs_in_block)
         return pack_range
 
     def check_within(self, packs_in_block: int) -> None:

@@ -335,3 +335,44 @@ def verify_feed(reader: FeedReader, game: Game) -> dict[str, int]:
         winners += int((batch["prize_eur"] > 0).sum())
         total += int(batch["prize_eur"].astype(np.int64).sum())
     return {"units": seen, "winning_units": winners, "prize_eur": total}
+
+
+@dataclass(frozen=True)
+class CheckedUnit:
+    """``printpipe feed show``: one unit of a feed, and its lot recomputed by the rules."""
+
+    unit: FeedUnit
+    game_id: str
+    block: int
+    rules_prize_eur: int
+
+    @property
+    def matches(self) -> bool:
+        return self.rules_prize_eur == self.unit.prize_eur
+
+
+def check_unit(path: Path, *, serial: str) -> CheckedUnit:
+    """Open the feed at ``path``, find unit ``serial`` and evaluate its symbols by the rules of
+    the feed's game. A unit whose symbols break a rule is refused."""
+    from printpipe.games import load_game
+
+    with FeedReader(path) as reader:
+        game = load_game(reader.header["game"]["id"])
+        reader.check_game(game)
+        unit = reader.unit(reader.index_of(serial))
+        block = int(reader.header["block"])
+    result = game.evaluate(np.zeros(1, dtype=np.int64), unit.symbols[None, :].astype(np.int64))
+    if result.violation[0]:
+        raise PrintpipeError(
+            f"unit {unit.serial}: its symbols break a rule: {game.violations[result.violation[0]]}"
+        )
+    return CheckedUnit(unit, game.definition.id, block, int(result.prize_eur[0]))
+
+
+def verify_feed_file(path: Path) -> dict[str, int]:
+    """``printpipe feed verify``: every unit of the feed at ``path`` re-checked (see
+    :func:`verify_feed`), by its own game's rules."""
+    from printpipe.games import load_game
+
+    with FeedReader(path) as reader:
+        return verify_feed(reader, load_game(reader.header["game"]["id"]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +16,16 @@ from printpipe.block import PackRange, Tickets, generate_packs, longest_losing_r
 from printpipe.cluster import ChunkRunner, DaskRunner, run_in_order
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import Game
-from printpipe.keys import BlockKey, BlockSecrets
+from printpipe.keys import (
+    DEMO_KEYS_DIR,
+    LOTTERY_RECIPIENT,
+    BlockKey,
+    BlockSecrets,
+    ensure_demo_keys,
+    load_lottery_recipient,
+    load_secrets,
+    load_signing_key,
+)
 from printpipe.manifest import write_block_manifest
 from printpipe.plan import BlockPlan, plan_block
 from printpipe.progress import progress_bar
@@ -88,6 +98,7 @@ class InProcessRunner:
 
 def generate_block(
     game: Game,
+    *,
     secrets: BlockSecrets,
     signing_key: Ed25519PrivateKey,
     block: int,
@@ -104,18 +115,19 @@ def generate_block(
     """
     return generate_blocks(
         game,
-        secrets,
-        signing_key,
-        {block: out},
-        packs,
-        overwrite,
-        show_progress,
-        manifest_recipient,
+        secrets=secrets,
+        signing_key=signing_key,
+        outs={block: out},
+        packs=packs,
+        overwrite=overwrite,
+        show_progress=show_progress,
+        manifest_recipient=manifest_recipient,
     )[0]
 
 
 def generate_blocks(
     game: Game,
+    *,
     secrets: BlockSecrets,
     signing_key: Ed25519PrivateKey,
     outs: dict[int, Path],
@@ -161,6 +173,64 @@ def generate_blocks(
     return summaries
 
 
+@dataclass(frozen=True)
+class Emission:
+    """What a generate command did: the blocks generated, in order, and those kept."""
+
+    summaries: list[BlockSummary]
+    kept: list[int]
+    seconds: float
+
+
+def generate_emission(
+    game_id: str,
+    *,
+    keys_dir: Path,
+    outs: dict[int, Path],
+    packs: PackRange | None = None,
+    definition: Path | None = None,
+    keep_finished: bool = False,
+    overwrite: bool = False,
+    show_progress: bool = True,
+    scheduler: str | None = None,
+) -> Emission:
+    """``printpipe generate`` and the main job's first step: the game (its built-in definition,
+    or ``definition``), the keys of ``keys_dir`` (demo keys created in the demo folder), then
+    the blocks of ``outs`` (block number -> store folder) with their block manifests. With
+    ``keep_finished`` a block already finished from the same secrets and packs is kept."""
+    from printpipe.games import load_game
+
+    game = load_game(game_id, definition)
+    if packs is not None:
+        packs.check_within(game.definition.block.packs)
+    if keys_dir == DEMO_KEYS_DIR:
+        ensure_demo_keys(keys_dir)
+    secrets = load_secrets(keys_dir)
+    signing_key = load_signing_key(keys_dir)
+    recipient = load_lottery_recipient(keys_dir / LOTTERY_RECIPIENT)
+    kept = []
+    if keep_finished and not overwrite:
+        kept = [n for n, path in outs.items() if finished_block(path, secrets, packs)]
+        outs = {n: path for n, path in outs.items() if n not in kept}
+    started = time.perf_counter()
+    summaries = (
+        generate_blocks(
+            game,
+            secrets=secrets,
+            signing_key=signing_key,
+            outs=outs,
+            packs=packs,
+            overwrite=overwrite,
+            show_progress=show_progress,
+            manifest_recipient=recipient,
+            scheduler=scheduler,
+        )
+        if outs
+        else []
+    )
+    return Emission(summaries, kept, time.perf_counter() - started)
+
+
 def finished_block(store_dir: Path, secrets: BlockSecrets, packs: PackRange | None) -> bool:
     """Whether a block of an emission is already done (a rerun keeps it): same secrets and
     packs; a store made from other inputs is refused rather than silently kept."""
@@ -176,7 +246,8 @@ def finished_block(store_dir: Path, secrets: BlockSecrets, packs: PackRange | No
     same_packs = packs is None or summary.packs.range == packs
     if not (same_keys and same_packs):
         raise PrintpipeError(
-            f"{store_dir} holds a block store of other secrets or packs (use --force to replace it)"
+            f"{store_dir} holds a block store of other secrets or packs: remove it, or replace "
+            "it with printpipe generate --force"
         )
     return True
 

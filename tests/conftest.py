@@ -56,11 +56,11 @@ def generate_store(
     """A block store as ``printpipe generate`` writes it (with its manifest if asked)."""
     generate_block(
         game,
-        secrets or load_secrets(keys),
-        load_signing_key(keys),
-        block,
-        out,
-        packs,
+        secrets=secrets or load_secrets(keys),
+        signing_key=load_signing_key(keys),
+        block=block,
+        out=out,
+        packs=packs,
         show_progress=False,
         manifest_recipient=load_lottery_recipient(keys / LOTTERY_RECIPIENT) if manifest else None,
     )

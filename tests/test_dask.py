@@ -59,10 +59,10 @@ def stores(tmp_path_factory, game, keys_dir) -> dict[int, Path]:
     outs = {block: parent / f"block-{block}" for block in BLOCKS}
     generate_blocks(
         game,
-        load_secrets(keys_dir),
-        load_signing_key(keys_dir),
-        outs,
-        PackRange.parse(PACKS, 12000),
+        secrets=load_secrets(keys_dir),
+        signing_key=load_signing_key(keys_dir),
+        outs=outs,
+        packs=PackRange.parse(PACKS, 12000),
         show_progress=False,
         manifest_recipient=load_lottery_recipient(keys_dir / LOTTERY_RECIPIENT),
     )

@@ -39,11 +39,11 @@ def small_block(tmp_path_factory, game, keys_dir) -> Path:
     out = tmp_path_factory.mktemp("export-block") / "block"
     generate_block(
         game,
-        load_secrets(keys_dir),
-        load_signing_key(keys_dir),
-        1,
-        out,
-        PackRange(1, 8),
+        secrets=load_secrets(keys_dir),
+        signing_key=load_signing_key(keys_dir),
+        block=1,
+        out=out,
+        packs=PackRange(1, 8),
         show_progress=False,
     )
     return out

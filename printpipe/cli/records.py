@@ -62,27 +62,15 @@ def feed() -> None:
 @click.option("--unit", "serial", required=True, help="The unit's serial GGGG-PPPPPP-TTT-C.")
 def feed_show(file: Path, serial: str) -> None:
     """Print one unit's record and its lot recomputed by the rules (exit 1 if they differ)."""
-    import numpy as np
+    from printpipe.feed import check_unit
 
-    from printpipe.feed import FeedReader
-    from printpipe.games import load_game
-    from printpipe.games.base import Game
-
-    with FeedReader(file) as reader:
-        game: Game = load_game(reader.header["game"]["id"])
-        reader.check_game(game)
-        unit = reader.unit(reader.index_of(serial))
-    click.echo(f"unit {unit.serial} (game {game.definition.id}, block {reader.header['block']})")
+    checked = check_unit(file, serial=serial)
+    unit = checked.unit
+    click.echo(f"unit {unit.serial} (game {checked.game_id}, block {checked.block})")
     for name, codes in unit.fields.items():
         click.echo(f"{name}: {' '.join(codes) if codes is not None else '(none)'}")
-    result = game.evaluate(np.zeros(1, dtype=np.int64), unit.symbols[None, :])
-    if result.violation[0]:
-        raise PrintpipeError(
-            f"unit {unit.serial}: its symbols break a rule: {game.violations[result.violation[0]]}"
-        )
-    by_rules = int(result.prize_eur[0])
-    click.echo(f"lot recorded: {unit.prize_eur} EUR; by the rules: {by_rules} EUR")
-    if by_rules != unit.prize_eur:
+    click.echo(f"lot recorded: {unit.prize_eur} EUR; by the rules: {checked.rules_prize_eur} EUR")
+    if not checked.matches:
         raise PrintpipeError(f"unit {unit.serial}: the record's lot is not the rules' lot")
 
 
@@ -90,11 +78,9 @@ def feed_show(file: Path, serial: str) -> None:
 @click.argument("file", type=click.Path(path_type=Path))
 def feed_verify(file: Path) -> None:
     """Re-check every unit of a feed: place in block order, and its lot by the rules."""
-    from printpipe.feed import FeedReader, verify_feed
-    from printpipe.games import load_game
+    from printpipe.feed import verify_feed_file
 
-    with FeedReader(file) as reader:
-        totals = verify_feed(reader, load_game(reader.header["game"]["id"]))
+    totals = verify_feed_file(file)
     click.echo(
         f"feed {file}: {totals['units']:,} units in block order, every lot as the rules give it "
         f"({totals['winning_units']:,} winning, {totals['prize_eur']:,} EUR)"

@@ -26,6 +26,7 @@ import math
 import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from reportlab.pdfgen.canvas import Canvas
 
@@ -56,6 +57,18 @@ def parse_sheet(text: str) -> tuple[float, float]:
     if not (50 <= width <= 2000 and 50 <= height <= 2000):
         raise PrintpipeError(f"sheet size {text!r} is out of range (50 to 2000 mm a side)")
     return width, height
+
+
+class PressSheet(NamedTuple):
+    """A press sheet as asked (``A3``, ``SRA3`` or ``WxH``) and its size in mm."""
+
+    name: str
+    width_mm: float
+    height_mm: float
+
+    @staticmethod
+    def parse(text: str) -> PressSheet:
+        return PressSheet(text, *parse_sheet(text))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,117 @@
+"""The command line's typed values: click parameter types that turn strings into library values.
+
+Every command taking a pack range, a range of blocks, a press sheet, a list of sheets or a
+coating declares it with one of these, so a mistyped value is the same one usage line (exit 2)
+in every command, and the library receives a ``PackRange``, a ``range``, a ``PressSheet``, a
+``list[int]`` or a ``Coating``, never a string to parse again.  The library modules are
+imported when a value is converted, not when the command line is read: ``printpipe validate``
+starts without reportlab.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from printpipe.errors import PrintpipeError
+
+if TYPE_CHECKING:
+    from printpipe.block import PackRange
+    from printpipe.render.sheet import PressSheet
+    from printpipe.render.ticket import Coating
+
+MAX_BLOCK = 999
+COATINGS = ("plate", "none")
+"""The values of ``render.ticket.Coating`` (tested equal), listed here for the help text."""
+
+
+class _Converted(click.ParamType):
+    """A parameter whose value a library function parses (its PrintpipeError becomes the
+    usage line)."""
+
+    def parse(self, text: str) -> Any:
+        raise NotImplementedError
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if not isinstance(value, str):
+            return value  # a default already typed, or a value passed by another command
+        try:
+            return self.parse(value)
+        except PrintpipeError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+class PackRangeType(_Converted):
+    """``FIRST:LAST``, block-relative packs, 1-based and inclusive -> ``PackRange``. Whether the
+    range lies within the block is the library's check (it knows the block)."""
+
+    name = "FIRST:LAST"
+
+    def parse(self, text: str) -> PackRange:
+        from printpipe.block import PackRange
+
+        return PackRange.parse(text)
+
+
+class BlockRangeType(_Converted):
+    """``FIRST:LAST`` or ``N``: block numbers of an emission -> ``range``."""
+
+    name = "FIRST:LAST"
+
+    def parse(self, text: str) -> range:
+        first, sep, last = text.partition(":")
+        last = last if sep else first
+        if not (first.strip().isdigit() and last.strip().isdigit()):
+            raise PrintpipeError(f"block range {text!r} must be FIRST:LAST, e.g. 1:10")
+        blocks = range(int(first), int(last) + 1)
+        if not blocks or not 1 <= blocks[0] <= blocks[-1] <= MAX_BLOCK:
+            raise PrintpipeError(
+                f"block range {text!r} must be within 1:{MAX_BLOCK}, FIRST <= LAST"
+            )
+        return blocks
+
+
+class PressSheetType(_Converted):
+    """``A3``, ``SRA3`` or ``WxH`` in mm -> ``render.sheet.PressSheet``."""
+
+    name = "A3|SRA3|WxH"
+
+    def parse(self, text: str) -> PressSheet:
+        from printpipe.render.sheet import PressSheet
+
+        return PressSheet.parse(text)
+
+
+class SheetListType(_Converted):
+    """``1,3,5-7``: press sheets, 1-based -> a sorted ``list[int]``."""
+
+    name = "LIST"
+
+    def parse(self, text: str) -> list[int]:
+        from printpipe.proof.press import parse_sheets
+
+        return parse_sheets(text)
+
+
+class CoatingType(click.Choice):
+    """``plate`` or ``none`` -> ``render.ticket.Coating``."""
+
+    def __init__(self) -> None:
+        super().__init__(COATINGS)
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> Coating:
+        from printpipe.render.ticket import Coating
+
+        if isinstance(value, Coating):
+            return value
+        return Coating(super().convert(value, param, ctx))
+
+
+PACK_RANGE = PackRangeType()
+BLOCK_RANGE = BlockRangeType()
+PRESS_SHEET = PressSheetType()
+SHEET_LIST = SheetListType()
+COATING = CoatingType()

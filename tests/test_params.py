@@ -1,0 +1,99 @@
+"""The command line's parameter types (printpipe/cli/params.py) and the auditor's CSV codes."""
+
+from __future__ import annotations
+
+import click
+import pytest
+from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
+
+from printpipe.auditor_csv import ticket_codes
+from printpipe.block import PackRange
+from printpipe.cli import cli
+from printpipe.cli.params import BLOCK_RANGE, COATING, COATINGS, PACK_RANGE, PRESS_SHEET, SHEET_LIST
+from printpipe.errors import PrintpipeError
+from printpipe.ids import TicketId, mod97_is_valid
+from printpipe.render.sheet import PressSheet
+from printpipe.render.ticket import Coating
+
+
+@given(st.integers(1, 20_000), st.integers(0, 20_000))
+def test_pack_ranges_parse_to_pack_range(first, extra):
+    assert PACK_RANGE.convert(f"{first}:{first + extra}", None, None) == PackRange(
+        first, first + extra
+    )
+
+
+@pytest.mark.parametrize("text", ["0:5", "5:3", "abc", "7", "1:", ":4", "-1:3"])
+def test_bad_pack_ranges_are_usage_errors(text):
+    with pytest.raises(click.BadParameter, match="pack range"):
+        PACK_RANGE.convert(text, None, None)
+
+
+def test_block_ranges():
+    assert BLOCK_RANGE.convert("3", None, None) == range(3, 4)
+    assert BLOCK_RANGE.convert("1:10", None, None) == range(1, 11)
+    for bad in ("0:2", "5:4", "1:1000", "x"):
+        with pytest.raises(click.BadParameter, match="block range"):
+            BLOCK_RANGE.convert(bad, None, None)
+
+
+def test_press_sheets_sheet_lists_and_coatings():
+    assert PRESS_SHEET.convert("sra3", None, None) == PressSheet("sra3", 320.0, 450.0)
+    assert PRESS_SHEET.convert("330x480", None, None) == PressSheet("330x480", 330.0, 480.0)
+    with pytest.raises(click.BadParameter, match="sheet size"):
+        PRESS_SHEET.convert("A9", None, None)
+    assert SHEET_LIST.convert("1,3,5-7", None, None) == [1, 3, 5, 6, 7]
+    with pytest.raises(click.BadParameter, match="sheet list"):
+        SHEET_LIST.convert("2-1", None, None)
+    assert set(COATINGS) == {c.value for c in Coating}
+    assert COATING.convert("none", None, None) is Coating.NONE
+    with pytest.raises(click.BadParameter):
+        COATING.convert("panel", None, None)
+
+
+def test_a_bad_value_is_one_usage_line_naming_the_option(tmp_path):
+    result = CliRunner().invoke(cli, ["generate", "--blocks", "9:1", "--out", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "--blocks" in result.output and "block range '9:1'" in result.output
+    assert not any(tmp_path.iterdir())
+
+
+def _csv(
+    tmp_path, rows, header="serial,game,block,pool,pack,ticket,effigy,paws,bonus,prize_eur,virn"
+):
+    path = tmp_path / "audit.csv"
+    path.write_text("\n".join([header, *rows]) + "\n", encoding="utf-8")
+    return path
+
+
+def _row(pack, ticket, prize, virn):
+    serial = TicketId(412, pack, ticket).serial
+    return (
+        f"{serial},0412,1,1,{pack:06d},{ticket:03d},CHIEN,A B C D E F G H I,J K,{prize},{virn:010d}"
+    )
+
+
+def test_codes_of_an_auditor_csv(tmp_path):
+    path = _csv(tmp_path, [_row(1, 0, 0, 17), _row(1, 1, 10, 42), _row(2, 0, 10, 99)])
+    codes = ticket_codes(path, prize_eur=10)
+    assert [c.serial for c in codes] == [TicketId(412, 1, 1).serial, TicketId(412, 2, 0).serial]
+    assert all(mod97_is_valid(c.validation_code) for c in codes)
+    assert codes[0].validation_code == TicketId(412, 1, 1).validation_code(42)
+    assert ticket_codes(path, pack=1, count=1)[0].prize_eur == 0
+    with pytest.raises(PrintpipeError, match=r"no ticket .* \(pack 000002, losing\)"):
+        ticket_codes(path, pack=2, prize_eur=0)
+
+
+def test_codes_refuse_what_is_not_an_auditor_csv_of_paper_tickets(tmp_path):
+    online = _csv(tmp_path, ["x"], header="serial,game,block,pool,unit,grid,extra_grid,prize_eur")
+    with pytest.raises(PrintpipeError, match="no virn column"):
+        ticket_codes(online)
+    good = TicketId(412, 1, 1).serial
+    bad = good[:-1] + str((int(good[-1]) + 1) % 10)
+    wrong = _csv(tmp_path, [_row(1, 1, 10, 42).replace(good, bad)])
+    with pytest.raises(PrintpipeError, match="does not match"):
+        ticket_codes(wrong)
+    with pytest.raises(PrintpipeError, match="cannot read"):
+        ticket_codes(tmp_path / "missing.csv")
