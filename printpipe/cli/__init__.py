@@ -47,6 +47,7 @@ for command in (
     blocks.generate,
     blocks.audit,
     press.export,
+    press.preflight,
     press.proof,
     blocks.run,
     records.manifest,

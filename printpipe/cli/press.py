@@ -1,7 +1,9 @@
-"""Commands for the print shop and the proof approver: export to press files, proofs."""
+"""Commands for the print shop and the proof approver: export to press files, preflight them,
+proofs."""
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -158,3 +160,18 @@ def proof(
         )
     if record["plot"]:
         click.echo(f"wrote {record['plot']['file']} (per-pack winners and prize money)")
+
+
+@click.command()
+@click.argument("print_dir", type=click.Path(path_type=Path, file_okay=False))
+def preflight(print_dir: Path) -> None:
+    """Check every PDF of PRINT_DIR against PDF/X-1a:2003 and the job's rules: one line per
+    violation; exit 0 only if there is none."""
+    from printpipe.preflight import preflight, preflight_summary
+
+    violations, files = preflight(print_dir)
+    for violation in violations:
+        click.echo(str(violation))
+    click.echo(preflight_summary(violations, files), err=bool(violations))
+    if violations:
+        sys.exit(1)

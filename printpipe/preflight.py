@@ -1,0 +1,344 @@
+"""``printpipe preflight``: what a security printer's prepress checks at intake, on our files.
+
+Every PDF of a print folder is checked against PDF/X-1a:2003 (ISO 15930-4) and the job's own
+rules; each violation is one line naming the file, where, and the rule::
+
+    chien-chat-b0001-p000001-000040.pdf: page 3: colour: DeviceRGB fill (rg) in the content
+
+Rules (``RULES``): the PDF version, no encryption, the Info keys (``GTS_PDFXVersion``,
+``Trapped``, Title, CreationDate, ModDate, and a job's own Title, Author and Subject, not a
+library's defaults), a trailer ``/ID``, exactly one ``GTS_PDFX`` output intent with its
+identifier and either a registry name or an embedded CMYK profile, page boxes (a TrimBox, not
+with an ArtBox, inside the BleedBox inside the MediaBox), fonts embedded with one tag per
+subset, colour (DeviceCMYK, DeviceGray and named separations only: no RGB, no Lab, no ICC
+colour spaces in the pages), no transparency (soft masks, constant alpha, blend modes,
+transparency groups), no JavaScript and no LZW; and the job: every file listed in ``job.json``
+is there with its SHA-256.  Read with pikepdf (qpdf): reportlab writes PDFs but cannot read
+them back, and no free PDF/X validator installs here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pikepdf
+
+from printpipe.atomic import sha256_file
+from printpipe.errors import PrintpipeError
+from printpipe.render.inks import REGISTRATION, SPOT_NAMES
+from printpipe.render.pdfx import PDFX_VERSION
+
+RULES = (
+    "job",
+    "pdf-version",
+    "encryption",
+    "info",
+    "trailer-id",
+    "output-intent",
+    "page-boxes",
+    "fonts",
+    "colour",
+    "separations",
+    "transparency",
+    "actions",
+    "compression",
+)
+PDFX_VERSIONS = (PDFX_VERSION, "PDF/X-1:2001", "PDF/X-1a:2001")
+LIBRARY_DEFAULTS = {"untitled", "anonymous", "unspecified", ""}
+SEPARATIONS = {*SPOT_NAMES, str(REGISTRATION.spotName), "Cyan", "Magenta", "Yellow", "Black"}
+FORBIDDEN_SPACES = {
+    "/DeviceRGB",
+    "/CalRGB",
+    "/CalGray",
+    "/Lab",
+    "/ICCBased",
+    "/Indexed",
+    "/Pattern",
+}
+RGB_OPERATOR = re.compile(rb"(?:^|\s)[-+.\d]+\s+[-+.\d]+\s+[-+.\d]+\s+(rg|RG)(?=\s|$)")
+TOLERANCE = 0.01
+
+
+@dataclass(frozen=True)
+class Violation:
+    file: str
+    where: str
+    rule: str
+    detail: str
+
+    def __str__(self) -> str:
+        where = f" {self.where}:" if self.where else ""
+        return f"{self.file}:{where} {self.rule}: {self.detail}"
+
+
+def preflight(print_dir: Path) -> tuple[list[Violation], int]:
+    """Every violation in the PDFs of ``print_dir``, and how many files were checked."""
+    if not print_dir.is_dir():
+        raise PrintpipeError(f"{print_dir} is not a folder")
+    pdfs = sorted(print_dir.glob("*.pdf"))
+    if not pdfs:
+        raise PrintpipeError(f"{print_dir} holds no PDF file")
+    found = list(_job_rules(print_dir, pdfs))
+    for path in pdfs:
+        found += [
+            Violation(path.name, where, rule, detail) for where, rule, detail in check_file(path)
+        ]
+    return found, len(pdfs)
+
+
+def preflight_summary(violations: list[Violation], files: int) -> str:
+    """The closing line of ``printpipe preflight``."""
+    if not violations:
+        return f"preflight: {files} file(s) pass {PDFX_VERSION} and the job's rules"
+    rules = sorted({v.rule for v in violations})
+    return f"preflight: {len(violations)} violation(s) in {files} file(s): {', '.join(rules)}"
+
+
+def _job_rules(print_dir: Path, pdfs: list[Path]) -> Iterator[Violation]:
+    job_path = print_dir / "job.json"
+    try:
+        job = json.loads(job_path.read_text(encoding="utf-8"))
+        listed = {entry["path"]: entry["sha256"] for entry in job["files"]}
+    except FileNotFoundError:
+        yield Violation("job.json", "", "job", "missing: the folder is not a finished export")
+        return
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        yield Violation("job.json", "", "job", f"unreadable: {exc}")
+        return
+    names = {path.name for path in pdfs}
+    for name in sorted(set(listed) - names):
+        yield Violation(name, "", "job", "listed in job.json but missing")
+    for path in pdfs:
+        if path.name not in listed:
+            yield Violation(path.name, "", "job", "not listed in job.json")
+        elif sha256_file(path) != listed[path.name]:
+            yield Violation(path.name, "", "job", "its SHA-256 differs from job.json's")
+
+
+def check_file(path: Path) -> Iterator[tuple[str, str, str]]:
+    """(where, rule, detail) of every violation in one PDF."""
+    try:
+        pdf = pikepdf.open(path)
+    except pikepdf.PasswordError:
+        yield "", "encryption", "the file is encrypted"
+        return
+    except pikepdf.PdfError as exc:
+        yield "", "pdf-version", f"not a readable PDF: {exc}"
+        return
+    with pdf:
+        yield from _document_rules(pdf)
+        forms_seen: set[tuple[int, int]] = set()
+        for number, page in enumerate(pdf.pages, start=1):
+            where = f"page {number}"
+            yield from ((where, rule, detail) for rule, detail in _box_rules(page))
+            yield from _resource_rules(page.obj, where, forms_seen)
+            for rule, detail in _content_rules(page.obj):
+                yield where, rule, detail
+
+
+def _document_rules(pdf: pikepdf.Pdf) -> Iterator[tuple[str, str, str]]:
+    if pdf.pdf_version not in ("1.3", "1.4"):
+        yield "", "pdf-version", f"PDF {pdf.pdf_version}: PDF/X-1a is PDF 1.3 or 1.4"
+    if pdf.is_encrypted:
+        yield "", "encryption", "the file is encrypted"
+    info = pdf.trailer.get("/Info")
+    info = info if isinstance(info, pikepdf.Dictionary) else pikepdf.Dictionary()
+    version = str(info.get("/GTS_PDFXVersion", ""))
+    if version not in PDFX_VERSIONS:
+        yield "", "info", f"GTS_PDFXVersion is {version or 'missing'!r}, expected {PDFX_VERSION!r}"
+    trapped = info.get("/Trapped")
+    if trapped not in (pikepdf.Name("/True"), pikepdf.Name("/False")):
+        yield "", "info", f"Trapped is {trapped or 'missing'}, expected /True or /False"
+    for key in ("/Title", "/CreationDate", "/ModDate"):
+        if not str(info.get(key, "")).strip():
+            yield "", "info", f"{key[1:]} is missing"
+    for key in ("/Title", "/Author", "/Subject"):
+        if key in info and str(info[key]).strip().lower() in LIBRARY_DEFAULTS:
+            yield "", "info", f"{key[1:]} is {str(info[key])!r}: it must name the job"
+    if str(info.get("/CreationDate", "")).startswith("D:2000010100"):
+        yield "", "info", "CreationDate is a library's fixed date (2000-01-01), not the job's"
+    if "/ID" not in pdf.trailer:
+        yield "", "trailer-id", "the trailer has no /ID"
+    yield from (("", "output-intent", detail) for detail in _output_intent_rules(pdf))
+    root = pdf.Root
+    if "/Names" in root and "/JavaScript" in root.Names:
+        yield "", "actions", "the document holds JavaScript"
+    if "/OpenAction" in root or "/AA" in root:
+        yield "", "actions", "the document runs an action when opened"
+
+
+def _output_intent_rules(pdf: pikepdf.Pdf) -> Iterator[str]:
+    intents = pdf.Root.get("/OutputIntents")
+    pdfx = [
+        i
+        for i in (intents or [])
+        if isinstance(i, pikepdf.Dictionary) and i.get("/S") == pikepdf.Name("/GTS_PDFX")
+    ]
+    if len(pdfx) != 1:
+        yield f"{len(pdfx)} GTS_PDFX output intents in /OutputIntents, expected exactly 1"
+        return
+    (intent,) = pdfx
+    if not str(intent.get("/OutputConditionIdentifier", "")).strip():
+        yield "the output intent has no OutputConditionIdentifier"
+    profile = intent.get("/DestOutputProfile")
+    if profile is None:
+        if not str(intent.get("/RegistryName", "")).strip():
+            yield "the output intent embeds no profile and names no registered characterisation"
+    else:
+        data = profile.read_bytes()
+        if data[36:40] != b"acsp" or data[16:20] != b"CMYK" or profile.get("/N") != 4:
+            yield "the embedded output profile is not a CMYK ICC profile"
+
+
+def _box(page: pikepdf.Page, name: str) -> tuple[float, float, float, float] | None:
+    value = page.obj.get(name)
+    if value is None:
+        return None
+    left, bottom, right, top = (float(v) for v in value)
+    return min(left, right), min(bottom, top), max(left, right), max(bottom, top)
+
+
+def _inside(inner: tuple[float, ...], outer: tuple[float, ...]) -> bool:
+    return (
+        inner[0] >= outer[0] - TOLERANCE
+        and inner[1] >= outer[1] - TOLERANCE
+        and inner[2] <= outer[2] + TOLERANCE
+        and inner[3] <= outer[3] + TOLERANCE
+    )
+
+
+def _box_rules(page: pikepdf.Page) -> Iterator[tuple[str, str]]:
+    media = _box(page, "/MediaBox")
+    trim, art, bleed = _box(page, "/TrimBox"), _box(page, "/ArtBox"), _box(page, "/BleedBox")
+    if trim is None and art is None:
+        yield "page-boxes", "no TrimBox"
+    if trim is not None and art is not None:
+        yield "page-boxes", "both a TrimBox and an ArtBox"
+    if media is None:
+        yield "page-boxes", "no MediaBox"
+        return
+    outer = bleed or media
+    if bleed is not None and not _inside(bleed, media):
+        yield "page-boxes", "the BleedBox is not inside the MediaBox"
+    for box, name in ((trim, "TrimBox"), (art, "ArtBox")):
+        if box is not None and not _inside(box, outer):
+            yield (
+                "page-boxes",
+                f"the {name} is not inside the {'BleedBox' if bleed else 'MediaBox'}",
+            )
+
+
+def _resource_rules(
+    owner: pikepdf.Object, where: str, seen: set[tuple[int, int]]
+) -> Iterator[tuple[str, str, str]]:
+    """Fonts, colour spaces, graphics states and images of a page or form, forms recursively
+    (each shared form or resource dictionary once)."""
+    group = owner.get("/Group")
+    if isinstance(group, pikepdf.Dictionary) and group.get("/S") == pikepdf.Name("/Transparency"):
+        yield where, "transparency", "a transparency group"
+    resources = owner.get("/Resources")
+    if not isinstance(resources, pikepdf.Dictionary):
+        return
+    if resources.is_indirect:
+        if resources.objgen in seen:
+            return
+        seen.add(resources.objgen)
+    for name, font in (resources.get("/Font") or {}).items():
+        yield from ((where, "fonts", f"{name}: {d}") for d in _font_rules(font))
+    for name, space in (resources.get("/ColorSpace") or {}).items():
+        yield from ((where, rule, f"{name}: {d}") for rule, d in _colour_space_rules(space))
+    for name, state in (resources.get("/ExtGState") or {}).items():
+        yield from ((where, "transparency", f"{name}: {d}") for d in _gstate_rules(state))
+    for name, xobject in (resources.get("/XObject") or {}).items():
+        if not isinstance(xobject, pikepdf.Stream):
+            continue
+        if xobject.is_indirect:
+            if xobject.objgen in seen:
+                continue
+            seen.add(xobject.objgen)
+        label = f"{where}, {xobject.get('/Subtype')} {name}"
+        if xobject.get("/Subtype") == pikepdf.Name("/Image"):
+            if "/SMask" in xobject or "/Mask" in xobject:
+                yield label, "transparency", "an image with a soft mask"
+            image_space = xobject.get("/ColorSpace")
+            if image_space is not None:
+                yield from ((label, rule, d) for rule, d in _colour_space_rules(image_space))
+            if "/LZWDecode" in str(xobject.get("/Filter", "")):
+                yield label, "compression", "LZW"
+        else:
+            yield from _resource_rules(xobject, label, seen)
+            for rule, detail in _content_rules(xobject):
+                yield label, rule, detail
+
+
+def _font_rules(font: pikepdf.Object) -> Iterator[str]:
+    subtype = font.get("/Subtype")
+    if subtype == pikepdf.Name("/Type0"):
+        font = font.DescendantFonts[0]
+    elif subtype == pikepdf.Name("/Type3"):
+        return
+    descriptor = font.get("/FontDescriptor")
+    base = str(font.get("/BaseFont", "?"))
+    if descriptor is None or not any(
+        key in descriptor for key in ("/FontFile", "/FontFile2", "/FontFile3")
+    ):
+        yield f"{base} is not embedded"
+    if base[1:8].endswith("+") and base[1:7] == "AAAAAA":
+        yield f"{base}: the subset tag AAAAAA is a library's default, not the subset's own"
+
+
+def _colour_space_rules(space: pikepdf.Object) -> Iterator[tuple[str, str]]:
+    family = space[0] if isinstance(space, pikepdf.Array) else space
+    family_name = str(family)
+    if family_name in FORBIDDEN_SPACES:
+        yield "colour", f"colour space {family_name[1:]} (PDF/X-1a: CMYK, Gray and spots only)"
+    elif family_name == "/Separation":
+        name = str(space[1])[1:]
+        if name in ("", "None"):
+            yield "separations", "a separation without a name"
+        elif name not in SEPARATIONS:
+            yield "separations", f"separation {name!r} is not one of this job's inks"
+        alternate = str(space[2])
+        if alternate != "/DeviceCMYK":
+            yield "colour", f"separation {name!r} has a {alternate[1:]} alternate, not DeviceCMYK"
+    elif family_name == "/DeviceN":
+        for ink in space[1]:
+            if str(ink)[1:] not in SEPARATIONS:
+                yield "separations", f"DeviceN ink {str(ink)[1:]!r} is not one of this job's inks"
+
+
+def _gstate_rules(state: pikepdf.Object) -> Iterator[str]:
+    smask = state.get("/SMask")
+    if smask is not None and smask != pikepdf.Name("/None"):
+        yield "a soft mask"
+    for key in ("/CA", "/ca"):
+        if key in state and float(state[key]) != 1:
+            yield f"constant alpha {key[1:]} {float(state[key]):g}"
+    blend = state.get("/BM")
+    if blend is not None and str(blend) not in ("/Normal", "/Compatible"):
+        yield f"blend mode {str(blend)[1:]}"
+
+
+def _content_rules(owner: pikepdf.Object) -> Iterator[tuple[str, str]]:
+    """RGB operators in a page's or form's content (a fast scan, confirmed by the parser)."""
+    contents = owner.get("/Contents") if "/Contents" in owner else owner
+    streams = contents if isinstance(contents, pikepdf.Array) else [contents]
+    for stream in streams:
+        if not isinstance(stream, pikepdf.Stream):
+            continue
+        if "/LZWDecode" in str(stream.get("/Filter", "")):
+            yield "compression", "LZW"
+        data = stream.read_bytes()
+        if RGB_OPERATOR.search(data) and _parsed_rgb(stream):
+            yield "colour", "DeviceRGB colour (rg or RG) in the content"
+
+
+def _parsed_rgb(stream: pikepdf.Stream) -> bool:
+    return any(
+        str(instruction.operator) in ("rg", "RG")
+        for instruction in pikepdf.parse_content_stream(stream)
+    )
