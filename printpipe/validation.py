@@ -429,7 +429,9 @@ def _check_header(path: Path) -> None:
             f"{not_ledger} (an SQLite file of another application); it was not changed"
         )
     if header[18:20] != b"\x02\x02":  # every ledger is in WAL mode from its creation
-        raise PrintpipeError(f"{not_ledger} (not in WAL mode); it was not changed")
+        raise PrintpipeError(
+            f"{not_ledger} (an SQLite database printpipe did not create); it was not changed"
+        )
 
 
 def _connect(path: Path, *, read_only: bool) -> sqlite3.Connection:
@@ -437,6 +439,7 @@ def _connect(path: Path, *, read_only: bool) -> sqlite3.Connection:
     conn = sqlite3.connect(
         target, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_S, check_same_thread=False
     )
+    conn.execute("PRAGMA synchronous=NORMAL")  # validations; payments and imports ask FULL
     conn.execute("PRAGMA foreign_keys=ON")
     return conn
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from printpipe.block import PackRange
+from printpipe.inputs import TerminalId
 from printpipe.keys import init_keys
 from printpipe.manifest import BLOCK_MANIFEST
 from printpipe.validation import APPLICATION_ID, Ledger
@@ -259,3 +260,23 @@ def test_a_ledger_of_the_earlier_layout_is_upgraded_keeping_its_history(tmp_path
         actions = [r[0] for r in book.conn.execute("SELECT action FROM audit_log ORDER BY id")]
         assert actions == ["validate", "upgrade", "configure"]
         assert book.locks().tickets == []  # one (pseudo-)terminal's failures lock nothing
+
+
+def test_validations_commit_normal_and_payments_full(two_blocks, keys_dir, tmp_path):
+    """The durability policy (docs/validation.md): a validation commits with synchronous=NORMAL
+    (WAL: no fsync per answer), a payment or an import with FULL."""
+    good, _, _ = two_blocks
+    db = tmp_path / "ledger.sqlite"
+    run_cli("ledger", "import", str(good), "--keys", str(keys_dir), "--db", str(db), check=True)
+    seen = []
+    with Ledger(db) as book:
+        book.conn.set_trace_callback(lambda sql: seen.append(sql) if "synchronous" in sql else None)
+        assert book.conn.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
+        book.validate("0" * 25, terminal=TerminalId("T1"))
+        assert book.conn.execute("PRAGMA synchronous").fetchone() == (1,)
+        assert not [sql for sql in seen if "FULL" in sql]
+        book.claim("0" * 25, terminal=TerminalId("T1"))
+        assert [sql for sql in seen if "=" in sql] == [
+            "PRAGMA synchronous=FULL",
+            "PRAGMA synchronous=NORMAL",
+        ]
