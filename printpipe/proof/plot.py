@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from printpipe import french
 from printpipe.audit import pack_tallies
 from printpipe.games.base import Game
 from printpipe.store import BlockStore
@@ -44,7 +45,7 @@ def write_pack_plot(path: Path, store: BlockStore, game: Game) -> dict[str, obje
     fig, (top, left, right) = _axes(plt)
     fig.suptitle(
         f"{definition.title} - bloc {store.block}, carnets {packs.first} à {packs.last} "
-        f"({_n(packs.count * store.pack_size)} tickets) - chiffres de l'audit",
+        f"({french.number(packs.count * store.pack_size)} tickets) - chiffres de l'audit",
         fontsize=13,
     )
     top.plot(numbers, winners, ".", markersize=2 if len(numbers) > 500 else 6, color="#1f5fa8")
@@ -82,8 +83,8 @@ def write_pack_plot(path: Path, store: BlockStore, game: Game) -> dict[str, obje
     right.set_xlabel("gains par carnet (EUR" + (", échelle log)" if wide else ")"))
     right.set_ylabel("carnets (échelle log)")
     right.set_title(
-        f"Gains par carnet : min {_n(prize.min())}, médiane {_n(np.median(prize))}, "
-        f"max {_n(prize.max())} EUR",
+        f"Gains par carnet : min {french.number(prize.min())}, "
+        f"médiane {french.number(np.median(prize))}, max {french.number(prize.max())} EUR",
         fontsize=10,
     )
     fig.text(
@@ -113,10 +114,6 @@ def write_pack_plot(path: Path, store: BlockStore, game: Game) -> dict[str, obje
             "total": int(prize.sum()),
         },
     }
-
-
-def _n(value: float) -> str:
-    return f"{value:,.0f}".replace(",", " ")
 
 
 def _axes(plt):

@@ -502,12 +502,12 @@ class TicketRenderer:
         c.drawCentredString(x + w / 2, y + (h - size * 0.72) / 2, title)
         definition = self.game.definition
         lots = sum(p.lots for p in definition.prizes)
-        odds = f"{definition.block.size / lots:.2f}".replace(".", ",")
+        odds = french.number(definition.block.size / lots, 2)
         x, y, w, h = t.box(t.back["odds"])
         c.setFillColorCMYK(*WHITE)
         c.roundRect(x, y, w, h, 1.5 * MM, stroke=0, fill=1)
         rows = [
-            (f"{p.lots:,}".replace(",", " ") + " lots de", french.euros(p.amount_eur))
+            (f"{french.number(p.lots)} lots de", french.euros(p.amount_eur))
             for p in definition.prizes
         ]
         line = h / (len(rows) + 2.4)
