@@ -121,11 +121,11 @@ def main() -> None:
             Path(block), Path(out), keys_dir=Path(keys), workers=int(workers), show_progress=False
         )
         elapsed = time.perf_counter() - started
-        rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        child_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         size = sum(f["bytes"] for f in job["files"])
         print(
             json.dumps(
-                {"seconds": elapsed, "tickets": job["tickets"], "rss_mb": rss, "bytes": size}
+                {"seconds": elapsed, "tickets": job["tickets"], "rss_mb": child_rss, "bytes": size}
             )
         )
         return
