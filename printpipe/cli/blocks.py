@@ -13,6 +13,7 @@ from printpipe.cli._common import (
     DEFAULT_OUT,
     definition_option,
     keys_option,
+    producer_key_option,
     quiet_option,
     scheduler_option,
 )
@@ -106,12 +107,7 @@ def generate(
 @click.command()
 @click.argument("block_dir", type=click.Path(path_type=Path))
 @keys_option
-@click.option(
-    "--producer-key",
-    type=click.Path(path_type=Path, dir_okay=False),
-    default=None,
-    help="Producer's public key [default: KEYS/producer-signing.pub].",
-)
+@producer_key_option
 @definition_option
 @quiet_option
 def audit(
