@@ -15,6 +15,7 @@ import numpy as np
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from printpipe.block import PackRange, longest_losing_runs
+from printpipe.commitment import COMMITMENT_FILE, check_store_commitment
 from printpipe.games.base import LOSING_TIER, Game
 from printpipe.ids import TicketId
 from printpipe.progress import progress_bar
@@ -64,7 +65,11 @@ def audit_block(
     game: Game,
     producer_key: Ed25519PublicKey | None,
     show_progress: bool = True,
+    *,
+    commitment: Path | None = None,
+    lottery_key: Ed25519PublicKey | None = None,
 ) -> AuditReport:
+    """Audit a store; ``commitment`` defaults to its own ``commitment.json``."""
     definition = game.definition
     rules = definition.block
     summary = store.summary
@@ -96,6 +101,12 @@ def audit_block(
             if signed
             else "summary.json or summary.sig changed: the signature does not verify",
         )
+    report.check(
+        "commitment",
+        *check_store_commitment(
+            store, game, commitment or store.path / COMMITMENT_FILE, producer_key, lottery_key
+        ),
+    )
     same_definition = summary.game.definition_sha256 == definition.source_sha256
     report.check(
         "game definition",
@@ -313,14 +324,24 @@ def audit_store(
     block_dir: Path,
     *,
     producer_key: Path,
+    commitment: Path | None = None,
+    lottery_key: Path,
     definition: Path | None = None,
     show_progress: bool = True,
 ) -> AuditReport:
-    """``printpipe audit``: open the store, load its game (or ``definition``) and the producer's
-    public key from ``producer_key``, and audit."""
+    """``printpipe audit``: open the store, load its game (or ``definition``) and the public
+    keys from ``producer_key`` and ``lottery_key``, and audit, against ``commitment`` (default:
+    the store's own)."""
     from printpipe.games import load_game
     from printpipe.keys import load_public_key
 
     store = BlockStore.open(block_dir)
     game = load_game(store.game_id, definition)
-    return audit_block(store, game, load_public_key(producer_key), show_progress)
+    return audit_block(
+        store,
+        game,
+        load_public_key(producer_key),
+        show_progress,
+        commitment=commitment,
+        lottery_key=load_public_key(lottery_key),
+    )

@@ -14,6 +14,9 @@ from pyrage import x25519
 
 from printpipe.block import PackRange, Tickets, generate_packs, longest_losing_runs
 from printpipe.cluster import ChunkRunner, DaskRunner, run_in_order
+from printpipe.commitment.leaves import LEAF_SCHEME, leaf_fields
+from printpipe.commitment.statement import COMMITMENT_FILE, PRODUCER, commitment_from_summary
+from printpipe.commitment.tree import block_leaf_hashes
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import Game
 from printpipe.keys import (
@@ -27,11 +30,12 @@ from printpipe.keys import (
     load_signing_key,
 )
 from printpipe.manifest import write_block_manifest
+from printpipe.merkle import HASH_SIZE, levels_root, tree_levels
 from printpipe.plan import BlockPlan, plan_block
 from printpipe.progress import progress_bar
-from printpipe.rng import derive_block_key
+from printpipe.rng import derive_block_key, leaf_salts
 from printpipe.store import SUMMARY, StoreWriter
-from printpipe.summary import BlockSummary, Commitments, build_summary
+from printpipe.summary import BlockSummary, Commitments, SummaryTree, build_summary
 
 GENERATE_CHUNK_PACKS = 1000
 """Packs per generate work unit: 125,000 tickets, 2.6 MB of columns, about 0.2 s of work."""
@@ -160,7 +164,7 @@ def generate_blocks(
         with progress_bar(total, "generate", "tickets", show_progress) as bar:
             for job, tickets in run_in_order(runner, generate_chunk, jobs):
                 writer = writers[job.block]
-                writer.append(tickets)
+                writer.append(tickets, job.first)
                 bar.update(len(tickets))
                 if job.last == packs.last - 1:
                     summaries.append(writer.commit(signing_key, manifest_recipient, show_progress))
@@ -265,7 +269,9 @@ def _jobs(
 
 
 class _BlockWriter:
-    """One block's store being written: columns in block order, counts, then the commit."""
+    """One block's store being written: columns in block order, counts and the leaves of its
+    tree as they arrive, then the commit (the tree's root into the signed summary, and the
+    producer-signed commitment.json beside it)."""
 
     def __init__(
         self,
@@ -283,12 +289,22 @@ class _BlockWriter:
         self.tier_counts = np.zeros(tiers, dtype=np.int64)
         self.variant_counts = np.zeros((tiers, len(definition.variants)), dtype=np.int64)
         self.longest_run = 0
-        self.store = StoreWriter(
-            out, packs.count * self.pack_size, definition.symbol_width, overwrite
+        self.block_key = derive_block_key(
+            secrets.producer, secrets.lottery, definition.number, block
         )
+        tickets = packs.count * self.pack_size
+        self.leaf_hashes = np.empty((tickets, HASH_SIZE), dtype=np.uint8)
+        self.store = StoreWriter(out, tickets, definition.symbol_width, overwrite)
 
-    def append(self, batch: Tickets) -> None:
-        self.store.append(batch)
+    def append(self, batch: Tickets, first_pack: int) -> None:
+        """The next tickets in block order: whole packs from ``first_pack`` (0-based)."""
+        last_pack = first_pack + len(batch) // self.pack_size - 1
+        salts = leaf_salts(self.block_key, first_pack, last_pack, self.pack_size)
+        start = self.store.rows
+        self.leaf_hashes[start : start + len(batch)] = block_leaf_hashes(
+            self.game.definition, self.block, first_pack + 1, batch.tier, batch.virn, salts
+        )
+        self.store.append(batch, salts)
         tiers = len(self.tier_counts)
         self.tier_counts += np.bincount(batch.tier, minlength=tiers)
         np.add.at(self.variant_counts, (batch.tier, batch.variant), 1)
@@ -302,6 +318,8 @@ class _BlockWriter:
         show_progress: bool = False,
     ) -> BlockSummary:
         """Sign the summary and rename the store into place (with its manifest, if asked)."""
+        root = levels_root(tree_levels(self.leaf_hashes))
+        self.leaf_hashes = np.empty((0, HASH_SIZE), dtype=np.uint8)
         summary = build_summary(
             self.game.definition,
             secrets=self.secrets,
@@ -310,12 +328,18 @@ class _BlockWriter:
             tier_counts=self.tier_counts,
             variant_counts=self.variant_counts,
             longest_run=self.longest_run,
+            tree=SummaryTree(
+                root=root.hex(),
+                leaf_scheme=LEAF_SCHEME,
+                leaf_fields=leaf_fields(self.game.definition.records.has_virn),
+            ),
         )
-        before_rename = None
-        if recipient is not None:
-            game = self.game
+        game = self.game
 
-            def before_rename(folder: Path) -> None:
+        def before_rename(folder: Path) -> None:
+            signed = commitment_from_summary(summary).sign(PRODUCER, signing_key)
+            (folder / COMMITMENT_FILE).write_bytes(signed.to_json())
+            if recipient is not None:
                 write_block_manifest(folder, game, recipient, signing_key, show_progress)
 
         self.store.commit(summary, signing_key, before_rename)

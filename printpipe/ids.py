@@ -20,6 +20,7 @@ TICKET_DIGITS = 3
 VIRN_DIGITS = 10
 INVENTORY_CODE_LENGTH = GAME_DIGITS + PACK_DIGITS + TICKET_DIGITS + 1  # 14
 VALIDATION_CODE_LENGTH = GAME_DIGITS + PACK_DIGITS + TICKET_DIGITS + VIRN_DIGITS + 2  # 25
+SERIAL_LENGTH = GAME_DIGITS + PACK_DIGITS + TICKET_DIGITS + 1 + 3  # 17: GGGG-PPPPPP-TTT-C
 _PackT = TypeVar("_PackT", int, np.ndarray)
 SPECIMEN_PACK = 0
 """Pack ``000000`` is never issued: proofs use it, and validation answers it as a specimen."""
@@ -229,6 +230,25 @@ def mod97_checks_array(
     head = (game * 10**9 + packs.astype(np.int64) * 10**3 + tickets.astype(np.int64)) % 97
     rem = (head * (10**10 % 97) + virns.astype(np.int64) % 97) % 97
     return (98 - (rem * 100) % 97).astype(np.uint8)
+
+
+def serials_array(game: int, packs: np.ndarray, tickets: np.ndarray) -> np.ndarray:
+    """The serials ``GGGG-PPPPPP-TTT-C`` of many tickets as ASCII bytes: a ``(count, 17)``
+    uint8 array, row ``i`` equal to :attr:`TicketId.serial` of ticket ``i`` encoded."""
+    digits = _digit_columns(game, packs, tickets)
+    checks = gs1_check_digits_array(game, packs, tickets)
+    serials = np.full((len(digits), SERIAL_LENGTH), ord("-"), dtype=np.uint8)
+    serials[:, 0:4] = digits[:, 0:4] + ord("0")
+    serials[:, 5:11] = digits[:, 4:10] + ord("0")
+    serials[:, 12:15] = digits[:, 10:13] + ord("0")
+    serials[:, 16] = checks + ord("0")
+    return serials
+
+
+def virns_array(virns: np.ndarray) -> np.ndarray:
+    """VIRNs as their 10 ASCII digits: a ``(count, 10)`` uint8 array."""
+    powers = 10 ** np.arange(VIRN_DIGITS - 1, -1, -1, dtype=np.uint64)
+    return ((virns.astype(np.uint64)[:, None] // powers) % 10 + ord("0")).astype(np.uint8)
 
 
 def _digit_columns(game: int, packs: np.ndarray, tickets: np.ndarray) -> np.ndarray:

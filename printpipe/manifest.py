@@ -9,9 +9,9 @@ recipient, and the producer's Ed25519 key signs a clear header plus the SHA-256 
 encrypted body: anyone holding the producer's public key can check a manifest without
 decrypting it.
 
-File format ``printpipe-manifest/1`` (every line ends with LF)::
+File format ``printpipe-manifest/2`` (every line ends with LF)::
 
-    printpipe-manifest/1
+    printpipe-manifest/2
     header-bytes NNNNNNNNNN            10 digits: length of the JSON header that follows
     { ...header JSON... }              UTF-8, sorted keys, ends with LF
     body-sha256 <64 hex>               SHA-256 of the age body (the rest of the file)
@@ -22,10 +22,13 @@ File format ``printpipe-manifest/1`` (every line ends with LF)::
 The age body is a complete, standard age file, so ``tail -c +OFFSET FILE | age -d -i
 lottery.age`` decrypts it (``printpipe manifest verify`` prints OFFSET).  Its plaintext is
 UTF-8 CSV with LF line ends: a header row, then one row per ticket in block order, with the
-columns ``serial,game,block,pool,pack,ticket,effigy,<one per symbol field>,prize_eur,virn``
-(for chien-chat: ``paws`` and ``bonus``, which is exactly the auditor's CSV of the spec).
-The plaintext depends only on the tickets, so the same packs give byte-identical plaintext,
-and the same ``records-sha256``, although age encryption is randomized.
+game's record columns (``GameDefinition.records``: for chien-chat
+``serial,game,block,pool,pack,ticket,effigy,paws,bonus,prize_eur,virn``, exactly the auditor's
+CSV of the spec), then ``salt``: the ticket's leaf salt in the block's public commitment, 64
+lowercase hex digits (format 2; ``docs/commitment.md``).  The auditor's CSV is the plaintext
+without that last column: ``manifest export --csv`` leaves it out, so its columns stay the
+spec's.  The plaintext depends only on the tickets, so the same packs give byte-identical
+plaintext, and the same ``records-sha256``, although age encryption is randomized.
 
 Writing streams: records are encoded a batch of packs at a time and fed to pyrage's
 streaming ``encrypt_io``; the hashes are patched into fixed-width lines once the body is
@@ -56,9 +59,12 @@ from printpipe.errors import PrintpipeError
 from printpipe.games.base import VARIANT_COLUMN, Game, GameDefinition
 from printpipe.ids import gs1_check_digits_array, printed_pack_number
 from printpipe.progress import progress_bar
+from printpipe.rng import LEAF_SALT_SIZE
 from printpipe.store import BlockStore
 
-FORMAT = "printpipe-manifest/1"
+FORMAT = "printpipe-manifest/2"
+SALT_COLUMN = "salt"
+"""The last plaintext column: each ticket's leaf salt, for the lottery's proofs and reveal."""
 BLOCK_MANIFEST = "manifest.ppm"
 """The block-level manifest ``printpipe generate`` writes inside the block store folder."""
 BATCH_PACKS = 200
@@ -70,18 +76,29 @@ _LENGTH_PREFIX = b"header-bytes "
 _BODY_PREFIX = b"body-sha256 "
 _RECORDS_PREFIX = b"records-sha256 "
 _SIGNATURE_PREFIX = b"signature "
+_HEX_DIGITS = b"0123456789abcdef"
 
 
 # -- records ---------------------------------------------------------------------------------
 
 
 def record_columns(definition: GameDefinition) -> list[str]:
-    """The CSV columns of a game's records, as its definition lays them out."""
+    """The CSV columns of a game's records, as its definition lays them out (the auditor's)."""
     return list(definition.records.columns)
 
 
+def plaintext_columns(definition: GameDefinition) -> list[str]:
+    """The columns of the encrypted plaintext: the records', then the salt."""
+    return [*record_columns(definition), SALT_COLUMN]
+
+
 def header_row(definition: GameDefinition) -> bytes:
+    """The auditor's CSV header row."""
     return (",".join(record_columns(definition)) + "\n").encode()
+
+
+def plaintext_header_row(definition: GameDefinition) -> bytes:
+    return (",".join(plaintext_columns(definition)) + "\n").encode()
 
 
 @dataclass(frozen=True)
@@ -95,6 +112,9 @@ class RecordColumns:
     symbols: np.ndarray
     prize_eur: np.ndarray
     virn: np.ndarray
+    salts: np.ndarray | None = None
+    """(n, 32) uint8 leaf salts: given, each row ends with its salt column (the plaintext's
+    form); None, the auditor's row."""
 
 
 def _field_texts(definition: GameDefinition, symbols: np.ndarray) -> dict[str, list[str]]:
@@ -148,6 +168,10 @@ def encode_records(definition: GameDefinition, rows: RecordColumns) -> bytes:
     }
     fields = _field_texts(definition, rows.symbols)
     texts = [fields[c] if c in fields else columns[c]() for c in definition.records.columns]
+    if rows.salts is not None:
+        hexes = np.ascontiguousarray(rows.salts, dtype=np.uint8).tobytes().hex()
+        width = 2 * rows.salts.shape[1]
+        texts.append([hexes[i : i + width] for i in range(0, len(hexes), width)])
     return "".join(",".join(parts) + "\n" for parts in zip(*texts, strict=True)).encode()
 
 
@@ -165,6 +189,7 @@ def _store_records(
         symbols=np.asarray(tickets.symbols),
         prize_eur=definition.tier_amounts[np.asarray(tickets.tier, dtype=np.int64)],
         virn=np.asarray(tickets.virn),
+        salts=np.asarray(store.read_salts(packs)),
     )
 
 
@@ -172,7 +197,7 @@ def iter_plaintext(
     store: BlockStore, definition: GameDefinition, packs: PackRange
 ) -> Iterator[bytes]:
     """The plaintext body of ``packs``, a batch of packs at a time (bounded memory)."""
-    yield header_row(definition)
+    yield plaintext_header_row(definition)
     for start in range(packs.first, packs.last + 1, BATCH_PACKS):
         batch = PackRange(start, min(start + BATCH_PACKS - 1, packs.last))
         yield encode_records(definition, _store_records(store, definition, batch))
@@ -289,7 +314,8 @@ def build_header(
             "pack_size": rules.pack_size,
         },
         "records": packs.count * rules.pack_size,
-        "columns": record_columns(definition),
+        "columns": plaintext_columns(definition),
+        "block_tree_root": store.summary.tree.root,
         **_tier_table(store, definition, packs),
         "commitments": asdict(store.summary.commitments),
         "block_summary_sha256": hashlib.sha256(store.summary_bytes).hexdigest(),
@@ -600,14 +626,18 @@ def decrypt_manifest(
 
 @dataclass(frozen=True)
 class ParsedRecords:
-    """A batch of checked records: ticket keys, prizes, VIRNs and the exact lines."""
+    """A batch of checked records: ticket keys, prizes, VIRNs, salts and the exact lines."""
 
     keys: np.ndarray  # int64: game * 10**9 + pack * 10**3 + ticket
     pack_number: np.ndarray
+    ticket: np.ndarray
     prize_eur: np.ndarray
     virn: np.ndarray
     tier_counts: np.ndarray
     lines: list[bytes]
+    """The auditor's CSV rows: the plaintext rows without their salt."""
+    salts: np.ndarray
+    """(n, 32) uint8: each ticket's leaf salt."""
 
 
 class RecordChecker:
@@ -634,7 +664,7 @@ class RecordChecker:
                 manifest.path,
                 f"it was made with another definition of {definition.id} than this one",
             )
-        if header.get("columns") != record_columns(definition):
+        if header.get("columns") != plaintext_columns(definition):
             raise _refuse(manifest.path, "its columns are not this game's")
         self.block = int(header["block"])
         packs = header["packs"]
@@ -656,7 +686,7 @@ class RecordChecker:
     def parse(self, lines: list[bytes]) -> ParsedRecords:
         definition = self.definition
         if not self.header_seen:
-            if not lines or lines[0] + b"\n" != header_row(definition):
+            if not lines or lines[0] + b"\n" != plaintext_header_row(definition):
                 raise self.error("the decrypted body does not start with the column row")
             lines = lines[1:]
             self.header_seen = True
@@ -672,6 +702,8 @@ class RecordChecker:
         symbols = np.empty((n, width), dtype=np.int64)
         prize = np.empty(n, dtype=np.int64)
         virn = np.empty(n, dtype=np.int64)
+        salt_texts: list[str] = []
+        records: list[bytes] = []
         sym = self.symbol_index
         columns = definition.records.columns
         at = {name: i for i, name in enumerate(columns)}
@@ -688,7 +720,12 @@ class RecordChecker:
         i = 0
         try:
             for i, line in enumerate(lines):
-                parts = line.decode().split(",")
+                record, _, salt = line.rpartition(b",")
+                if len(salt) != 2 * LEAF_SALT_SIZE or salt.translate(None, _HEX_DIGITS):
+                    raise ValueError
+                salt_texts.append(salt.decode())
+                records.append(record)
+                parts = record.decode().split(",")
                 if len(parts) != len(columns):
                     raise ValueError
                 if variant_at is not None:
@@ -701,11 +738,13 @@ class RecordChecker:
                 prize[i] = int(parts[at["prize_eur"]])
                 if virn_at is not None:
                     virn[i] = int(parts[virn_at])
+            salts = np.frombuffer(bytes.fromhex("".join(salt_texts)), dtype=np.uint8)
         except (KeyError, ValueError, IndexError, UnicodeDecodeError):
             raise self.error(f"record {self.seen + i + 1} is malformed") from None
+        salts = salts.reshape(n, LEAF_SALT_SIZE)
         if n and (virn.min() < 0 or virn.max() >= 10**10 or prize.min() < 0):
             raise self.error("a record has an out-of-range VIRN or prize")
-        rows = RecordColumns(self.block, block_pack, ticket, variant, symbols, prize, virn)
+        rows = RecordColumns(self.block, block_pack, ticket, variant, symbols, prize, virn, salts)
         canonical = encode_records(definition, rows).split(b"\n")[:-1]
         for i, (got, want) in enumerate(zip(lines, canonical, strict=True)):
             if got != want:
@@ -736,7 +775,7 @@ class RecordChecker:
             block=self.block, block_pack=block_pack, packs_per_block=definition.block.packs
         )
         keys = definition.number * 10**9 + pack_number * 10**3 + ticket
-        return ParsedRecords(keys, pack_number, prize, virn, counts, lines)
+        return ParsedRecords(keys, pack_number, ticket, prize, virn, counts, records, salts)
 
     def finish(self) -> None:
         """After the last batch: the counts and totals must be those of the signed header."""

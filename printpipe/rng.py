@@ -24,6 +24,7 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 SECRET_SIZE = 32
+LEAF_SALT_SIZE = 32
 _HKDF_SALT = b"printpipe/block-key/v1"
 _VIRN_HALF = 10**5  # the Feistel halves of a 10-digit VIRN
 _VIRN_ROUNDS = 10
@@ -36,6 +37,7 @@ class Purpose(enum.IntEnum):
     PACKS_OF_POOL = 2
     VARIANTS = 3
     PACK = 4
+    LEAF_SALTS = 5
 
 
 def commitment(secret: bytes) -> str:
@@ -114,3 +116,20 @@ def virns(block_key: bytes, ticket_indices: np.ndarray) -> np.ndarray:
         words = np.frombuffer(encryptor.update(blocks.tobytes()), dtype="<u8").reshape(-1, 2)
         left, right = right, (left + words[:, 0] % _VIRN_HALF) % _VIRN_HALF
     return left * _VIRN_HALF + right
+
+
+def leaf_salts(block_key: bytes, first_pack: int, last_pack: int, pack_size: int) -> np.ndarray:
+    """The commitment salt of every ticket of packs ``first_pack`` to ``last_pack`` (0-based
+    within the block, inclusive): a ``(tickets, 32)`` uint8 array, in block order.
+
+    Each pack's salts are its own ChaCha20 keystream under a subkey of the block key, so a
+    pack range has the same salts as the same packs of the whole block, and revealing salts
+    (in a proof, or all of them once the block is closed) tells nothing of any other stream.
+    """
+    key = derive_subkey(block_key, "leaf salts")
+    size = LEAF_SALT_SIZE * pack_size
+    streams = b"".join(
+        KeyStream(key, Purpose.LEAF_SALTS, pack).read(size)
+        for pack in range(first_pack, last_pack + 1)
+    )
+    return np.frombuffer(streams, dtype=np.uint8).reshape(-1, LEAF_SALT_SIZE)

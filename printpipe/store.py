@@ -1,14 +1,16 @@
 """The block store: a folder of columns, readable by pack range without loading the block.
 
-Layout of ``BLOCK_DIR`` (format ``printpipe-block/1``)::
+Layout of ``BLOCK_DIR`` (format ``printpipe-block/2``)::
 
-    summary.json    human-readable: game, block, pack range, counts, parameters, commitments,
-                    and the SHA-256, dtype and shape of every column file
+    summary.json    human-readable: game, block, pack range, counts, parameters, commitments
+                    (of both secrets, and the root of the block's tree), and the SHA-256,
+                    dtype and shape of every column file
     summary.sig     Ed25519 signature of summary.json's exact bytes by the producer
     tier.npy        uint8 (n,)         prize tier, 0 = losing (amounts in summary.json)
     variant.npy     uint8 (n,)         variant index (names in summary.json)
     symbols.npy     uint8 (n, width)   symbol indices (codes in summary.json), fields in order
     virn.npy        uint64 (n,)        validation number, 10 digits
+    salt.npy        uint8 (n, 32)      the ticket's leaf salt (printpipe.commitment.leaves)
 
 Row ``i`` is ticket ``i % pack_size`` of pack ``first_pack + i // pack_size``.  Columns are
 standard ``.npy`` files, memory-mapped on read.  A store is written in a temporary folder
@@ -33,13 +35,23 @@ from printpipe.atomic import make_private_dir, make_tree_private, partial_path, 
 from printpipe.block import PackRange, Tickets
 from printpipe.errors import PrintpipeError
 from printpipe.ids import printed_pack_number
+from printpipe.rng import LEAF_SALT_SIZE
 from printpipe.summary import FORMAT, BlockSummary, ColumnFile
 
 __all__ = ["FORMAT", "BlockStore", "StoreWriter"]
 
 SUMMARY = "summary.json"
 SIGNATURE = "summary.sig"
-COLUMN_DTYPES = {"tier": "uint8", "variant": "uint8", "symbols": "uint8", "virn": "uint64"}
+COLUMN_DTYPES = {
+    "tier": "uint8",
+    "variant": "uint8",
+    "symbols": "uint8",
+    "virn": "uint64",
+    "salt": "uint8",
+}
+SALT = "salt"
+"""The column of leaf salts: written with the tickets, read apart (no stage but the
+commitment's needs them)."""
 
 
 def column_file(column: str) -> str:
@@ -58,6 +70,7 @@ class StoreWriter:
             "variant": (tickets,),
             "symbols": (tickets, symbol_width),
             "virn": (tickets,),
+            SALT: (tickets, LEAF_SALT_SIZE),
         }
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -80,10 +93,11 @@ class StoreWriter:
             raise
         self.rows = 0
 
-    def append(self, tickets: Tickets) -> None:
+    def append(self, tickets: Tickets, salts: np.ndarray) -> None:
         end = self.rows + len(tickets)
-        for name, column in self.columns.items():
-            column[self.rows : end] = getattr(tickets, name)
+        for name in Tickets.COLUMNS:
+            self.columns[name][self.rows : end] = getattr(tickets, name)
+        self.columns[SALT][self.rows : end] = salts
         self.rows = end
 
     def commit(
@@ -204,21 +218,28 @@ class BlockStore:
 
     def read(self, packs: PackRange | None = None) -> Tickets:
         """Tickets of the given packs (block-relative, within the store), memory-mapped."""
+        rows = self._rows(packs)
+        return Tickets(**{name: self._column(name)[rows] for name in Tickets.COLUMNS})
+
+    def read_salts(self, packs: PackRange | None = None) -> np.ndarray:
+        """The leaf salts of the given packs' tickets, ``(tickets, 32)`` uint8, memory-mapped."""
+        return self._column(SALT)[self._rows(packs)]
+
+    def _rows(self, packs: PackRange | None) -> slice:
         stored = self.pack_range
         packs = packs or stored
         if not stored.first <= packs.first <= packs.last <= stored.last:
             raise PrintpipeError(f"packs {packs} are not in the block store (it holds {stored})")
         start = (packs.first - stored.first) * self.pack_size
-        stop = (packs.last - stored.first + 1) * self.pack_size
-        columns = {}
-        for name in Tickets.COLUMNS:
-            try:
-                array = np.load(self.path / column_file(name), mmap_mode="r")
-            except (OSError, ValueError) as exc:
-                raise PrintpipeError(
-                    f"{self.path / column_file(name)} is unreadable: {exc}"
-                ) from None
-            if len(array) != stored.count * self.pack_size or array.dtype != COLUMN_DTYPES[name]:
-                raise PrintpipeError(f"{self.path / column_file(name)} has the wrong shape or type")
-            columns[name] = array[start:stop]
-        return Tickets(**columns)
+        return slice(start, (packs.last - stored.first + 1) * self.pack_size)
+
+    def _column(self, name: str) -> np.ndarray:
+        path = self.path / column_file(name)
+        try:
+            array = np.load(path, mmap_mode="r")
+        except (OSError, ValueError) as exc:
+            raise PrintpipeError(f"{path} is unreadable: {exc}") from None
+        rows = self.pack_range.count * self.pack_size
+        if len(array) != rows or array.dtype != COLUMN_DTYPES[name]:
+            raise PrintpipeError(f"{path} has the wrong shape or type")
+        return array

@@ -1,8 +1,9 @@
 """The block summary (``summary.json``): its schema, built and read here and nowhere else.
 
 A block store's summary is the signed, human-readable account of a block: which game and
-definition, which packs, how many tickets of each tier, the commitments to both secrets and
-the SHA-256 of every column file (``docs/block-store.md``).  ``generate`` builds one with
+definition, which packs, how many tickets of each tier, the commitments to both secrets, the
+root of the tree of its tickets (``printpipe.commitment``) and the SHA-256 of every column
+file (``docs/block-store.md``).  ``generate`` builds one with
 :func:`build_summary`, the store writes it with :meth:`BlockSummary.to_json` and reads it back
 with :meth:`BlockSummary.from_json`; every other module reads typed attributes, never keys.
 The JSON keeps the same keys in the same order, so the same block gives the same bytes.
@@ -24,12 +25,14 @@ from printpipe.ids import printed_pack_number
 from printpipe.keys import BlockSecrets
 from printpipe.rng import commitment
 
-FORMAT = "printpipe-block/1"
+FORMAT = "printpipe-block/2"
+EARLIER_FORMATS = ("printpipe-block/1",)
 
 GENERATOR = {
     "block_key": "HKDF-SHA256(producer secret || lottery secret, game, block)",
     "streams": "ChaCha20 keystream per (purpose, pool or pack)",
     "virn": "10-round Feistel permutation over AES-256 of the ticket's place in the block",
+    "leaf_salts": "ChaCha20 keystream per pack under HKDF-SHA256(block key, 'leaf salts')",
 }
 
 
@@ -108,6 +111,16 @@ class Commitments:
 
 
 @dataclass(frozen=True)
+class SummaryTree:
+    """The root of the RFC 9162 tree over the block's tickets, and how its leaves are made:
+    what the block's public commitment states (``printpipe.commitment``)."""
+
+    root: str  # 64 hex digits
+    leaf_scheme: str
+    leaf_fields: list[str]
+
+
+@dataclass(frozen=True)
 class ColumnFile:
     sha256: str
     dtype: str
@@ -127,6 +140,7 @@ class BlockSummary:
     totals: SummaryTotals
     longest_losing_run: int
     commitments: Commitments
+    tree: SummaryTree
     generator: dict[str, str] = field(default_factory=lambda: dict(GENERATOR))
     files: dict[str, ColumnFile] = field(default_factory=dict)
 
@@ -149,6 +163,7 @@ class BlockSummary:
             "totals": plain(self.totals),
             "longest_losing_run": self.longest_losing_run,
             "commitments": plain(self.commitments),
+            "tree": plain(self.tree),
             "generator": dict(self.generator),
             "files": {name: plain(meta) for name, meta in self.files.items()},
         }
@@ -165,7 +180,11 @@ class BlockSummary:
         except ValueError as exc:
             raise PrintpipeError(f"{where} is unreadable: {exc}") from None
         if not isinstance(raw, dict) or raw.get("format") != FORMAT:
-            raise PrintpipeError(f"{where} is not a {FORMAT} summary")
+            earlier = isinstance(raw, dict) and raw.get("format") in EARLIER_FORMATS
+            raise PrintpipeError(
+                f"{where} is not a {FORMAT} summary"
+                + (" (made by an earlier printpipe: generate the block again)" if earlier else "")
+            )
         try:
             return BlockSummary(
                 printpipe_version=str(raw["printpipe_version"]),
@@ -178,6 +197,7 @@ class BlockSummary:
                 totals=SummaryTotals(**raw["totals"]),
                 longest_losing_run=int(raw["longest_losing_run"]),
                 commitments=Commitments(**raw["commitments"]),
+                tree=SummaryTree(**raw["tree"]),
                 generator=dict(raw["generator"]),
                 files={name: ColumnFile(**meta) for name, meta in raw["files"].items()},
             )
@@ -196,6 +216,7 @@ def build_summary(
     tier_counts: np.ndarray,
     variant_counts: np.ndarray,
     longest_run: int,
+    tree: SummaryTree,
 ) -> BlockSummary:
     """The summary of a generated block (its ``files`` are added when the store commits)."""
     rules = definition.block
@@ -255,4 +276,5 @@ def build_summary(
         ),
         longest_losing_run=longest_run,
         commitments=Commitments.of(secrets),
+        tree=tree,
     )

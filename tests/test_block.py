@@ -16,7 +16,7 @@ from tests.conftest import generate_store
 
 pytestmark = [pytest.mark.fullblock, pytest.mark.xdist_group("fullblock")]
 
-COLUMNS = ("tier.npy", "variant.npy", "symbols.npy", "virn.npy")
+COLUMNS = ("tier.npy", "variant.npy", "symbols.npy", "virn.npy", "salt.npy")
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +46,7 @@ def test_full_block_has_the_exact_prize_table(full_block, game, producer_key):
 def test_same_secrets_give_identical_bytes(full_block, game, keys_dir, tmp_path):
     again = tmp_path / "again"
     generate_store(game, keys_dir, again)
-    for name in (*COLUMNS, "summary.json", "summary.sig"):
+    for name in (*COLUMNS, "summary.json", "summary.sig", "commitment.json"):
         assert (again / name).read_bytes() == (full_block / name).read_bytes(), name
 
 
@@ -137,7 +137,8 @@ def test_any_changed_byte_is_caught(copy_of_block, game, producer_key):
     (copy_of_block / "virn.npy").write_bytes(bytes(data))
     report = audit(copy_of_block, game, producer_key)
     failed = {c.name: c.detail for c in report.checks if not c.ok}
-    assert list(failed) == ["store files"] and "virn.npy" in failed["store files"]
+    assert list(failed) == ["store files", "commitment"] and "virn.npy" in failed["store files"]
+    assert "do not give the root" in failed["commitment"]  # a VIRN is part of its leaf
     with pytest.raises(PrintpipeError, match=r"virn\.npy does not match"):
         BlockStore.open(copy_of_block).check_intact(producer_key)
 

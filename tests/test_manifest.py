@@ -111,7 +111,11 @@ def test_the_real_age_cli_decrypts_the_body(manifest_file, keys_dir, tmp_path):
         capture_output=True,
         check=True,
     ).stdout
-    assert plain.startswith(SPEC_COLUMNS.encode() + b"\n")
+    # The plaintext is the auditor's CSV plus each ticket's commitment salt as a last column.
+    assert plain.startswith(SPEC_COLUMNS.encode() + b",salt\n")
+    rows = plain.splitlines()[1:]
+    salts = BlockStore.open(manifest_file.parent).read_salts()
+    assert [row.rpartition(b",")[2] for row in rows] == [bytes(s).hex().encode() for s in salts]
     assert hashlib.sha256(plain).hexdigest() == manifest.records_sha256
     assert plain == _plaintext(manifest_file, keys_dir)
 

@@ -1,6 +1,7 @@
 """The ``printpipe`` command: parse, call a stage, print. No logic of its own.
 
-One module per group of commands (``blocks``, ``press``, ``records``, ``ledger``); this module
+One module per group of commands (``blocks``, ``press``, ``records``, ``ledger``,
+``commitment``); this module
 holds the root group and :func:`main`, which turns every user error into one line.
 """
 
@@ -11,7 +12,7 @@ import sys
 import click
 
 from printpipe import __version__
-from printpipe.cli import blocks, ledger, press, records
+from printpipe.cli import blocks, commitment, ledger, press, records
 from printpipe.errors import PrintpipeError
 
 
@@ -57,5 +58,7 @@ for command in (
     ledger.packs,
     ledger.validate,
     ledger.claim,
+    commitment.commitment,
+    commitment.verify_proof,
 ):
     cli.add_command(command)

@@ -48,6 +48,12 @@ producer_key_option = click.option(
     default=None,
     help="Producer's public key [default: KEYS/producer-signing.pub].",
 )
+lottery_key_option = click.option(
+    "--lottery-key",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="The lottery's public signing key [default: KEYS/lottery-signing.pub].",
+)
 identity_option = click.option(
     "--identity",
     type=click.Path(path_type=Path, dir_okay=False),

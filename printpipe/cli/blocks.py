@@ -13,13 +13,14 @@ from printpipe.cli._common import (
     DEFAULT_OUT,
     definition_option,
     keys_option,
+    lottery_key_option,
     producer_key_option,
     quiet_option,
     scheduler_option,
 )
 from printpipe.cli.params import BLOCK_RANGE, MAX_BLOCK, PACK_RANGE
 from printpipe.cli.press import export
-from printpipe.keys import PRODUCER_SIGNING_PUB
+from printpipe.keys import LOTTERY_SIGNING_PUB, PRODUCER_SIGNING_PUB
 
 if TYPE_CHECKING:
     from printpipe.block import PackRange
@@ -108,21 +109,33 @@ def generate(
 @click.argument("block_dir", type=click.Path(path_type=Path))
 @keys_option
 @producer_key_option
+@click.option(
+    "--commitment",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="The block's public commitment [default: BLOCK_DIR/commitment.json].",
+)
+@lottery_key_option
 @definition_option
 @quiet_option
 def audit(
     block_dir: Path,
     keys_dir: Path,
     producer_key: Path | None,
+    commitment: Path | None,
+    lottery_key: Path | None,
     definition: Path | None,
     quiet: bool,
 ) -> None:
-    """Re-check a block store from its files alone; exit 0 only if everything holds."""
+    """Re-check a block store from its files alone, and against its public commitment; exit 0
+    only if everything holds."""
     from printpipe.audit import audit_store
 
     report = audit_store(
         block_dir,
         producer_key=producer_key or keys_dir / PRODUCER_SIGNING_PUB,
+        commitment=commitment,
+        lottery_key=lottery_key or keys_dir / LOTTERY_SIGNING_PUB,
         definition=definition,
         show_progress=not quiet,
     )
