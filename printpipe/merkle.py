@@ -55,7 +55,7 @@ def _hash_rows(messages: np.ndarray) -> Digests:
     count, length = messages.shape
     if count == 0:
         return np.empty((0, HASH_SIZE), dtype=np.uint8)
-    view = memoryview(np.ascontiguousarray(messages)).cast("B")
+    view = np.ascontiguousarray(messages, dtype=np.uint8).data.cast("B")
     sha256 = hashlib.sha256
     digests = b"".join(
         [sha256(view[i : i + length]).digest() for i in range(0, count * length, length)]
@@ -231,8 +231,8 @@ def verify_inclusions(
     order = np.arange(count) if ordered else np.argsort(indices, kind="stable")
     leaf = indices[order]
     # Digests as 4 uint64 words: the same bytes, an eighth of the elements to move and compare.
-    current = np.ascontiguousarray(hashes if ordered else hashes[order], dtype=np.uint8)
-    current = current.view(np.uint64).copy()
+    leaf_bytes = np.ascontiguousarray(hashes if ordered else hashes[order], dtype=np.uint8)
+    current = leaf_bytes.view(np.uint64).copy()
     paths = level_paths if ordered else level_paths[order]
     paths = np.ascontiguousarray(paths, dtype=np.uint8).view(np.uint64)
     words = HASH_SIZE // 8

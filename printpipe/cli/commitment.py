@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -21,6 +22,9 @@ from printpipe.cli._common import (
 )
 from printpipe.keys import LOTTERY_SIGNING_KEY, LOTTERY_SIGNING_PUB, PRODUCER_SIGNING_PUB
 
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
 FileArgument = click.Path(path_type=Path, dir_okay=False)
 
 manifest_option = click.option(
@@ -32,7 +36,7 @@ manifest_option = click.option(
 )
 
 
-def _public_key(path: Path | None, keys_dir: Path, default: str):
+def _public_key(path: Path | None, keys_dir: Path, default: str) -> Ed25519PublicKey:
     from printpipe.keys import load_public_key
 
     return load_public_key(path or keys_dir / default)
