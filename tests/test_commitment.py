@@ -8,6 +8,7 @@ import datetime as dt
 import json
 import re
 import shutil
+import stat
 import subprocess
 from pathlib import Path
 
@@ -282,6 +283,7 @@ def test_a_proof_with_any_single_field_changed_fails(block, game, levels, keys_d
     good = tmp_path / "proof.json"
     write_proof(good, proof)
     args = ["--commitment", str(block / COMMITMENT_FILE), "--keys", str(keys_dir)]
+    assert stat.S_IMODE(good.stat().st_mode) == 0o600  # it tells the ticket's prize
     result = run_cli("verify-proof", str(good), *args)
     assert result.returncode == 0, result.stderr
     assert f"proof OK: ticket {proof.ticket.serial} wins {proof.ticket.prize_eur} EUR" in (
@@ -401,6 +403,7 @@ def test_a_closed_block_is_revealed_and_anyone_recounts_it(block, keys_dir, tmp_
     assert not reveal.exists()
     result = run_cli(*reveal_args, "--closed-on", "2026-01-31", "--out", str(reveal), *keys)
     assert result.returncode == 0, result.stderr
+    assert stat.S_IMODE(reveal.stat().st_mode) == 0o600  # published only once it is checked
     lines = reveal.read_text().splitlines()
     assert lines[0] == "printpipe-reveal/1" and lines[3] == "index,serial,prize_eur,virn,salt"
     assert len(lines) == 4 + 1000

@@ -47,7 +47,11 @@ def test_outputs_that_reveal_outcomes_are_private_whatever_the_umask(
     run_cli(
         "generate", "--keys", str(keys_dir), "--packs", "1:2", "--out", str(block), "-q", check=True
     )
-    assert_private(block, expect={"tier.npy", "virn.npy", "symbols.npy", "manifest.ppm"})
+    assert_private(
+        block,
+        expect={"tier.npy", "virn.npy", "symbols.npy", "salt.npy", "manifest.ppm"}
+        | {"commitment.json"},
+    )
 
     shared = tmp_path / "shared"
     shared.mkdir(mode=0o755)  # a folder the user made: kept as it is, the file is private
