@@ -46,6 +46,7 @@ from printpipe.commitment import (
 from printpipe.commitment.inclusion import proof_problem
 from printpipe.commitment.tree import BATCH_PACKS, block_leaf_hashes
 from printpipe.games import load_game
+from printpipe.games.base import Game
 from printpipe.generate import generate_block
 from printpipe.ids import TicketId
 from printpipe.keys import (
@@ -69,7 +70,7 @@ def median_ms(samples: list[float]) -> str:
     return f"{statistics.median(samples) * 1000:.3f} ms"
 
 
-def timed_tree(store: BlockStore, game) -> tuple[float, float, list[np.ndarray]]:
+def timed_tree(store: BlockStore, game: Game) -> tuple[float, float, list[np.ndarray]]:
     """Seconds to build and hash every leaf, seconds for the levels, and the levels."""
     definition = game.definition
     stored = store.pack_range
@@ -95,7 +96,9 @@ def timed_tree(store: BlockStore, game) -> tuple[float, float, list[np.ndarray]]
     return leaves_s, time.perf_counter() - started, levels
 
 
-def build_ledger(path: Path, levels, salts: np.ndarray, sealing_key: bytes) -> float:
+def build_ledger(
+    path: Path, levels: list[np.ndarray], salts: np.ndarray, sealing_key: bytes
+) -> float:
     """The proposed ledger tables: every node of the tree, and each ticket's sealed salt."""
     started = time.perf_counter()
     db = sqlite3.connect(path)
@@ -139,7 +142,12 @@ def main() -> None:
         init_keys(keys)
         started = time.perf_counter()
         generate_block(
-            game, load_secrets(keys), load_signing_key(keys), 1, work / "block", show_progress=False
+            game,
+            secrets=load_secrets(keys),
+            signing_key=load_signing_key(keys),
+            block=1,
+            out=work / "block",
+            show_progress=False,
         )
         generate_s = time.perf_counter() - started
         store = BlockStore.open(work / "block")
