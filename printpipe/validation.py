@@ -147,15 +147,19 @@ CREATE TABLE terminal_failures (
 );
 """
 
-_TICKET_ROW = """
+# Everything decide reads, in one statement: always one row (ticket columns NULL when there is
+# no such ticket), the asking terminal's counter included.
+_LOOKUP = """
 SELECT t.virn, t.prize_eur,
-       (SELECT COALESCE(SUM(failures), 0) FROM virn_failures WHERE ticket = t.id),
-       (SELECT COUNT(*) FROM virn_failures WHERE ticket = t.id),
-       p.paid_at, p.terminal, COALESCE(k.state, 'issued')
-FROM tickets t
-LEFT JOIN payments p ON p.ticket = t.id
+       (SELECT COALESCE(SUM(failures), 0) FROM virn_failures WHERE ticket = q.id),
+       (SELECT COUNT(*) FROM virn_failures WHERE ticket = q.id),
+       p.paid_at, p.terminal, COALESCE(k.state, 'issued'),
+       c.failures, c.window_start
+FROM (SELECT ? AS id) q
+LEFT JOIN tickets t ON t.id = q.id
+LEFT JOIN payments p ON p.ticket = q.id
 LEFT JOIN packs k ON k.id = ?
-WHERE t.id = ?
+LEFT JOIN terminal_failures c ON c.terminal = ?
 """
 
 
@@ -574,11 +578,20 @@ class Ledger:
             if durable and self._durable_sync != "OFF":
                 conn.execute("PRAGMA synchronous=NORMAL")
 
-    def _log(self, terminal: str, action: str, given: str, ticket: str | None, answer: str) -> None:
+    def _log(
+        self,
+        terminal: str,
+        action: str,
+        given: str,
+        ticket: str | None,
+        answer: str,
+        *,
+        at: datetime | None = None,
+    ) -> None:
         self.conn.execute(
             "INSERT INTO audit_log (at, terminal, action, input, ticket, answer) "
             "VALUES (?, ?, ?, ?, ?, ?)",
-            (format_time(self.clock()), terminal, action, given, ticket, answer),
+            (format_time(at or self.clock()), terminal, action, given, ticket, answer),
         )
 
     # -- settings --------------------------------------------------------------------------
@@ -607,31 +620,26 @@ class Ledger:
 
     # -- validate and claim ----------------------------------------------------------------
 
-    def _ticket_row(self, ticket: TicketId) -> TicketRow | None:
+    def _lookup(
+        self, ticket: TicketId, terminal: TerminalId
+    ) -> tuple[TicketRow | None, TerminalCounter]:
         found = self.conn.execute(
-            _TICKET_ROW, (pack_key(ticket.game, ticket.pack), ticket_key(ticket))
+            _LOOKUP,
+            (ticket_key(ticket), pack_key(ticket.game, ticket.pack), terminal.value),
         ).fetchone()
-        return None if found is None else TicketRow(*found)
+        *columns, failures, window_start = found
+        row = None if columns[0] is None else TicketRow(*columns)
+        if window_start is None:
+            return row, TerminalCounter()
+        return row, TerminalCounter(failures, parse_time(window_start))
 
-    def _terminal_counter(self, terminal: TerminalId) -> TerminalCounter:
-        found = self.conn.execute(
-            "SELECT failures, window_start FROM terminal_failures WHERE terminal = ?",
-            (terminal.value,),
-        ).fetchone()
-        if found is None:
-            return TerminalCounter()
-        return TerminalCounter(found[0], parse_time(found[1]))
-
-    def _answer(self, scanned: ScannedCode, terminal: TerminalId) -> Answer:
+    def _answer(self, scanned: ScannedCode, terminal: TerminalId, at: datetime) -> Answer:
         """Decide and apply what the decision counts; runs inside a write transaction."""
         ticket = scanned.ticket
-        at = self.clock()
-        row = counter = None
+        row, counter = None, TerminalCounter()
         if ticket.pack != SPECIMEN_PACK:
-            row = self._ticket_row(ticket)
-        if scanned.virn is not None:
-            counter = self._terminal_counter(terminal)
-        decision = decide(scanned, row, counter or TerminalCounter(), self.settings, at=at)
+            row, counter = self._lookup(ticket, terminal)
+        decision = decide(scanned, row, counter, self.settings, at=at)
         after = decision.terminal_after
         if after is not None and after.window_start is not None:
             stamp = format_time(at)
@@ -654,6 +662,7 @@ class Ledger:
                     None,
                     f"TERMINAL THROTTLED {until}: {after.failures} wrong validation numbers "
                     f"since {format_time(after.window_start)}",
+                    at=at,
                 )
         return decision.answer
 
@@ -663,8 +672,9 @@ class Ledger:
         scanned = read_code(code)
         given = audit_text(code)
         with self._transaction():
-            answer = INVALID if scanned is None else self._answer(scanned, terminal)
-            self._log(terminal.value, "validate", given, answer.serial, answer.text)
+            at = self.clock()
+            answer = INVALID if scanned is None else self._answer(scanned, terminal, at)
+            self._log(terminal.value, "validate", given, answer.serial, answer.text, at=at)
         return answer
 
     def claim(self, code: str, *, terminal: TerminalId, office: bool = False) -> Answer:
@@ -673,12 +683,13 @@ class Ledger:
         scanned = read_code(code)
         given = audit_text(code)
         with self._transaction(durable=True):
+            at = self.clock()
             if scanned is None or scanned.virn is None:  # the inventory code never pays
                 answer = INVALID
             else:
-                answer = self._answer(scanned, terminal)
+                answer = self._answer(scanned, terminal, at)
                 if answer.outcome == "WIN" or (office and answer.outcome == "WIN_AT_LOTTERY"):
-                    paid_at = format_time(self.clock())
+                    paid_at = format_time(at)
                     self.conn.execute(
                         "INSERT INTO payments VALUES (?, ?, ?, ?)",
                         (ticket_key(scanned.ticket), answer.amount_eur, paid_at, terminal.value),
@@ -691,7 +702,7 @@ class Ledger:
                         paid_at=paid_at,
                         terminal=terminal.value,
                     )
-            self._log(terminal.value, "claim", given, answer.serial, answer.text)
+            self._log(terminal.value, "claim", given, answer.serial, answer.text, at=at)
         return answer
 
     def record_refusal(self, *, action: str, terminal_text: str, given: str, reason: str) -> None:
