@@ -1,9 +1,9 @@
 """The lottery's validation database: import, settings, pack states, validate, claim, locks.
 
-Parsing only.  Strings become typed values through the parameter types below, which are the
-library's own parsers (``printpipe.inputs``); each command then calls the library with keyword
-arguments.  An input refused there exits 2 with one line, and a ledger command still records
-the refusal in the ledger's audit log (:class:`AuditedCommand`).
+Parsing only.  Strings become typed values through the parameter types of ``cli/params.py``,
+which call the library's own parsers (``printpipe.inputs``); each command then calls the
+library with keyword arguments.  An input refused there exits 2 with one line, and a ledger
+command still records the refusal in the ledger's audit log (:class:`AuditedCommand`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -29,44 +29,12 @@ from printpipe.cli._common import (
     quiet_option,
     verified_manifest,
 )
-from printpipe.errors import InvalidInput, PrintpipeError
-from printpipe.ids import TicketId
-from printpipe.inputs import (
-    PackRef,
-    Reason,
-    TerminalId,
-    parse_pack_ref,
-    parse_reason,
-    parse_terminal_id,
-    parse_ticket_ref,
-)
+from printpipe.cli.params import PACK_REF, REASON, REFUSED, TERMINAL, TICKET_REF
+from printpipe.errors import PrintpipeError
 
-_REFUSED = "printpipe.refused"  # ctx.meta: the raw text of each refused parameter
-
-
-class InputType(click.ParamType):
-    """A click parameter type that is one of the library's parsers (``InvalidInput`` -> exit 2)."""
-
-    def __init__(self, name: str, parse: Callable[[str], Any], kind: type) -> None:
-        self.name = name
-        self.parse = parse
-        self.kind = kind
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, self.kind):
-            return value
-        try:
-            return self.parse(value)
-        except InvalidInput as exc:
-            if ctx is not None and param is not None and param.name:
-                ctx.meta.setdefault(_REFUSED, {})[param.name] = value
-            self.fail(str(exc), param, ctx)
-
-
-TERMINAL = InputType("terminal", parse_terminal_id, TerminalId)
-PACK = InputType("pack", parse_pack_ref, PackRef)
-TICKET = InputType("ticket", parse_ticket_ref, TicketId)
-REASON = InputType("reason", parse_reason, Reason)
+if TYPE_CHECKING:
+    from printpipe.ids import TicketId
+    from printpipe.inputs import PackRef, Reason, TerminalId
 
 
 class AuditedCommand(click.Command):
@@ -83,7 +51,7 @@ class AuditedCommand(click.Command):
         except click.UsageError as exc:
             db_path = ctx.params.get("db_path")
             if db_path is not None:
-                refused = ctx.meta.get(_REFUSED, {})
+                refused = ctx.meta.get(REFUSED, {})
                 terminal = refused.get("terminal", ctx.params.get("terminal", "unknown"))
                 _record_refusal(db_path, str(self.name), str(terminal), given, exc)
             raise
@@ -235,7 +203,7 @@ def ledger_locks(db_path: Path, as_json: bool) -> None:
 
 
 @ledger.command("unlock", cls=AuditedCommand)
-@click.argument("ticket", type=TICKET, metavar="SERIAL")
+@click.argument("ticket", type=TICKET_REF)
 @db_option
 @click.option("--reason", type=REASON, required=True, help="Why, after inspecting the ticket.")
 @terminal_option("lottery", "The office terminal that unlocks, for the log")
@@ -255,7 +223,7 @@ def packs() -> None:
 
 
 def _pack_command(state: str) -> Callable[..., None]:
-    @click.argument("pack_refs", nargs=-1, required=True, type=PACK, metavar="PACK...")
+    @click.argument("pack_refs", nargs=-1, required=True, type=PACK_REF, metavar="PACK...")
     @db_option
     @terminal_option("lottery", "Who moves the packs, for the log")
     @_sqlite_errors

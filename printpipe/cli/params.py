@@ -1,11 +1,14 @@
 """The command line's typed values: click parameter types that turn strings into library values.
 
-Every command taking a pack range, a range of blocks, a press sheet, a list of sheets or a
-coating declares it with one of these, so a mistyped value is the same one usage line (exit 2)
-in every command, and the library receives a ``PackRange``, a ``range``, a ``PressSheet``, a
-``list[int]`` or a ``Coating``, never a string to parse again.  The library modules are
-imported when a value is converted, not when the command line is read: ``printpipe validate``
-starts without reportlab.
+Every command taking a pack range, a range of blocks, a press sheet, a list of sheets, a
+coating, a terminal id, a pack number, a ticket's serial or a reason declares it with one of
+these, so a mistyped value is the same one usage line (exit 2) in every command, and the
+library receives a ``PackRange``, a ``range``, a ``PressSheet``, a ``list[int]``, a
+``Coating``, a ``TerminalId``, a ``PackRef``, a ``TicketId`` or a ``Reason``, never a string to
+parse again.  A refused value is also kept in ``ctx.meta[REFUSED]`` (by parameter name), so
+that a ledger command can audit what was refused.  The library modules are imported when a
+value is converted, not when the command line is read: ``printpipe validate`` starts without
+reportlab.
 """
 
 from __future__ import annotations
@@ -18,10 +21,14 @@ from printpipe.errors import PrintpipeError
 
 if TYPE_CHECKING:
     from printpipe.block import PackRange
+    from printpipe.ids import TicketId
+    from printpipe.inputs import PackRef, Reason, TerminalId
     from printpipe.render.sheet import PressSheet
     from printpipe.render.ticket import Coating
 
 MAX_BLOCK = 999
+REFUSED = "printpipe.refused"
+"""``ctx.meta`` key: the raw text of each refused parameter, by parameter name."""
 COATINGS = ("plate", "none")
 """The values of ``render.ticket.Coating`` (tested equal), listed here for the help text."""
 
@@ -39,6 +46,8 @@ class _Converted(click.ParamType):
         try:
             return self.parse(value)
         except PrintpipeError as exc:
+            if ctx is not None and param is not None and param.name:
+                ctx.meta.setdefault(REFUSED, {})[param.name] = value
             self.fail(str(exc), param, ctx)
 
 
@@ -110,8 +119,56 @@ class CoatingType(click.Choice):
         return Coating(super().convert(value, param, ctx))
 
 
+class TerminalIdType(_Converted):
+    """A terminal id -> ``inputs.TerminalId`` (its alphabet and length: ``docs/validation.md``)."""
+
+    name = "TERMINAL"
+
+    def parse(self, text: str) -> TerminalId:
+        from printpipe.inputs import parse_terminal_id
+
+        return parse_terminal_id(text)
+
+
+class PackRefType(_Converted):
+    """A pack ``PPPPPP`` or ``GGGG-PPPPPP`` -> ``inputs.PackRef``."""
+
+    name = "PACK"
+
+    def parse(self, text: str) -> PackRef:
+        from printpipe.inputs import parse_pack_ref
+
+        return parse_pack_ref(text)
+
+
+class TicketRefType(_Converted):
+    """A ticket by its serial ``GGGG-PPPPPP-TTT-C`` or inventory code -> ``ids.TicketId``."""
+
+    name = "SERIAL"
+
+    def parse(self, text: str) -> TicketId:
+        from printpipe.inputs import parse_ticket_ref
+
+        return parse_ticket_ref(text)
+
+
+class ReasonType(_Converted):
+    """Why the office acts: 1 to 200 printable characters -> ``inputs.Reason``."""
+
+    name = "TEXT"
+
+    def parse(self, text: str) -> Reason:
+        from printpipe.inputs import parse_reason
+
+        return parse_reason(text)
+
+
 PACK_RANGE = PackRangeType()
 BLOCK_RANGE = BlockRangeType()
 PRESS_SHEET = PressSheetType()
 SHEET_LIST = SheetListType()
 COATING = CoatingType()
+TERMINAL = TerminalIdType()
+PACK_REF = PackRefType()
+TICKET_REF = TicketRefType()
+REASON = ReasonType()
