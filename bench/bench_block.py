@@ -37,9 +37,9 @@ if stage.startswith("generate"):
                    block=1, out=Path(out), overwrite=True, show_progress=False,
                    manifest_recipient=recipient)
 elif stage == "tree":
-    from printpipe.commitment.tree import store_levels
+    from printpipe.commitment.tree import store_root
     from printpipe.store import BlockStore
-    store_levels(BlockStore.open(Path(out)), game.definition)
+    store_root(BlockStore.open(Path(out)), game.definition)
 else:
     from printpipe.audit import audit_block
     from printpipe.store import BlockStore

@@ -30,7 +30,7 @@ from printpipe.keys import (
     load_signing_key,
 )
 from printpipe.manifest import write_block_manifest
-from printpipe.merkle import HASH_SIZE, levels_root, tree_levels
+from printpipe.merkle import HASH_SIZE, tree_root
 from printpipe.plan import BlockPlan, plan_block
 from printpipe.progress import progress_bar
 from printpipe.rng import derive_block_key, leaf_salts
@@ -318,7 +318,7 @@ class _BlockWriter:
         show_progress: bool = False,
     ) -> BlockSummary:
         """Sign the summary and rename the store into place (with its manifest, if asked)."""
-        root = levels_root(tree_levels(self.leaf_hashes))
+        root = tree_root(self.leaf_hashes)
         self.leaf_hashes = np.empty((0, HASH_SIZE), dtype=np.uint8)
         summary = build_summary(
             self.game.definition,

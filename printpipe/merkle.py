@@ -28,6 +28,8 @@ from collections.abc import Sequence
 import numpy as np
 
 HASH_SIZE = 32
+HASH_CHUNK_ROWS = 1 << 16
+"""Messages laid out and hashed per chunk: 4 MB of leaves, the same speed as all at once."""
 LEAF_PREFIX = b"\x00"
 NODE_PREFIX = b"\x01"
 
@@ -50,17 +52,26 @@ def empty_root() -> bytes:
     return hashlib.sha256(b"").digest()
 
 
-def _hash_rows(messages: np.ndarray) -> Digests:
-    """SHA-256 of each row of a ``(count, length)`` uint8 array."""
-    count, length = messages.shape
-    if count == 0:
-        return np.empty((0, HASH_SIZE), dtype=np.uint8)
-    view = np.ascontiguousarray(messages, dtype=np.uint8).data.cast("B")
+def _hash_prefixed(prefix: bytes, rows: np.ndarray) -> Digests:
+    """SHA-256(prefix || row) of each row of a ``(count, width)`` uint8 array, a chunk of rows
+    at a time: memory stays a few MB above the output, whatever the count."""
+    count, width = rows.shape
+    digests = np.empty((count, HASH_SIZE), dtype=np.uint8)
+    length = 1 + width
     sha256 = hashlib.sha256
-    digests = b"".join(
-        [sha256(view[i : i + length]).digest() for i in range(0, count * length, length)]
-    )
-    return np.frombuffer(digests, dtype=np.uint8).reshape(count, HASH_SIZE)
+    for start in range(0, count, HASH_CHUNK_ROWS):
+        part = rows[start : start + HASH_CHUNK_ROWS]
+        messages = np.empty((len(part), length), dtype=np.uint8)
+        messages[:, 0] = prefix[0]
+        messages[:, 1:] = part
+        view = messages.data.cast("B")
+        chunk = b"".join(
+            [sha256(view[i : i + length]).digest() for i in range(0, len(part) * length, length)]
+        )
+        digests[start : start + len(part)] = np.frombuffer(chunk, dtype=np.uint8).reshape(
+            -1, HASH_SIZE
+        )
+    return digests
 
 
 def leaf_hashes(leaves: np.ndarray) -> Digests:
@@ -68,10 +79,7 @@ def leaf_hashes(leaves: np.ndarray) -> Digests:
     leaves = np.asarray(leaves, dtype=np.uint8)
     if leaves.ndim != 2:
         raise ValueError("leaves must be a (count, length) array")
-    messages = np.empty((len(leaves), leaves.shape[1] + 1), dtype=np.uint8)
-    messages[:, 0] = LEAF_PREFIX[0]
-    messages[:, 1:] = leaves
-    return _hash_rows(messages)
+    return _hash_prefixed(LEAF_PREFIX, leaves)
 
 
 def level_widths(size: int) -> list[int]:
@@ -91,10 +99,7 @@ def tree_height(size: int) -> int:
 
 def _next_level(level: Digests) -> Digests:
     pairs = len(level) // 2
-    messages = np.empty((pairs, 1 + 2 * HASH_SIZE), dtype=np.uint8)
-    messages[:, 0] = NODE_PREFIX[0]
-    messages[:, 1:] = level[: 2 * pairs].reshape(pairs, 2 * HASH_SIZE)
-    parents = _hash_rows(messages)
+    parents = _hash_prefixed(NODE_PREFIX, level[: 2 * pairs].reshape(pairs, 2 * HASH_SIZE))
     if len(level) % 2:
         parents = np.concatenate([parents, level[-1:]])  # the unpaired last node goes up as is
     return parents
@@ -119,8 +124,16 @@ def levels_root(levels: Sequence[Digests]) -> bytes:
 
 
 def tree_root(hashes: Digests) -> bytes:
-    """The root of the tree over these leaf hashes (RFC 9162 MTH)."""
-    return levels_root(tree_levels(hashes))
+    """The root of the tree over these leaf hashes (RFC 9162 MTH), keeping no level but the
+    one being built."""
+    level = np.ascontiguousarray(hashes, dtype=np.uint8)
+    if level.ndim != 2 or level.shape[1] != HASH_SIZE:
+        raise ValueError("leaf hashes must be a (count, 32) array")
+    if len(level) == 0:
+        return empty_root()
+    while len(level) > 1:
+        level = _next_level(level)
+    return bytes(level[0])
 
 
 def _check_index(index: int, size: int) -> None:
@@ -252,11 +265,8 @@ def verify_inclusions(
         starts_group[1:] = parent[1:] != parent[:-1]
         first = np.flatnonzero(starts_group)[np.cumsum(starts_group) - 1]
         own = starts_group | (pairs != pairs[first]).any(axis=1)  # group heads, and misfits
-        messages = np.empty((int(own.sum()), 1 + 2 * HASH_SIZE), dtype=np.uint8)
-        messages[:, 0] = NODE_PREFIX[0]
-        messages[:, 1:] = pairs[own].view(np.uint8)
         parents = np.empty((len(pairs), words), dtype=np.uint64)
-        parents[own] = _hash_rows(messages).view(np.uint64)
+        parents[own] = _hash_prefixed(NODE_PREFIX, pairs[own].view(np.uint8)).view(np.uint64)
         parents[~own] = parents[first[~own]]
         current[rows] = parents
     if len(root) != HASH_SIZE:

@@ -159,3 +159,14 @@ def test_sizes_and_heights():
     with pytest.raises(ValueError):
         merkle.audit_path_nodes(5, 5)
     assert merkle.root_from_audit_path(b"\x00" * 32, 5, 5, []) is None
+
+
+def test_trees_larger_than_a_hashing_chunk():
+    """Hashing works a chunk of rows at a time: across chunks, the same tree as the RFC's."""
+    size = 2 * merkle.HASH_CHUNK_ROWS + 3
+    leaves = make_leaves(size, 7, length=8)
+    hashes = merkle.leaf_hashes(leaves)
+    for i in (0, merkle.HASH_CHUNK_ROWS - 1, merkle.HASH_CHUNK_ROWS, size - 1):
+        assert bytes(hashes[i]) == merkle.leaf_hash(bytes(leaves[i]))
+    root = reference_mth([bytes(row) for row in leaves])
+    assert merkle.tree_root(hashes) == root == merkle.levels_root(merkle.tree_levels(hashes))

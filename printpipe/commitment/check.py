@@ -19,10 +19,9 @@ from printpipe.commitment.statement import (
     signature_problem,
     statement_difference,
 )
-from printpipe.commitment.tree import store_levels
+from printpipe.commitment.tree import store_root
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import Game
-from printpipe.merkle import levels_root
 from printpipe.store import BlockStore
 
 
@@ -37,7 +36,7 @@ def check_store_commitment(
     try:
         stated = load_commitment(commitment_path)
         expected = commitment_from_summary(store.summary)
-        root = levels_root(store_levels(store, game.definition))
+        root = store_root(store, game.definition)
     except PrintpipeError as exc:
         return False, str(exc)
     if root != expected.root:

@@ -16,7 +16,7 @@ from printpipe.commitment.leaves import ticket_leaves
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import GameDefinition
 from printpipe.ids import TicketId, printed_pack_number
-from printpipe.merkle import HASH_SIZE, Digests, leaf_hashes, tree_levels
+from printpipe.merkle import HASH_SIZE, Digests, leaf_hashes, tree_levels, tree_root
 from printpipe.store import BlockStore
 
 BATCH_PACKS = 1000
@@ -49,8 +49,8 @@ def block_leaf_hashes(
     return leaf_hashes(leaves)
 
 
-def store_levels(store: BlockStore, definition: GameDefinition) -> list[Digests]:
-    """The tree of a block store's tickets, rebuilt from its columns."""
+def store_leaf_hashes(store: BlockStore, definition: GameDefinition) -> Digests:
+    """The leaf hash of every ticket of a block store, rebuilt from its columns and salts."""
     stored = store.pack_range
     hashes = np.empty((stored.count * store.pack_size, HASH_SIZE), dtype=np.uint8)
     for first in range(stored.first, stored.last + 1, BATCH_PACKS):
@@ -65,7 +65,17 @@ def store_levels(store: BlockStore, definition: GameDefinition) -> list[Digests]
             np.asarray(tickets.virn),
             np.asarray(store.read_salts(batch)),
         )
-    return tree_levels(hashes)
+    return hashes
+
+
+def store_levels(store: BlockStore, definition: GameDefinition) -> list[Digests]:
+    """The tree of a block store's tickets, every level, rebuilt from its columns."""
+    return tree_levels(store_leaf_hashes(store, definition))
+
+
+def store_root(store: BlockStore, definition: GameDefinition) -> bytes:
+    """The root of the tree of a block store's tickets, rebuilt from its columns."""
+    return tree_root(store_leaf_hashes(store, definition))
 
 
 def store_opening(store: BlockStore, definition: GameDefinition, index: int) -> TicketOpening:
