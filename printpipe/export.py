@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from printpipe import __version__
+from printpipe.approval import APPROVALS_DIR, NOT_APPROVED, Approval, find_approval, inputs_of
 from printpipe.atomic import make_private_dir, remove_partials, sha256_file, write_atomic
 from printpipe.block import PackRange, Tickets
 from printpipe.cluster import ChunkRunner, make_runner, run_in_order
@@ -63,6 +64,8 @@ class ExportSettings:
     """The PDF/X output intent's identifier (a registered name, or the embedded profile's)."""
     output_intent_sha256: str | None = None
     """SHA-256 of the embedded ICC profile; None for a registered name."""
+    approval: str = NOT_APPROVED
+    """The SHA-256 of the approval file the run prints under, or ``NOT APPROVED``."""
 
 
 @dataclass(frozen=True)
@@ -154,9 +157,12 @@ def render_chunk(job: ChunkJob) -> dict[str, Any]:
     )
     renderer = TicketRenderer(canvas, template, game, texts, Coating(job.settings.coating))
 
+    not_approved = f"{NOT_APPROVED} - " if job.settings.approval == NOT_APPROVED else ""
+
     def slug(sheet: int, sheets: int, side: str) -> str:
         return (
-            f"{title} - game {number:04d} - block {job.block} - sheet {sheet + 1}/{sheets} "
+            f"{not_approved}{title} - game {number:04d} - block {job.block} - "
+            f"sheet {sheet + 1}/{sheets} "
             f"{'FRONT' if side == 'front' else 'BACK (mirrored)'} - packs {base:06d} to "
             f"{last_printed:06d} ({first_serial} to {last_serial}), cut and stack: "
             f"slot k holds ticket k x {sheets} + {sheet} - {job.file_name}"
@@ -195,6 +201,8 @@ def export_block(
     chunk_packs: int = DEFAULT_CHUNK_PACKS,
     coating: str = "plate",
     output_intent: Path | None = None,
+    approvals_dir: Path = APPROVALS_DIR,
+    unapproved: bool = False,
     show_progress: bool = True,
     scheduler: str | None = None,
     collect: bool = False,
@@ -204,9 +212,12 @@ def export_block(
     The chunks run on a local process pool, or on a Dask cluster when ``scheduler`` is an
     address; with ``collect`` the workers return the PDF bytes and this process writes them.
     ``output_intent`` is a print shop's ICC output profile to embed (default: FOGRA39 by name).
+    The run's inputs must match a proof the lottery approved (a signed file in
+    ``approvals_dir``), unless ``unapproved``: then every sheet and ``job.json`` say so.
     """
     from printpipe.keys import (
         LOTTERY_RECIPIENT,
+        LOTTERY_SIGNING_PUB,
         PRODUCER_SIGNING_PUB,
         load_lottery_recipient,
         load_public_key,
@@ -239,6 +250,11 @@ def export_block(
     sheet_mm = parse_sheet(sheet)
     impose(loaded, *sheet_mm)  # refuse a sheet too small before writing anything
     intent = icc_output_intent(output_intent) if output_intent else FOGRA39
+    approval = None
+    if not unapproved:  # before anything is written
+        key_file = keys_dir / LOTTERY_SIGNING_PUB
+        inputs = inputs_of(game.definition.id, game.definition.source_sha256, loaded)
+        approval = find_approval(inputs, approvals_dir, load_public_key(key_file), key_file)
     settings = ExportSettings(
         sheet,
         sheet_mm,
@@ -248,8 +264,9 @@ def export_block(
         coating,
         intent.identifier,
         hashlib.sha256(intent.profile).hexdigest() if intent.profile else None,
+        approval.sha256 if approval else NOT_APPROVED,
     )
-    date = _prepare_out_dir(out_dir, store, packs, settings)
+    date = _prepare_out_dir(out_dir, store, packs, settings, approval)
     specs = chunk_specs(store, packs, chunk_packs)
     todo = [spec for spec in specs if not (out_dir / spec.file_name).exists()]
     target = None if collect else str(out_dir.resolve())
@@ -276,6 +293,7 @@ def export_block(
         "tickets": packs.count * store.pack_size,
         "block_summary_sha256": hashlib.sha256(store.summary_bytes).hexdigest(),
         "settings": asdict(settings),
+        "approval": approval.to_json() if approval else NOT_APPROVED,
         "date": pdf_date(date),
         "files": files,
         "manifest": MANIFEST_FILE,
@@ -398,19 +416,26 @@ def _file_entries(
     return entries
 
 
-def job_date(recorded: int | None = None) -> int:
+def job_date(recorded: int | None = None, approval: Approval | None = None) -> int:
     """The date every file of a job carries (seconds, UTC): ``SOURCE_DATE_EPOCH`` when set
-    (reproducible builds), else the date recorded when the job began, else now (recorded)."""
+    (reproducible builds), else the date its proof was approved, else the date recorded when
+    the job began, else now (then recorded)."""
     text = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
     if text:
         if not text.isdigit():
             raise PrintpipeError(f"SOURCE_DATE_EPOCH must be whole seconds, got {text!r}")
         return int(text)
+    if approval is not None:
+        return approval.approved_at
     return recorded if recorded is not None else int(time.time())
 
 
 def _prepare_out_dir(
-    out_dir: Path, store: BlockStore, packs: PackRange, settings: ExportSettings
+    out_dir: Path,
+    store: BlockStore,
+    packs: PackRange,
+    settings: ExportSettings,
+    approval: Approval | None,
 ) -> int:
     """Create or reuse PRINT_DIR; refuse one holding another job; clear leftovers of a crash.
 
@@ -432,7 +457,7 @@ def _prepare_out_dir(
             )
         if existing is None and any(out_dir.glob("*.pdf")):
             raise PrintpipeError(f"{out_dir} already holds PDF files: use an empty folder")
-        date = job_date(recorded if isinstance(recorded, int) else None)
+        date = job_date(recorded if isinstance(recorded, int) else None, approval)
         remove_partials(out_dir)
         (out_dir / JOB_FILE).unlink(missing_ok=True)  # rewritten only when the run is complete
         write_atomic(out_dir / MARKER, json.dumps({**job, "date": date}, sort_keys=True))
@@ -496,4 +521,5 @@ def export_summary(job: dict[str, Any], out_dir: Path, seconds: float) -> str:
         f"exported {job['tickets']:,} {'units' if feed else 'tickets'} (packs "
         f"{job['packs']['first']} to {job['packs']['last']}) to {what} in {out_dir} "
         f"in {seconds:.1f} s; job.json and {job['manifest']} written"
+        + (f"; {NOT_APPROVED}: no approved proof" if job.get("approval") == NOT_APPROVED else "")
     )

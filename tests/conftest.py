@@ -90,3 +90,18 @@ def keys_dir(tmp_path_factory) -> Path:
 def full_block(tmp_path_factory, game, keys_dir) -> Path:
     """A whole 1,500,000-ticket block, generated once per test session."""
     return generate_store(game, keys_dir, tmp_path_factory.mktemp("blocks") / "block-0001")
+
+
+@pytest.fixture(scope="session")
+def approvals_dir(tmp_path_factory, keys_dir) -> Path:
+    """The lottery's approval (signed with ``keys_dir``'s lottery key) of a proof of
+    chien-chat's default inputs: what a press export of the default template needs."""
+    from printpipe.approval import approve_proof
+    from printpipe.keys import LOTTERY_SIGNING_KEY
+    from printpipe.proof import make_proof
+
+    work = tmp_path_factory.mktemp("approved")
+    make_proof("chien-chat", work / "proof")
+    key = load_signing_key(keys_dir, LOTTERY_SIGNING_KEY)
+    approve_proof(work / "proof", signing_key=key, approvals_dir=work / "approvals")
+    return work / "approvals"

@@ -1,5 +1,6 @@
 """The command line as a user meets it: one clear line for every mistake, no tracebacks."""
 
+import json
 import os
 import signal
 import stat
@@ -174,8 +175,19 @@ def test_the_main_job_on_defaults(tmp_path):
     assert "created DEMO keys in printpipe-demo-keys" in result.stderr
     assert "AUDIT PASSED" in result.stdout
     assert (tmp_path / "printpipe-out" / "chien-chat-block-0001" / "summary.json").exists()
+    assert "demo keys: made the proof pack printpipe-out/chien-chat-proof and approved it" in (
+        result.stderr
+    )
+    (approval,) = (tmp_path / "printpipe-approvals").glob("chien-chat-*.approval.json")
+    job = json.loads(
+        (tmp_path / "printpipe-out" / "chien-chat-block-0001-print" / "job.json").read_text()
+    )
+    assert job["approval"]["file"] == approval.name
+    preflight = run_cli("preflight", "printpipe-out/chien-chat-block-0001-print", cwd=tmp_path)
+    assert preflight.returncode == 0, preflight.stdout
     rerun = run_cli("run", "--quiet", cwd=tmp_path)
     assert rerun.returncode == 0 and "DEMO keys" not in rerun.stderr
+    assert "demo keys: the proof of these inputs is approved" in rerun.stderr
 
 
 @pytest.mark.parametrize(

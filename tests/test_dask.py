@@ -81,7 +81,10 @@ def local_runs(tmp_path_factory, stores, keys_dir) -> dict[int, Path]:
 
 
 def _export_args(store: Path, out: Path, keys_dir: Path) -> list[str]:
-    return ["export", str(store), "--out", str(out), "--keys", str(keys_dir), *CHUNK, "-q"]
+    return [
+        "export", str(store), "--out", str(out), "--keys", str(keys_dir), *CHUNK, "--unapproved",
+        "-q",
+    ]  # fmt: skip
 
 
 def _sha(path: Path) -> str:

@@ -47,6 +47,7 @@ def printed_run(tmp_path_factory):
         str(press),
         "--coating",
         "none",
+        "--unapproved",  # these keys' lottery approved no proof: the run says NOT APPROVED
         "-q",
         check=True,
     )

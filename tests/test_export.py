@@ -50,7 +50,7 @@ def small_block(tmp_path_factory, game, keys_dir) -> Path:
 
 
 @pytest.fixture(scope="module")
-def revealed(tmp_path_factory, small_block, keys_dir) -> Path:
+def revealed(tmp_path_factory, small_block, keys_dir, approvals_dir) -> Path:
     """Packs 1 to 4, coating off (what a scratched ticket shows), 2 files of 2 packs."""
     out = tmp_path_factory.mktemp("export-revealed") / "print"
     run_cli(
@@ -62,6 +62,8 @@ def revealed(tmp_path_factory, small_block, keys_dir) -> Path:
         "1:4",
         "--keys",
         str(keys_dir),
+        "--approvals",
+        str(approvals_dir),
         "--coating",
         "none",
         "--chunk-packs",
@@ -75,7 +77,7 @@ def revealed(tmp_path_factory, small_block, keys_dir) -> Path:
 
 
 @pytest.fixture(scope="module")
-def press(tmp_path_factory, small_block, keys_dir) -> Path:
+def press(tmp_path_factory, small_block, keys_dir, approvals_dir) -> Path:
     out = tmp_path_factory.mktemp("export-press") / "print"
     run_cli(
         "export",
@@ -86,6 +88,8 @@ def press(tmp_path_factory, small_block, keys_dir) -> Path:
         "1:2",
         "--keys",
         str(keys_dir),
+        "--approvals",
+        str(approvals_dir),
         "-q",
         check=True,
     )
@@ -248,7 +252,7 @@ def test_back_sheet_is_mirrored():
             assert by == fy and abs(bx - fx) < 0.01
 
 
-def test_kill_midway_then_rerun_gives_the_clean_run(tmp_path, small_block, keys_dir):
+def test_kill_midway_then_rerun_gives_the_clean_run(tmp_path, small_block, keys_dir, approvals_dir):
     args = [
         "export",
         str(small_block),
@@ -256,6 +260,8 @@ def test_kill_midway_then_rerun_gives_the_clean_run(tmp_path, small_block, keys_
         "1:8",
         "--keys",
         str(keys_dir),
+        "--approvals",
+        str(approvals_dir),
         "--chunk-packs",
         "1",
         "--workers",
@@ -289,8 +295,19 @@ def test_kill_midway_then_rerun_gives_the_clean_run(tmp_path, small_block, keys_
     assert not list(crashed.glob(".*.partial-*"))
 
 
-def test_ctrl_c_stops_cleanly_and_the_rerun_finishes(tmp_path, small_block, keys_dir):
-    args = ["export", str(small_block), "--packs", "1:8", "--keys", str(keys_dir)]
+def test_ctrl_c_stops_cleanly_and_the_rerun_finishes(
+    tmp_path, small_block, keys_dir, approvals_dir
+):
+    args = [
+        "export",
+        str(small_block),
+        "--packs",
+        "1:8",
+        "--keys",
+        str(keys_dir),
+        "--approvals",
+        str(approvals_dir),
+    ]
     args += ["--chunk-packs", "1", "--workers", "2", "-q"]
     out = tmp_path / "interrupted"
     process = subprocess.Popen(
@@ -315,27 +332,25 @@ def test_ctrl_c_stops_cleanly_and_the_rerun_finishes(tmp_path, small_block, keys
         assert _sha(out / entry["path"]) == entry["sha256"]
 
 
-def test_second_template_size_works(tmp_path, small_block, keys_dir):
+def test_second_template_size_works_and_unapproved_says_so(tmp_path, small_block, keys_dir):
+    """ticket-small has no approved proof here: --unapproved prints it, saying NOT APPROVED
+    in every sheet's slug and in job.json."""
     out = tmp_path / "small"
     run_cli(
-        "export",
-        str(small_block),
-        "--out",
-        str(out),
-        "--packs",
-        "3:3",
-        "--keys",
-        str(keys_dir),
-        "--template",
-        str(TEMPLATES / "ticket-small.toml"),
-        "--sheet",
-        "A3",
-        "-q",
+        "export", str(small_block), "--out", str(out), "--packs", "3:3", "--keys", str(keys_dir),
+        "--template", str(TEMPLATES / "ticket-small.toml"), "--sheet", "A3", "--unapproved", "-q",
         check=True,
-    )
+    )  # fmt: skip
     job = json.loads((out / "job.json").read_text())
     assert job["settings"]["template"] == "ticket-small"
     assert job["files"][0]["first_serial"] == TicketId(412, 3, 0).serial
+    assert job["approval"] == job["settings"]["approval"] == "NOT APPROVED"
+    pdf = pypdfium2.PdfDocument(out / job["files"][0]["path"])
+    try:
+        for page in pdf:
+            assert "NOT APPROVED - CHIEN CHAT" in page.get_textpage().get_text_range()
+    finally:
+        pdf.close()
 
 
 def _assert_one_line_error(result, out: Path, words: str) -> None:
@@ -345,14 +360,23 @@ def _assert_one_line_error(result, out: Path, words: str) -> None:
     assert not (out / "job.json").exists() and not list(out.glob("*.pdf"))
 
 
-def test_tampered_store_is_refused(tmp_path, small_block, keys_dir):
+def test_tampered_store_is_refused(tmp_path, small_block, keys_dir, approvals_dir):
     copy = tmp_path / "block"
     shutil.copytree(small_block, copy)
     virn = bytearray((copy / "virn.npy").read_bytes())
     virn[-1] ^= 1
     (copy / "virn.npy").write_bytes(bytes(virn))
     out = tmp_path / "print"
-    result = run_cli("export", str(copy), "--out", str(out), "--keys", str(keys_dir))
+    result = run_cli(
+        "export",
+        str(copy),
+        "--out",
+        str(out),
+        "--keys",
+        str(keys_dir),
+        "--approvals",
+        str(approvals_dir),
+    )
     _assert_one_line_error(result, out, "tampered")
 
 
@@ -365,15 +389,34 @@ def test_tampered_store_is_refused(tmp_path, small_block, keys_dir):
         (["--sheet", "100x100"], "too small"),
     ],
 )
-def test_bad_options_are_refused(tmp_path, small_block, keys_dir, extra, words):
+def test_bad_options_are_refused(tmp_path, small_block, keys_dir, approvals_dir, extra, words):
     out = tmp_path / "print"
-    result = run_cli("export", str(small_block), "--out", str(out), "--keys", str(keys_dir), *extra)
+    result = run_cli(
+        "export",
+        str(small_block),
+        "--out",
+        str(out),
+        "--keys",
+        str(keys_dir),
+        "--approvals",
+        str(approvals_dir),
+        *extra,
+    )
     _assert_one_line_error(result, out, words)
 
 
-def test_missing_store_and_unwritable_folder(tmp_path, small_block, keys_dir):
+def test_missing_store_and_unwritable_folder(tmp_path, small_block, keys_dir, approvals_dir):
     out = tmp_path / "print"
-    result = run_cli("export", str(tmp_path / "nope"), "--out", str(out), "--keys", str(keys_dir))
+    result = run_cli(
+        "export",
+        str(tmp_path / "nope"),
+        "--out",
+        str(out),
+        "--keys",
+        str(keys_dir),
+        "--approvals",
+        str(approvals_dir),
+    )
     _assert_one_line_error(result, out, "not a block store")
     blocker = tmp_path / "file"
     blocker.write_text("x")
@@ -384,6 +427,8 @@ def test_missing_store_and_unwritable_folder(tmp_path, small_block, keys_dir):
         str(blocker / "print"),
         "--keys",
         str(keys_dir),
+        "--approvals",
+        str(approvals_dir),
         "--packs",
         "1:1",
     )
@@ -397,7 +442,7 @@ def test_missing_store_and_unwritable_folder(tmp_path, small_block, keys_dir):
         (("[back.inventory]\nx = 4", "[back.inventory]\nx = 40"), "back.inventory"),
     ],
 )
-def test_bad_template_names_the_zone(tmp_path, small_block, keys_dir, edit, zone):
+def test_bad_template_names_the_zone(tmp_path, small_block, keys_dir, approvals_dir, edit, zone):
     text = (TEMPLATES / "ticket.toml").read_text()
     assert edit[0] in text
     bad = tmp_path / "bad.toml"
@@ -410,20 +455,22 @@ def test_bad_template_names_the_zone(tmp_path, small_block, keys_dir, edit, zone
         str(out),
         "--keys",
         str(keys_dir),
+        "--approvals",
+        str(approvals_dir),
         "--template",
         str(bad),
     )
     _assert_one_line_error(result, out, zone)
 
 
-def test_same_inputs_same_bytes(tmp_path, small_block, keys_dir):
+def test_same_inputs_same_bytes(tmp_path, small_block, keys_dir, approvals_dir):
     """Two runs of the same job, dated by SOURCE_DATE_EPOCH, give the same bytes."""
     runs = []
     for name in ("first", "again"):
         out = tmp_path / name
         run_cli(
             "export", str(small_block), "--out", str(out), "--packs", "1:2",
-            "--keys", str(keys_dir), "--workers", "1", "-q",
+            "--keys", str(keys_dir), "--approvals", str(approvals_dir), "--workers", "1", "-q",
             check=True, env={"SOURCE_DATE_EPOCH": "1767225600"},
         )  # fmt: skip
         runs.append(out)
@@ -462,10 +509,10 @@ def test_press_files_are_pdfx_1a(press):
             assert len({tag for tag, _ in tags}) == len(tags) >= 3
 
 
-def test_a_resumed_job_keeps_its_date(tmp_path, small_block, keys_dir):
+def test_a_resumed_job_keeps_its_date(tmp_path, small_block, keys_dir, approvals_dir):
     out = tmp_path / "print"
     args = ["export", str(small_block), "--out", str(out), "--packs", "1:2", "--chunk-packs",
-            "1", "--keys", str(keys_dir), "-q"]  # fmt: skip
+            "1", "--keys", str(keys_dir), "--approvals", str(approvals_dir), "-q"]  # fmt: skip
     wall_clock = {"SOURCE_DATE_EPOCH": ""}  # the job's own date, not the session's fixed one
     run_cli(*args, check=True, env=wall_clock)
     first = json.loads((out / "job.json").read_text())
@@ -477,11 +524,14 @@ def test_a_resumed_job_keeps_its_date(tmp_path, small_block, keys_dir):
     assert again["date"] == first["date"] and again["files"] == first["files"]
 
 
-def test_output_intent_embeds_the_print_shops_profile(tmp_path, small_block, keys_dir):
+def test_output_intent_embeds_the_print_shops_profile(
+    tmp_path, small_block, keys_dir, approvals_dir
+):
     profile = Path("/usr/share/color/icc/ghostscript/default_cmyk.icc")  # Debian ghostscript
     out = tmp_path / "print"
     run_cli("export", str(small_block), "--out", str(out), "--packs", "1:1", "--keys",
-            str(keys_dir), "--output-intent", str(profile), "-q", check=True)  # fmt: skip
+            str(keys_dir), "--approvals", str(approvals_dir), "--output-intent", str(profile),
+            "-q", check=True)  # fmt: skip
     job = json.loads((out / "job.json").read_text())
     assert job["settings"]["output_intent_sha256"] == _sha(profile)
     with pikepdf.open(out / job["files"][0]["path"]) as pdf:
@@ -490,5 +540,6 @@ def test_output_intent_embeds_the_print_shops_profile(tmp_path, small_block, key
         assert intent.DestOutputProfile.N == 4 and "/RegistryName" not in intent
     rgb = Path("/usr/share/color/icc/ghostscript/default_rgb.icc")
     bad = run_cli("export", str(small_block), "--out", str(tmp_path / "bad"), "--keys",
-                  str(keys_dir), "--output-intent", str(rgb))  # fmt: skip
+                  str(keys_dir), "--approvals", str(approvals_dir), "--output-intent",
+                  str(rgb))  # fmt: skip
     _assert_one_line_error(bad, tmp_path / "bad", "not a CMYK output profile")

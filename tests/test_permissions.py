@@ -41,7 +41,7 @@ def assert_private(root: Path, *, expect: Set[str] = frozenset()) -> None:
 
 
 def test_outputs_that_reveal_outcomes_are_private_whatever_the_umask(
-    open_umask, keys_dir, tmp_path
+    open_umask, keys_dir, approvals_dir, tmp_path
 ):
     block = tmp_path / "out" / "blk"
     run_cli(
@@ -79,6 +79,8 @@ def test_outputs_that_reveal_outcomes_are_private_whatever_the_umask(
         "1:1",
         "--keys",
         str(keys_dir),
+        "--approvals",
+        str(approvals_dir),
         "-q",
         check=True,
     )

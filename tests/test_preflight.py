@@ -18,13 +18,14 @@ from tests.conftest import run_cli
 
 
 @pytest.fixture(scope="module")
-def exported(tmp_path_factory, keys_dir) -> Path:
+def exported(tmp_path_factory, keys_dir, approvals_dir) -> Path:
     """Packs 1 and 2 of a block, one file per pack, as `printpipe export` writes them."""
     work = tmp_path_factory.mktemp("preflight")
     run_cli("generate", "--packs", "1:2", "--keys", str(keys_dir), "--out", str(work / "block"),
             "-q", check=True)  # fmt: skip
     run_cli("export", str(work / "block"), "--out", str(work / "print"), "--chunk-packs", "1",
-            "--keys", str(keys_dir), "-q", check=True)  # fmt: skip
+            "--keys", str(keys_dir), "--approvals", str(approvals_dir), "-q",
+            check=True)  # fmt: skip
     return work / "print"
 
 

@@ -143,13 +143,14 @@ def test_existing_out_dir_is_refused(proof_dir):
     assert result.stderr.strip().count("\n") == 0 and "already exists" in result.stderr
 
 
-def test_press_proof_is_the_export_sheet_marked_proof(tmp_path, keys_dir):
+def test_press_proof_is_the_export_sheet_marked_proof(tmp_path, keys_dir, approvals_dir):
     block = tmp_path / "block"
     run_cli("generate", "--packs", "1:2", "--keys", str(keys_dir), "--out", str(block), "-q",
             check=True)  # fmt: skip
     press = tmp_path / "press"
     run_cli("export", str(block), "--packs", "1:2", "--chunk-packs", "2", "--keys",
-            str(keys_dir), "--out", str(press), "-q", check=True)  # fmt: skip
+            str(keys_dir), "--approvals", str(approvals_dir), "--out", str(press), "-q",
+            check=True)  # fmt: skip
     out = tmp_path / "PROOF"
     run_cli("proof", "--out", str(out), "--from-block", str(block), "--packs", "1:2",
             "--sheets", "2,4", "--keys", str(keys_dir), check=True)  # fmt: skip

@@ -169,7 +169,8 @@ def run(
     quiet: bool,
 ) -> None:
     """The main job on defaults: keys (demo ones if none), generate a block, audit it, export
-    the first packs to press PDFs."""
+    the first packs to press PDFs (on demo keys, after making and approving its proof)."""
+    from printpipe.approval import approve_demo_proof
     from printpipe.generate import generate_emission
 
     block_dir = out / _block_dir_name(game_id, block)
@@ -182,6 +183,9 @@ def run(
     )
     _report(emission, game_id, {block: block_dir})
     ctx.invoke(audit, block_dir=block_dir, keys_dir=keys_dir, quiet=quiet)
+    approved = approve_demo_proof(game_id, keys_dir=keys_dir, proof_dir=out / f"{game_id}-proof")
+    if approved:
+        click.echo(approved, err=True)
     ctx.invoke(
         export, block_dir=block_dir, out_dir=out / f"{block_dir.name}-print",
         packs=str(export_packs), keys_dir=keys_dir, quiet=quiet,

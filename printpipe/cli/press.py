@@ -9,8 +9,18 @@ from pathlib import Path
 
 import click
 
+from printpipe.approval import APPROVALS_DIR
 from printpipe.cli._common import DEFAULT_GAME, keys_option, scheduler_option
 from printpipe.export import DEFAULT_CHUNK_PACKS
+
+approvals_option = click.option(
+    "--approvals",
+    "approvals_dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=APPROVALS_DIR,
+    show_default=True,
+    help="Folder of the lottery's signed proof approvals.",
+)
 
 
 @click.command()
@@ -60,6 +70,12 @@ from printpipe.export import DEFAULT_CHUNK_PACKS
     metavar="FILE.icc",
     help="Embed this ICC output profile as the PDF/X output intent [default: FOGRA39 by name].",
 )
+@approvals_option
+@click.option(
+    "--unapproved",
+    is_flag=True,
+    help="Print without an approved proof: NOT APPROVED on every sheet and in job.json.",
+)
 @scheduler_option
 @click.option(
     "--collect",
@@ -78,6 +94,8 @@ def export(
     chunk_packs: int,
     coating: str,
     output_intent: Path | None,
+    approvals_dir: Path,
+    unapproved: bool,
     scheduler: str | None,
     collect: bool,
     quiet: bool,
@@ -101,6 +119,8 @@ def export(
         chunk_packs=chunk_packs,
         coating=coating,
         output_intent=output_intent,
+        approvals_dir=approvals_dir,
+        unapproved=unapproved,
         show_progress=not quiet,
         scheduler=scheduler,
         collect=collect,
@@ -108,10 +128,16 @@ def export(
     click.echo(export_summary(job, out_dir, time.perf_counter() - started))
 
 
-@click.command()
+@click.group(invoke_without_command=True)
 @click.option("--game", "game_id", default=DEFAULT_GAME, show_default=True, help="Game id.")
 @click.option(
-    "--out", "out_dir", type=click.Path(path_type=Path), required=True, help="PROOF_DIR to write."
+    "--out", "out_dir", type=click.Path(path_type=Path), default=None, help="PROOF_DIR to write."
+)
+@click.option(
+    "--template",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="The ticket template the press run will use [default: the game's ticket.toml].",
 )
 @click.option("--force", is_flag=True, help="Replace an existing PROOF_DIR.")
 @click.option(
@@ -132,9 +158,12 @@ def export(
     help="Coating of the press sheets.",
 )
 @keys_option
+@click.pass_context
 def proof(
+    ctx: click.Context,
     game_id: str,
-    out_dir: Path,
+    out_dir: Path | None,
+    template: Path | None,
     force: bool,
     block_dir: Path | None,
     packs: str | None,
@@ -143,23 +172,34 @@ def proof(
     coating: str,
     keys_dir: Path,
 ) -> None:
-    """The proof pack the lottery signs: cover, specimens, symbol sheet, PNG previews."""
-    from printpipe.proof import PressRequest, make_proof
+    """The proof pack the lottery approves: cover, specimens, symbol sheet, PNG previews
+    (printpipe proof --out PROOF_DIR); then printpipe proof approve PROOF_DIR."""
+    from printpipe.proof import PressRequest, make_proof, proof_summary
 
+    if ctx.invoked_subcommand is not None:
+        return
+    if out_dir is None:
+        raise click.UsageError("Missing option '--out'.", ctx)
     press = PressRequest(block_dir, packs, sheets, sheet, coating, keys_dir) if block_dir else None
-    record = make_proof(game_id, out_dir, force, press)
-    click.echo(
-        f"wrote {record['pdf']} ({record['pages']} pages, {len(record['specimens'])} specimens) "
-        f"and {len(record['previews'])} PNG previews to {out_dir} in {record['seconds']:.1f} s"
-    )
-    if record["press_proof"]:
-        done = record["press_proof"]
-        click.echo(
-            f"wrote {done['file']} (sheets {','.join(map(str, done['sheets']))} of "
-            f"{done['sheets_in_file']}): REAL OUTCOMES, CONFIDENTIAL - destroy after sign-off"
-        )
-    if record["plot"]:
-        click.echo(f"wrote {record['plot']['file']} (per-pack winners and prize money)")
+    record = make_proof(game_id, out_dir, force=force, press=press, template=template)
+    for line in proof_summary(record, out_dir):
+        click.echo(line)
+
+
+@proof.command("approve")
+@click.argument("proof_dir", type=click.Path(path_type=Path, file_okay=False))
+@keys_option
+@approvals_option
+def approve(proof_dir: Path, keys_dir: Path, approvals_dir: Path) -> None:
+    """Approve the proof pack in PROOF_DIR with the lottery's signing key
+    (KEYS/lottery-signing.key): a signed approval of the inputs it was made from, which
+    printpipe export requires."""
+    from printpipe.approval import approve_proof
+    from printpipe.keys import LOTTERY_SIGNING_KEY, load_signing_key
+
+    key = load_signing_key(keys_dir, LOTTERY_SIGNING_KEY)
+    path = approve_proof(proof_dir, signing_key=key, approvals_dir=approvals_dir)
+    click.echo(f"approved the proof pack {proof_dir}: {path}")
 
 
 @click.command()

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from printpipe.atomic import make_private_dir, make_tree_private, partial_path
+from printpipe.approval import inputs_of
+from printpipe.atomic import make_private_dir, make_tree_private, partial_path, sha256_file
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import is_online, is_paper
 
@@ -47,9 +48,17 @@ class PressRequest:
 
 
 def make_proof(
-    game_id: str, out_dir: Path, force: bool = False, press: PressRequest | None = None
+    game_id: str,
+    out_dir: Path,
+    *,
+    force: bool = False,
+    press: PressRequest | None = None,
+    template: Path | None = None,
 ) -> dict[str, Any]:
-    """Write the proof pack of ``game_id`` to ``out_dir``; returns the ``proof.json`` record."""
+    """Write the proof pack of ``game_id`` to ``out_dir``; returns the ``proof.json`` record.
+
+    ``template``: the ticket template the press run will use (default the game's own); the
+    pack records its inputs, which ``printpipe proof approve`` signs."""
     from printpipe.games import game_template_dir, load_game
     from printpipe.render.template import load_template
 
@@ -68,12 +77,12 @@ def make_proof(
             return write_unit_pack(tmp, online)
     else:
         assert is_paper(game)
-        template = load_template(game_template_dir(game_id) / "ticket.toml")
+        loaded = load_template((template or game_template_dir(game_id) / "ticket.toml").resolve())
         texts_path = game_template_dir(game_id) / "texts.toml"
         press_job = _check_press(press, game) if press else None
 
         def write(tmp: Path) -> dict[str, Any]:
-            return _write_pack(tmp, game, template, texts_path, press_job)
+            return _write_pack(tmp, game, loaded, texts_path, press_job)
 
     if out_dir.exists() and not force:
         raise PrintpipeError(f"{out_dir} already exists (use --force to replace it)")
@@ -188,7 +197,9 @@ def _write_pack(
         "format": PROOF_FORMAT,
         "game": {"id": d.id, "number": d.number, "definition_sha256": d.source_sha256},
         "template": {"name": template.name, "sha256": template.sha256},
+        "inputs": inputs_of(d.id, d.source_sha256, template).to_json(),
         "pdf": name,
+        "pdf_sha256": sha256_file(out / name),
         "pages": pages,
         "previews": previews,
         "preview_dpi": PREVIEW_DPI,
@@ -234,3 +245,20 @@ def _write_press(
             file=sys.stderr,
         )
     return {"press_proof": press, "plot": plot}
+
+
+def proof_summary(record: dict[str, Any], out_dir: Path) -> list[str]:
+    """What ``printpipe proof`` prints about a written pack."""
+    lines = [
+        f"wrote {record['pdf']} ({record['pages']} pages, {len(record['specimens'])} specimens) "
+        f"and {len(record['previews'])} PNG previews to {out_dir} in {record['seconds']:.1f} s"
+    ]
+    if record["press_proof"]:
+        done = record["press_proof"]
+        lines.append(
+            f"wrote {done['file']} (sheets {','.join(map(str, done['sheets']))} of "
+            f"{done['sheets_in_file']}): REAL OUTCOMES, CONFIDENTIAL - destroy after sign-off"
+        )
+    if record["plot"]:
+        lines.append(f"wrote {record['plot']['file']} (per-pack winners and prize money)")
+    return lines

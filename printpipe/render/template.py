@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +70,8 @@ class Template:
     validation_label: float
     coating: dict[str, float]
     """``spread``: how far the coating reaches beyond what it hides; ``corner``: its radius."""
+    artwork: dict[str, Path] = field(default_factory=dict)
+    """Designer files by role (``front``, ``back``, ``decoration``); none: the game's own."""
 
     @property
     def name(self) -> str:
