@@ -164,6 +164,23 @@ def test_every_barcode_decodes_and_matches_its_ticket(revealed, small_block):
     assert sorted(seen_validation) == sorted(v for _, v in wanted)
 
 
+def test_no_validation_barcode_reads_through_the_coating(press):
+    """The press fronts at 300 dpi: the coating hides every Code 128; the backs' ITF reads."""
+    job = json.loads((press / "job.json").read_text())
+    pdf = pypdfium2.PdfDocument(press / job["files"][0]["path"])
+    try:
+        for index in (0, 1, 2, 3):
+            image = pdf[index].render(scale=300 / 72, grayscale=True).to_pil()
+            formats = (zxingcpp.BarcodeFormat.ITF, zxingcpp.BarcodeFormat.Code128)
+            found = zxingcpp.read_barcodes(image, formats=formats)  # type: ignore[arg-type]
+            if index % 2 == 0:
+                assert found == [], "a validation code reads through the coating"
+            else:
+                assert len(found) == 9 and {r.format for r in found} == {zxingcpp.BarcodeFormat.ITF}
+    finally:
+        pdf.close()
+
+
 def _objects(data: bytes) -> list[bytes]:
     return re.findall(rb"\d+ 0 obj\r?\n(.*?)endobj", data, re.S)
 

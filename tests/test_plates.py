@@ -1,0 +1,218 @@
+"""The plates, as a press's separations: each press page rendered by Ghostscript's ``tiffsep``
+into one image per ink, and checked the way a prepress operator looks at them.
+
+- ``ScratchOff`` covers everything the ``Variable`` plate images on a front with at least the
+  template's spread on every side, and inks nothing else inside the tickets;
+- ``Blocking`` lies under every play area (all the coating hides);
+- ``ScratchOff`` is solid under the decoration (``ScratchDecor`` does not knock it out);
+- the register targets are on every plate, spots included;
+- pick-out: outside the coating, two tickets of the same variant differ on no plate, and
+  their backs only in the serial and the inventory barcode.
+
+Rendered at 127 dpi (5 pixels a millimetre: every ticket sits on whole pixels, so two
+tickets' pixels compare one for one); an edge may still land a pixel apart, so a difference is
+ink in one ticket with no ink within a pixel of it in the other.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from printpipe.games import game_template_dir
+from printpipe.render.canvas import new_canvas
+from printpipe.render.sheet import Imposition, _targets, cut_and_stack, impose, parse_sheet
+from printpipe.render.template import MM, Template, load_template
+from printpipe.render.ticket import Coating, TicketRenderer, load_texts
+from printpipe.store import BlockStore
+from tests.conftest import run_cli
+
+DPI = 127
+PX = DPI / 72  # pixels per point
+INKS = ("Cyan", "Magenta", "Yellow", "Black", "Blocking", "Variable", "ScratchOff", "ScratchDecor")
+
+
+@pytest.fixture(scope="module")
+def sheet(tmp_path_factory, game, keys_dir, approvals_dir):
+    """Sheet 1 (front and back) of a press file, one image per plate, and its geometry."""
+    from printpipe.block import PackRange
+    from tests.conftest import generate_store
+
+    work = tmp_path_factory.mktemp("plates")
+    store = generate_store(game, keys_dir, work / "block", PackRange(1, 1))
+    out = work / "print"
+    run_cli("export", str(store), "--out", str(out), "--keys", str(keys_dir), "--approvals",
+            str(approvals_dir), "-q", check=True)  # fmt: skip
+    job = json.loads((out / "job.json").read_text())
+    pdf = out / job["files"][0]["path"]
+    subprocess.run(
+        ["gs", "-q", "-dNOPAUSE", "-dBATCH", "-sDEVICE=tiffsep", f"-r{DPI}", "-dFirstPage=1",
+         "-dLastPage=2", f"-sOutputFile={work}/p%d.tif", str(pdf)],
+        check=True, timeout=300,
+    )  # fmt: skip
+    plates = {
+        (page, ink): np.asarray(Image.open(work / f"p{page}({ink}).tif").convert("L")) < 128
+        for page in (1, 2)
+        for ink in INKS
+    }
+    template = load_template(game_template_dir("chien-chat") / "ticket.toml")
+    canvas = new_canvas(work / "unused.pdf", (100, 100), template.fonts)
+    texts = load_texts(game_template_dir("chien-chat") / "texts.toml")
+    renderer = TicketRenderer(canvas, template, game, texts, Coating.PLATE)
+    imposition = impose(template, *parse_sheet("SRA3"))
+    tickets = BlockStore.open(store).read()
+    _, order = cut_and_stack(len(tickets), imposition.slots)
+    variants = [int(tickets.variant[i]) for i in order[0]]
+    return Sheet(plates, template, renderer, imposition, variants)
+
+
+@dataclass(frozen=True)
+class Sheet:
+    plates: dict[tuple[int, str], np.ndarray]
+    """(page, ink) -> inked pixels; page 1 the front, 2 the back."""
+    template: Template
+    renderer: TicketRenderer
+    imposition: Imposition
+    variants: list[int]
+    """The variant of each slot of sheet 1."""
+
+
+def _box_px(box, origin, height_px):
+    """A box in points relative to a ticket's trim origin -> (row0, row1, col0, col1)."""
+    x, y, w, h = box
+    ox, oy = origin
+    left, right = (ox + x) * PX, (ox + x + w) * PX
+    top, bottom = height_px - (oy + y + h) * PX, height_px - (oy + y) * PX
+    return round(top), round(bottom), round(left), round(right)
+
+
+def _mask(shape, boxes) -> np.ndarray:
+    mask = np.zeros(shape, dtype=bool)
+    for r0, r1, c0, c1 in boxes:
+        mask[max(r0, 0) : r1, max(c0, 0) : c1] = True
+    return mask
+
+
+def _dilate(mask: np.ndarray, r: int) -> np.ndarray:
+    out = mask.copy()
+    for axis in (0, 1):
+        grown = out.copy()
+        for shift in range(1, r + 1):
+            grown[tuple(slice(shift, None) if a == axis else slice(None) for a in (0, 1))] |= out[
+                tuple(slice(None, -shift) if a == axis else slice(None) for a in (0, 1))
+            ]
+            grown[tuple(slice(None, -shift) if a == axis else slice(None) for a in (0, 1))] |= out[
+                tuple(slice(shift, None) if a == axis else slice(None) for a in (0, 1))
+            ]
+        out = grown
+    return out
+
+
+def _tickets(imposition, template, side, shape):
+    """Each slot's trim box in pixels on a side."""
+    places = imposition.front if side == "front" else imposition.back
+    trim = (0, 0, template.width * MM, template.height * MM)
+    return [_box_px(trim, place, shape[0]) for place in places]
+
+
+def test_the_coating_covers_all_the_variable_imaging_with_its_spread(sheet):
+    plates = sheet.plates
+    template = sheet.template
+    imposition = sheet.imposition
+    variable, coating = plates[1, "Variable"], plates[1, "ScratchOff"]
+    inside = _mask(variable.shape, _tickets(imposition, template, "front", variable.shape))
+    imaged = variable & inside
+    assert imaged.sum() > 1000, "the front images its symbols and codes"
+    spread = int(template.coating["spread"] * DPI / 25.4)  # whole pixels, rounded down
+    assert spread >= 5
+    uncovered = _dilate(imaged, spread - 1) & ~coating
+    assert not uncovered.any(), f"{uncovered.sum()} px within the spread are not coated"
+
+
+def test_the_coating_inks_nothing_else_inside_the_tickets(sheet):
+    plates = sheet.plates
+    template = sheet.template
+    renderer = sheet.renderer
+    imposition = sheet.imposition
+    coating = plates[1, "ScratchOff"]
+    coats = [
+        _box_px(zone.coating, place, coating.shape[0])
+        for place in imposition.front
+        for zone in renderer.zones
+    ]
+    inside = _mask(coating.shape, _tickets(imposition, template, "front", coating.shape))
+    stray = coating & inside & ~_dilate(_mask(coating.shape, coats), 1)
+    assert not stray.any(), f"{stray.sum()} px of coating outside the scratch zones"
+    assert not (plates[2, "ScratchOff"] & _mask(coating.shape, _tickets(
+        imposition, template, "back", coating.shape))).any(), "no coating on the backs"  # fmt: skip
+
+
+def test_the_blocking_layer_lies_under_every_play_area(sheet):
+    plates = sheet.plates
+    renderer = sheet.renderer
+    imposition = sheet.imposition
+    blocking = plates[1, "Blocking"]
+    for place in imposition.front:
+        for zone in renderer.zones:
+            r0, r1, c0, c1 = _box_px(zone.hidden, place, blocking.shape[0])
+            assert blocking[r0 + 1 : r1 - 1, c0 + 1 : c1 - 1].all(), zone.name
+
+
+def test_the_decoration_does_not_knock_the_coating_out(sheet):
+    plates, template, imposition = sheet.plates, sheet.template, sheet.imposition
+    decoration, coating = plates[1, "ScratchDecor"], plates[1, "ScratchOff"]
+    inside = _mask(coating.shape, _tickets(imposition, template, "front", coating.shape))
+    decorated = decoration & inside
+    assert decorated.sum() > 1000, "the paws and GRATTEZ ICI are printed"
+    assert not (decorated & ~coating).any(), "the coating is solid under its decoration"
+
+
+def test_register_marks_are_on_every_plate(sheet):
+    plates, template, imposition = sheet.plates, sheet.template, sheet.imposition
+    height = plates[1, "Black"].shape[0]
+    for page in (1, 2):
+        for ink in INKS:
+            plate = plates[page, ink]
+            for x, y, r in _targets(imposition, template):
+                row, col = int(height - y * PX), int(x * PX)
+                reach = int(r * PX) + 2
+                assert plate[row - reach : row + reach, col - reach : col + reach].sum() > 10, (
+                    f"page {page} {ink}: no register mark at {x:.0f}, {y:.0f} pt"
+                )
+
+
+def test_pick_out_two_tickets_of_a_variant_differ_only_under_the_coating(sheet):
+    plates = sheet.plates
+    template = sheet.template
+    renderer = sheet.renderer
+    imposition = sheet.imposition
+    variants = sheet.variants
+    pairs = [(a, b) for a in range(len(variants)) for b in range(a + 1, len(variants))]
+    a, b = next((a, b) for a, b in pairs if variants[a] == variants[b])
+    for page, side in ((1, "front"), (2, "back")):
+        trims = _tickets(imposition, template, side, plates[1, "Black"].shape)
+        if side == "front":
+            allowed = [_box_px(z.coating, (0, 0), 0) for z in renderer.zones]
+        else:
+            zones = (template.back["serial"], template.back["inventory"])
+            allowed = [_box_px(template.box(z), (0, 0), 0) for z in zones]
+        for ink in INKS:
+            plate = plates[page, ink]
+            (ra0, ra1, ca0, ca1), (rb0, rb1, cb0, cb1) = trims[a], trims[b]
+            one, two = plate[ra0:ra1, ca0:ca1], plate[rb0:rb1, cb0:cb1]
+            assert one.shape == two.shape
+            # ink in one with no ink within a pixel in the other: edges that land a pixel
+            # apart (a glyph's origin rounded the other way) are not a difference
+            differ = (one & ~_dilate(two, 1)) | (two & ~_dilate(one, 1))
+            # allowed boxes relative to the trim's top-left, in pixels
+            free = np.zeros(one.shape, dtype=bool)
+            rows = one.shape[0]
+            for top, bottom, left, right in allowed:
+                free[max(rows + top - 2, 0) : rows + bottom + 2, max(left - 2, 0) : right + 2] = 1
+            leak = differ & ~free
+            assert not leak.any(), f"{side} {ink}: tickets {a} and {b} differ outside the coating"
