@@ -114,10 +114,12 @@ def _dilate(mask: np.ndarray, r: int) -> np.ndarray:
 
 
 def _tickets(imposition, template, side, shape):
-    """Each slot's trim box in pixels on a side."""
+    """Each slot's trim box in pixels on a side, all of the same size in pixels."""
     places = imposition.front if side == "front" else imposition.back
+    rows, cols = round(template.height * MM * PX), round(template.width * MM * PX)
     trim = (0, 0, template.width * MM, template.height * MM)
-    return [_box_px(trim, place, shape[0]) for place in places]
+    boxes = [_box_px(trim, place, shape[0]) for place in places]
+    return [(top, top + rows, left, left + cols) for top, _, left, _ in boxes]
 
 
 def test_the_coating_covers_all_the_variable_imaging_with_its_spread(sheet):
