@@ -3,6 +3,10 @@ and the ratio to a minimal hand-written PDF writer drawing the same ticket in th
 
     python bench/bench_export.py [--packs 200] [--repeat 3]
 
+Then the cost of each layer of the press file (``docs/print-files.md``): the same 5,000-ticket
+chunk rendered in process with everything, and with one layer taken out at a time (the bench
+removes its operators; the product has no such switch), medians of ``--repeat`` runs.
+
 The hand-written writer is the pure-Python ceiling: the same per-ticket work (the faces built
 from the store's arrays, the same cached barcode operators, 11 symbol form placements, two
 strings of digits, the front and back static forms placed by reference, Flate per page) with
@@ -13,6 +17,7 @@ process pool, job.json, manifest), so the ratio is an upper bound on reportlab's
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import resource
 import statistics
@@ -115,10 +120,15 @@ def main() -> None:
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:  # one export in a fresh process, so RUSAGE_CHILDREN is this run's workers
-        block, out, keys, workers = args.child.split(",")
+        block, out, keys, approvals, workers = args.child.split(",")
         started = time.perf_counter()
         job = export_block(
-            Path(block), Path(out), keys_dir=Path(keys), workers=int(workers), show_progress=False
+            Path(block),
+            Path(out),
+            keys_dir=Path(keys),
+            approvals_dir=Path(approvals),
+            workers=int(workers),
+            show_progress=False,
         )
         elapsed = time.perf_counter() - started
         child_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
@@ -143,6 +153,7 @@ def main() -> None:
             packs=PackRange(1, args.packs),
             show_progress=False,
         )
+        approvals = _approve(tmp)
         store = BlockStore.open(block)
         tickets = store.read()
         sample = slice(0, min(len(tickets), 5000))
@@ -165,7 +176,7 @@ def main() -> None:
                         sys.executable,
                         __file__,
                         "--child",
-                        f"{block},{out},{tmp / 'keys'},{workers}",
+                        f"{block},{out},{tmp / 'keys'},{approvals},{workers}",
                     ],
                     capture_output=True,
                     text=True,
@@ -188,6 +199,7 @@ def main() -> None:
             render_rate = len(faces) / (time.perf_counter() - started)
             rows["render"].append(render_rate)
             rows["render_ratio"].append(hand_rate / render_rate)
+        costs = layer_costs(chunk, args.repeat)
     print(f"tickets exported per run: {args.packs * 125:,} (front + back, both barcodes)")
     print(f"1 worker : {statistics.median(rows['1']):8,.0f} tickets/s (median of {args.repeat})")
     print(f"2 workers: {statistics.median(rows['2']):8,.0f} tickets/s")
@@ -202,6 +214,73 @@ def main() -> None:
         f"{statistics.median(rows['render_ratio']):.2f}x the render of the same tickets, "
         f"{statistics.median(rows['ratio']):.2f}x the whole export run with 1 worker"
     )
+    base = costs.pop("everything")
+    print(f"cost of each layer (render of 5,000 tickets in process, {base:,.0f} tickets/s in all):")
+    for name, rate in costs.items():
+        print(
+            f"  {name:<44} {100 * (rate / base - 1):+6.1f} % time ({rate:,.0f} tickets/s without)"
+        )
+
+
+def _approve(tmp: Path) -> Path:
+    """The lottery's approval of a proof of the default inputs, as a press run needs."""
+    from printpipe.approval import approve_proof
+    from printpipe.keys import LOTTERY_SIGNING_KEY
+    from printpipe.proof import make_proof
+
+    make_proof("chien-chat", tmp / "proof")
+    key = load_signing_key(tmp / "keys", LOTTERY_SIGNING_KEY)
+    approve_proof(tmp / "proof", signing_key=key, approvals_dir=tmp / "approvals")
+    return tmp / "approvals"
+
+
+def layer_costs(chunk: ChunkJob, repeat: int) -> dict[str, float]:
+    """Render rate of ``chunk`` with everything, and without each layer in turn."""
+    from dataclasses import replace
+    from unittest import mock
+
+    from printpipe.render import canvas, pdfx, sheet, ticket
+
+    def no_blocking(self: ticket.TicketRenderer) -> None:
+        declare(self)
+        self._blocking_ops = ""
+
+    def process_black(self: ticket.TicketRenderer) -> None:
+        declare(self)
+        self._variable_on = "0 0 0 1 k 0 0 0 1 K\n"
+
+    declare = ticket.TicketRenderer._declare_page
+    without: dict[str, tuple[contextlib.AbstractContextManager[object], ...]] = {
+        "everything": (),
+        "coating and decoration (ScratchOff, ScratchDecor)": (),
+        "blocking layer (Blocking)": (
+            mock.patch.object(ticket.TicketRenderer, "_declare_page", no_blocking),
+        ),
+        "variable imaging on its own plate (vs process K)": (
+            mock.patch.object(ticket.TicketRenderer, "_declare_page", process_black),
+        ),
+        "colour bar": (mock.patch.object(sheet, "_colour_bar", lambda c, right, bottom: ""),),
+        "PDF/X-1a (Info, output intent)": (
+            mock.patch.object(pdfx, "apply", lambda doc, identity: None),
+        ),
+        "unique subset tags": (
+            mock.patch.object(canvas.PressCanvas, "_tag_subsets_last", lambda self: None),
+        ),
+    }
+    rates: dict[str, list[float]] = {name: [] for name in without}
+    tickets = len(chunk.tickets)
+    for _ in range(repeat):
+        for name, patches in without.items():
+            job = chunk
+            if name.startswith("coating"):
+                job = replace(chunk, settings=replace(chunk.settings, coating="none"))
+            with contextlib.ExitStack() as stack:
+                for patch in patches:
+                    stack.enter_context(patch)
+                started = time.perf_counter()
+                render_chunk(job)
+                rates[name].append(tickets / (time.perf_counter() - started))
+    return {name: statistics.median(values) for name, values in rates.items()}
 
 
 def _first_chunk(block: Path, out: Path) -> ChunkJob:

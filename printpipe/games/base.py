@@ -208,6 +208,10 @@ class FrontArt:
     """How to play, from the ticket texts, filled in with this variant's words."""
     paytable: tuple[tuple[str, str], ...]
     """The front's table of gains: (what is found, what it pays), top to bottom."""
+    motif: Drawing | None = None
+    """A small picture scattered over the background (e.g. paw prints), or none."""
+    motif_colour: CMYK = (0, 0, 0, 0.1)
+    """The motif's colour: a shade of the background."""
 
 
 @dataclass(frozen=True, slots=True)

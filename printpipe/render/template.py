@@ -20,7 +20,9 @@ from printpipe.errors import PrintpipeError
 MM = 72 / 25.4
 """PDF points per millimetre."""
 
-FRONT_ZONES = ("artwork", "title", "howto", "grid", "bonus", "paytable", "validation", "legal")
+FRONT_ZONES = (
+    "artwork", "title", "price", "howto", "grid", "bonus", "paytable", "validation", "legal",
+)  # fmt: skip
 BACK_ZONES = ("title", "odds", "legal", "serial", "inventory")
 DEFAULT_COATING = {"spread": 1.2, "corner": 1.5}
 """The coating's spread beyond what it hides (printers spread 1 to 1.5 mm) and its corners."""

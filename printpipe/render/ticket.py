@@ -59,7 +59,7 @@ from printpipe.render.template import MM, Rect, Template
 
 K = (0, 0, 0, 1)
 WHITE = (0, 0, 0, 0)
-MARK_TINT = 0.45
+MARK_TINT = 0.6
 """The decoration's mark (e.g. a paw print) in a lighter tint than its words."""
 Box = tuple[float, float, float, float]
 """x, y, width, height in points from the trim's bottom-left corner."""
@@ -409,6 +409,9 @@ class TicketRenderer:
         c.beginForm(name, -bleed, -bleed, width + bleed, height + bleed)
         c.setFillColorCMYK(*art.background)
         c.rect(-bleed, -bleed, width + 2 * bleed, height + 2 * bleed, stroke=0, fill=1)
+        if art.motif is not None:
+            self._motif(art, -bleed, -bleed, width + 2 * bleed, height + 2 * bleed)
+        self._price(t.box(t.front["price"]), art)
         # title and artwork
         x, y, w, h = t.box(t.front["title"])
         size = h * 0.8
@@ -454,6 +457,43 @@ class TicketRenderer:
         self._text_fit(front["legal"], t.box(t.front["legal"]), fonts["regular"], 5.5, centred=True)
         c.endForm()
         return name
+
+    def _motif(self, art: FrontArt, x0: float, y0: float, w: float, h: float) -> None:
+        """The variant's motif scattered over the background: a staggered grid of small,
+        alternately turned pictures in a shade of the background (part of the static art)."""
+        assert art.motif is not None
+        c = self.c
+        step, size = 9 * MM, 4.2 * MM
+        c.saveState()
+        c.setFillColorCMYK(*art.motif_colour)
+        c.setStrokeColorCMYK(*art.motif_colour)
+        rows = int(h // step) + 2
+        for r in range(rows):
+            for k in range(int(w // step) + 2):
+                x = x0 + k * step + (step / 2 if r % 2 else 0)
+                y = y0 + r * step
+                c.saveState()
+                c.translate(x, y)
+                c.rotate(25 if (r + k) % 2 else -20)
+                c.scale(size / 100, size / 100)
+                c.translate(-50, -50)
+                art.motif(c)
+                c.restoreState()
+        c.restoreState()
+
+    def _price(self, zone: tuple[float, float, float, float], art: FrontArt) -> None:
+        """The price, prominent: white on the variant's accent colour."""
+        c, font = self.c, self.fonts["bold"]
+        x, y, w, h = zone
+        price = french.cents(self.game.definition.price_cents)
+        c.setFillColorCMYK(*art.accent)
+        c.roundRect(x, y, w, h, min(w, h) * 0.25, stroke=0, fill=1)
+        size = h * 0.72
+        while size > 4 and stringWidth(price, font, size) > w * 0.86:
+            size -= 0.25
+        c.setFillColorCMYK(*WHITE)
+        c.setFont(font, size)
+        c.drawCentredString(x + w / 2, y + (h - size * 0.72) / 2, price)
 
     def _paytable(self, zone: tuple[float, float, float, float], art: FrontArt) -> None:
         c, fonts = self.c, self.fonts

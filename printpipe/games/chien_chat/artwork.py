@@ -19,6 +19,7 @@ GREY_CAT = (0.1, 0.1, 0.05, 0.45)
 GINGER = (0, 0.55, 0.95, 0)
 PINK = (0, 0.45, 0.15, 0)
 RED = (0, 0.9, 0.85, 0.1)
+DARK_RED = (0, 0.9, 0.85, 0.4)
 WICKER = (0, 0.25, 0.65, 0.15)
 
 
@@ -97,16 +98,22 @@ def draw_paw(c: Canvas) -> None:
 
 
 def draw_kennel(c: Canvas, w: float, h: float, roof: float) -> None:
-    """A kennel filling w x h points: roof of height ``roof``, walls framing the scratch zone."""
+    """A kennel filling w x h points: a roof of height ``roof`` across the whole width, over
+    walls set in from each side so that the roof's eaves overhang its posts, and a floor."""
+    eave = min(w * 0.04, 3.5)
     set_colour(c, BROWN)
-    c.rect(0, 0, w, h - roof, stroke=0, fill=1)
+    c.rect(eave, 0, w - 2 * eave, h - roof + 0.5, stroke=0, fill=1)
+    set_colour(c, DARK_BROWN)
+    c.rect(eave, 0, w - 2 * eave, 1.6, stroke=0, fill=1)  # the floor
     set_colour(c, RED)
     path = c.beginPath()
-    path.moveTo(-1, h - roof - 2)
+    path.moveTo(0, h - roof - 1.5)
     path.lineTo(w / 2, h)
-    path.lineTo(w + 1, h - roof - 2)
+    path.lineTo(w, h - roof - 1.5)
     path.close()
     c.drawPath(path, stroke=0, fill=1)
+    set_colour(c, DARK_RED)
+    c.rect(0, h - roof - 1.5, w, 1.2, stroke=0, fill=1)  # the eaves' edge
 
 
 def draw_basket(c: Canvas, w: float, h: float, roof: float) -> None:

@@ -24,6 +24,8 @@ BONUS_BOXES = {"NICHE": artwork.draw_kennel, "PANIER": artwork.draw_basket}
 """Each bonus box's frame (by the effigy's ``bonus_box``)."""
 BACKGROUNDS = {"CHIEN": (0, 0.12, 0.35, 0), "CHAT": (0.22, 0.08, 0, 0)}
 ACCENTS = {"CHIEN": (0, 0.6, 1, 0.1), "CHAT": (0.75, 0.45, 0, 0.1)}
+MOTIFS = {"CHIEN": (0, 0.2, 0.5, 0.02), "CHAT": (0.32, 0.13, 0, 0.02)}
+"""The paw prints scattered over each background, a shade darker."""
 PLAIN_BACKGROUND = (0, 0, 0, 0.08)
 PLAIN_ACCENT = (0, 0, 0, 1)
 
@@ -56,6 +58,8 @@ def fronts(game: ChienChat, texts: Mapping[str, Any]) -> tuple[FrontArt, ...]:
                 bonus_label=f"{front['bonus_label']} {effigy.bonus_box}",
                 howto=howto,
                 paytable=tuple(rows),
+                motif=artwork.draw_paw,
+                motif_colour=MOTIFS.get(effigy.code, PLAIN_BACKGROUND),
             )
         )
     return tuple(out)
