@@ -269,8 +269,10 @@ def layer_costs(chunk: ChunkJob, repeat: int) -> dict[str, float]:
     }
     rates: dict[str, list[float]] = {name: [] for name in without}
     tickets = len(chunk.tickets)
-    for _ in range(repeat):
-        for name, patches in without.items():
+    names = list(without)
+    for turn in range(repeat):  # each round in another order: no layer always runs first
+        for name in names[turn % len(names) :] + names[: turn % len(names)]:
+            patches = without[name]
             job = chunk
             if name.startswith("coating"):
                 job = replace(chunk, settings=replace(chunk.settings, coating="none"))

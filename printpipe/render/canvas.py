@@ -66,6 +66,7 @@ class PressCanvas(Canvas):
         self._shared_xobjects: dict[frozenset[str], object] = {}
         self._shared_resources: dict[tuple, object] = {}
         self._subset_tags = _SubsetTags()
+        self._spot_ops: dict[tuple[object, float], tuple[str, str, str, str]] = {}
 
     def _tag_subsets_last(self) -> None:
         fonts = self._doc.delayedFonts
@@ -91,9 +92,19 @@ class PressCanvas(Canvas):
 
     def spot_operators(self, ink: CMYKColorSep, tint: float = 1) -> tuple[str, str]:
         """The fill and stroke operators selecting separation ``ink`` at ``tint``, declared on
-        the current page (call once per page that uses them)."""
-        name = self._checkSeparation(ink)
-        return f"/{name} cs {tint:g} scn", f"/{name} CS {tint:g} SCN"
+        the current page (call once per page that uses them; cached, a dict update a call)."""
+        key = (ink.spotName, tint)
+        known = self._spot_ops.get(key)
+        if known is None:
+            name = self._checkSeparation(ink)
+            known = self._spot_ops[key] = (
+                name,
+                self._colorsUsed[name],
+                f"/{name} cs {tint:g} scn",
+                f"/{name} CS {tint:g} SCN",
+            )
+        self._colorsUsed[known[0]] = known[1]
+        return known[2], known[3]
 
     def gstate_operator(self, **entries: bool | int) -> str:
         """``gs`` operators setting graphics-state entries (``op``, ``OP``, ``OPM``), usable in

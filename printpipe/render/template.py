@@ -24,6 +24,8 @@ FRONT_ZONES = (
     "artwork", "title", "price", "howto", "grid", "bonus", "paytable", "validation", "legal",
 )  # fmt: skip
 BACK_ZONES = ("title", "odds", "legal", "serial", "inventory")
+ARTWORK_ROLES = ("front", "back", "decoration")
+"""What a designer's SVG may be given for (``[artwork]``): see :mod:`printpipe.render.designer`."""
 DEFAULT_COATING = {"spread": 1.2, "corner": 1.5}
 """The coating's spread beyond what it hides (printers spread 1 to 1.5 mm) and its corners."""
 CODE128_MODULES = 189  # 25 digits: start C, 12 pairs, code B, 1 digit, check, stop (11 x 16 + 13)
@@ -155,6 +157,7 @@ def load_template(path: Path) -> Template:
         bonus_roof=reader.number(reader.table("front.bonus"), "front.bonus.roof"),
         validation_label=reader.number(reader.table("front.validation"), "front.validation.label"),
         coating=reader.optional_numbers("coating", DEFAULT_COATING),
+        artwork=reader.artwork(ARTWORK_ROLES),
     )
     _check(template, reader)
     return template
@@ -224,6 +227,26 @@ class _Reader:
     def numbers(self, where: str, keys: tuple[str, ...]) -> dict[str, float]:
         table = self.table(where)
         return {key: self.number(table, f"{where}.{key}") for key in keys}
+
+    def artwork(self, roles: tuple[str, ...]) -> dict[str, Path]:
+        """``[artwork]``: role -> an SVG file, relative to the template's folder."""
+        node = self.data.get("artwork")
+        if node is None:
+            return {}
+        if not isinstance(node, dict):
+            raise self.error("artwork", "expected a table")
+        files = {}
+        for role, name in node.items():
+            where = f"artwork.{role}"
+            if role not in roles:
+                raise self.error(where, f"unknown (known: {', '.join(roles)})")
+            if not isinstance(name, str) or not name.lower().endswith(".svg"):
+                raise self.error(where, f"expected an SVG file name, found {name!r}")
+            path = (self.path.parent / name).resolve()
+            if not path.is_file():
+                raise self.error(where, f"{path} does not exist")
+            files[role] = path
+        return files
 
     def optional_numbers(self, where: str, defaults: dict[str, float]) -> dict[str, float]:
         """A table of numbers that may be absent, each key defaulting to ``defaults``."""

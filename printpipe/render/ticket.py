@@ -35,6 +35,7 @@ digits.  Outside the scratch zones, tickets differ only by their serial and inve
 
 from __future__ import annotations
 
+import math
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ from printpipe import french
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import FrontArt, PaperGame
 from printpipe.ids import TicketId, printed_codes
+from printpipe.render import designer
 from printpipe.render.barcodes import Code128Digits, InterleavedTwoOfFive
 from printpipe.render.canvas import PressCanvas
 from printpipe.render.fonts import CachedText, register_fonts
@@ -187,6 +189,7 @@ class TicketRenderer:
         self.symbol_forms = [forms[code] for code in self.codes]
         self._layout()
         self.zones = self._scratch_zones()
+        self.artwork = self._designer_forms()
         self.front_forms = [self._define_front(art) for art in game.fronts(texts)]
         self.back_form = self._define_back()
         self._define_layer_forms()
@@ -406,11 +409,16 @@ class TicketRenderer:
         name = f"front-{art.name}"
         bleed = t.bleed * MM
         width, height = t.width * MM, t.height * MM
+        if art.motif is not None and "front" not in self.artwork:
+            self._define_motif(art)
         c.beginForm(name, -bleed, -bleed, width + bleed, height + bleed)
-        c.setFillColorCMYK(*art.background)
-        c.rect(-bleed, -bleed, width + 2 * bleed, height + 2 * bleed, stroke=0, fill=1)
-        if art.motif is not None:
-            self._motif(art, -bleed, -bleed, width + 2 * bleed, height + 2 * bleed)
+        if "front" in self.artwork:  # the designer's background, one form for every variant
+            c.doForm(self.artwork["front"])
+        else:
+            c.setFillColorCMYK(*art.background)
+            c.rect(-bleed, -bleed, width + 2 * bleed, height + 2 * bleed, stroke=0, fill=1)
+            if art.motif is not None:
+                self._motif(art, -bleed, -bleed, width + 2 * bleed, height + 2 * bleed)
         self._price(t.box(t.front["price"]), art)
         # title and artwork
         x, y, w, h = t.box(t.front["title"])
@@ -458,28 +466,40 @@ class TicketRenderer:
         c.endForm()
         return name
 
+    def _define_motif(self, art: FrontArt) -> None:
+        """The motif's picture as one form, in its colour (placed by :meth:`_motif`)."""
+        assert art.motif is not None
+        c = self.c
+        c.beginForm(f"motif-{art.name}", 0, 0, 100, 100)
+        c.setFillColorCMYK(*art.motif_colour)
+        c.setStrokeColorCMYK(*art.motif_colour)
+        art.motif(c)
+        c.endForm()
+
     def _motif(self, art: FrontArt, x0: float, y0: float, w: float, h: float) -> None:
         """The variant's motif scattered over the background: a staggered grid of small,
-        alternately turned pictures in a shade of the background (part of the static art)."""
+        alternately turned pictures in a shade of the background (part of the static art).
+        The picture is one form, placed by one literal."""
         assert art.motif is not None
         c = self.c
         step, size = 9 * MM, 4.2 * MM
-        c.saveState()
-        c.setFillColorCMYK(*art.motif_colour)
-        c.setStrokeColorCMYK(*art.motif_colour)
-        rows = int(h // step) + 2
-        for r in range(rows):
+        name = f"motif-{art.name}"  # defined before the front's form (forms do not nest)
+        do = c.form_operator(name)
+        places = []
+        for r in range(int(h // step) + 2):
             for k in range(int(w // step) + 2):
+                angle = math.radians(25 if (r + k) % 2 else -20)
+                cos, sin = math.cos(angle) * size / 100, math.sin(angle) * size / 100
                 x = x0 + k * step + (step / 2 if r % 2 else 0)
                 y = y0 + r * step
-                c.saveState()
-                c.translate(x, y)
-                c.rotate(25 if (r + k) % 2 else -20)
-                c.scale(size / 100, size / 100)
-                c.translate(-50, -50)
-                art.motif(c)
-                c.restoreState()
-        c.restoreState()
+                # rotate about the picture's centre (50, 50): translate, turn, scale, recentre
+                e = x - 50 * cos + 50 * sin
+                f = y - 50 * sin - 50 * cos
+                places.append(
+                    f"q {cos:.4f} {sin:.4f} {-sin:.4f} {cos:.4f} {e:.2f} {f:.2f} cm {do} Q"
+                )
+        c.addLiteral("\n".join(places))
+        c.use_forms([name])
 
     def _price(self, zone: tuple[float, float, float, float], art: FrontArt) -> None:
         """The price, prominent: white on the variant's accent colour."""
@@ -530,8 +550,11 @@ class TicketRenderer:
         bleed = t.bleed * MM
         width, height = t.width * MM, t.height * MM
         c.beginForm("back", -bleed, -bleed, width + bleed, height + bleed)
-        c.setFillColorCMYK(0, 0, 0, 0.06)
-        c.rect(-bleed, -bleed, width + 2 * bleed, height + 2 * bleed, stroke=0, fill=1)
+        if "back" in self.artwork:
+            c.doForm(self.artwork["back"])
+        else:
+            c.setFillColorCMYK(0, 0, 0, 0.06)
+            c.rect(-bleed, -bleed, width + 2 * bleed, height + 2 * bleed, stroke=0, fill=1)
         x, y, w, h = t.box(t.back["title"])
         title = self.game.definition.title
         size = h * 0.75
@@ -575,6 +598,22 @@ class TicketRenderer:
         c.endForm()
         return "back"
 
+    def _designer_forms(self) -> dict[str, str]:
+        """The template's designer files: the sides' artwork as forms (full bleed), the
+        decoration as shapes drawn in the decoration's form (see render/designer.py)."""
+        t, c = self.t, self.c
+        self.artwork_drawings = {
+            role: designer.load_svg(path, one_ink=role == "decoration")
+            for role, path in t.artwork.items()
+        }
+        bleed = t.bleed * MM
+        box = (-bleed, -bleed, t.width * MM + 2 * bleed, t.height * MM + 2 * bleed)
+        return {
+            role: designer.define_form(c, f"art-{role}", drawing, box, self.fonts["regular"])
+            for role, drawing in self.artwork_drawings.items()
+            if role != "decoration"
+        }
+
     def _define_layer_forms(self) -> None:
         """The blocking, coating and decoration forms of a front: each paints in tints of the
         colour space the page selects, so each prints on its own separation."""
@@ -596,6 +635,12 @@ class TicketRenderer:
         c.endForm()
         self.decor_form = "layer-decor"
         mark = self.game.coating_mark()
+        if "decoration" in self.artwork_drawings:
+            designed = self.artwork_drawings["decoration"]
+
+            def mark(c: PressCanvas) -> None:
+                designer.draw_into(c, designed, 0, 0, 100, 100, fonts["regular"])
+
         c.beginForm(self.decor_form, 0, 0, width, height)
         for zone in self.zones:
             x, y, w, h = zone.coating
