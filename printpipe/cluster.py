@@ -124,9 +124,10 @@ class LocalRunner:
 # -- Dask distributed ------------------------------------------------------------------------
 
 
-OUTPUT_LIBRARIES = ("printpipe", "numpy", "cryptography", "reportlab", "python-barcode")
+OUTPUT_LIBRARIES = ("printpipe", "numpy", "cryptography", "reportlab", "python-barcode", "svglib")
 """The distributions whose version can change a run's output bytes: the generator's arithmetic
-(numpy, cryptography's ChaCha20 and AES) and the PDF writer (reportlab, python-barcode)."""
+(numpy, cryptography's ChaCha20 and AES) and the PDF writer (reportlab, python-barcode, and
+svglib, which reads a template's designer artwork)."""
 
 
 def output_versions() -> dict[str, str]:
