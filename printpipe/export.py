@@ -224,7 +224,6 @@ def export_block(
         load_signing_key,
     )
     from printpipe.manifest import write_run_manifest
-    from printpipe.render.designer import check_artwork
     from printpipe.render.sheet import impose, parse_sheet
     from printpipe.render.template import load_template
 
@@ -248,7 +247,10 @@ def export_block(
         raise PrintpipeError("--chunk-packs must be at least 1")
     template_path = (template or game_template_dir(game.definition.id) / "ticket.toml").resolve()
     loaded = load_template(template_path)
-    check_artwork(loaded.artwork)
+    if loaded.artwork:  # reportlab.graphics is imported only for a template that needs it
+        from printpipe.render.designer import check_artwork
+
+        check_artwork(loaded.artwork)
     sheet_mm = parse_sheet(sheet)
     impose(loaded, *sheet_mm)  # refuse a sheet too small before writing anything
     intent = icc_output_intent(output_intent) if output_intent else FOGRA39

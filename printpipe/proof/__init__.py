@@ -60,7 +60,6 @@ def make_proof(
     ``template``: the ticket template the press run will use (default the game's own); the
     pack records its inputs, which ``printpipe proof approve`` signs."""
     from printpipe.games import game_template_dir, load_game
-    from printpipe.render.designer import check_artwork
     from printpipe.render.template import load_template
 
     started = time.perf_counter()
@@ -79,7 +78,10 @@ def make_proof(
     else:
         assert is_paper(game)
         loaded = load_template((template or game_template_dir(game_id) / "ticket.toml").resolve())
-        check_artwork(loaded.artwork)
+        if loaded.artwork:
+            from printpipe.render.designer import check_artwork
+
+            check_artwork(loaded.artwork)
         texts_path = game_template_dir(game_id) / "texts.toml"
         press_job = _check_press(press, game) if press else None
 

@@ -602,6 +602,10 @@ class TicketRenderer:
         """The template's designer files: the sides' artwork as forms (full bleed), the
         decoration as shapes drawn in the decoration's form (see render/designer.py)."""
         t, c = self.t, self.c
+        self.artwork_drawings: dict[str, Any] = {}
+        if not t.artwork:
+            return {}
+
         self.artwork_drawings = {
             role: designer.load_svg(path, one_ink=role == "decoration")
             for role, path in t.artwork.items()
@@ -639,7 +643,9 @@ class TicketRenderer:
             designed = self.artwork_drawings["decoration"]
 
             def mark(c: PressCanvas) -> None:
-                designer.draw_into(c, designed, 0, 0, 100, 100, fonts["regular"])
+                from printpipe.render.designer import draw_into
+
+                draw_into(c, designed, 0, 0, 100, 100, fonts["regular"])
 
         c.beginForm(self.decor_form, 0, 0, width, height)
         for zone in self.zones:
