@@ -218,7 +218,7 @@ def main() -> None:
     print(f"cost of each layer (render of 5,000 tickets in process, {base:,.0f} tickets/s in all):")
     for name, rate in costs.items():
         print(
-            f"  {name:<44} {100 * (rate / base - 1):+6.1f} % time ({rate:,.0f} tickets/s without)"
+            f"  {name:<50} costs {100 * (rate / base - 1):+5.1f} % ({rate:,.0f} tickets/s without)"
         )
 
 
