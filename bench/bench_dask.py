@@ -76,9 +76,10 @@ def main() -> None:
                     out = tmp / f"print-{repeat}-{len(seconds[name])}-{workers}-{bool(scheduler)}"
                     started = time.perf_counter()
                     export_block(
-                        store,
-                        out,
+                        block_dir=store,
+                        out_dir=out,
                         keys_dir=keys,
+                        unapproved=True,  # the same work as an approved run, another slug
                         workers=workers,
                         chunk_packs=args.chunk_packs,
                         show_progress=False,

@@ -123,8 +123,8 @@ def main() -> None:
         block, out, keys, approvals, workers = args.child.split(",")
         started = time.perf_counter()
         job = export_block(
-            Path(block),
-            Path(out),
+            block_dir=Path(block),
+            out_dir=Path(out),
             keys_dir=Path(keys),
             approvals_dir=Path(approvals),
             workers=int(workers),
@@ -228,7 +228,7 @@ def _approve(tmp: Path) -> Path:
     from printpipe.keys import LOTTERY_SIGNING_KEY
     from printpipe.proof import make_proof
 
-    make_proof("chien-chat", tmp / "proof")
+    make_proof(game_id="chien-chat", out_dir=tmp / "proof")
     key = load_signing_key(tmp / "keys", LOTTERY_SIGNING_KEY)
     approve_proof(tmp / "proof", signing_key=key, approvals_dir=tmp / "approvals")
     return tmp / "approvals"
@@ -240,6 +240,7 @@ def layer_costs(chunk: ChunkJob, repeat: int) -> dict[str, float]:
     from unittest import mock
 
     from printpipe.render import canvas, pdfx, sheet, ticket
+    from printpipe.render.template import Coating
 
     def no_blocking(self: ticket.TicketRenderer) -> None:
         declare(self)
@@ -275,7 +276,7 @@ def layer_costs(chunk: ChunkJob, repeat: int) -> dict[str, float]:
             patches = without[name]
             job = chunk
             if name.startswith("coating"):
-                job = replace(chunk, settings=replace(chunk.settings, coating="none"))
+                job = replace(chunk, settings=replace(chunk.settings, coating=Coating.NONE))
             with contextlib.ExitStack() as stack:
                 for patch in patches:
                     stack.enter_context(patch)
@@ -288,14 +289,14 @@ def layer_costs(chunk: ChunkJob, repeat: int) -> dict[str, float]:
 def _first_chunk(block: Path, out: Path) -> ChunkJob:
     """The first 40 packs of the block as the export's own work unit, for a render-only time."""
     from printpipe.export import ExportSettings, _chunk_job, chunk_specs, job_date
+    from printpipe.render.imposition import SRA3
     from printpipe.render.pdfx import FOGRA39
-    from printpipe.render.sheet import parse_sheet
-    from printpipe.render.template import load_template
+    from printpipe.render.template import Coating, load_template
 
     store = BlockStore.open(block)
     template = load_template(game_template_dir("chien-chat") / "ticket.toml")
     settings = ExportSettings(
-        "SRA3", parse_sheet("SRA3"), template.name, template.sha256, 40, "plate"
+        SRA3.name, SRA3.size_mm, template.name, template.sha256, 40, Coating.PLATE
     )
     out.mkdir()
     spec = chunk_specs(store, PackRange(1, 40), 40)[0]

@@ -299,7 +299,7 @@ def approve_demo_proof(
         found = None
     if found is not None:
         return f"demo keys: the proof of these inputs is approved ({found.path})"
-    make_proof(game_id, proof_dir, force=True)
+    make_proof(game_id=game_id, out_dir=proof_dir, force=True)
     key = load_signing_key(keys_dir, LOTTERY_SIGNING_KEY)
     path = approve_proof(proof_dir, signing_key=key, approvals_dir=approvals_dir)
     return (

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -36,11 +36,10 @@ from printpipe.games import game_template_dir, load_game
 from printpipe.games.base import is_online, is_paper
 from printpipe.ids import TicketId
 from printpipe.progress import progress_bar
+from printpipe.render.imposition import SRA3, PressSheet, cut_and_stack, impose
 from printpipe.render.pdfx import FOGRA39, JobIdentity, OutputIntent, icc_output_intent, pdf_date
+from printpipe.render.template import Coating, Template
 from printpipe.store import BlockStore
-
-if TYPE_CHECKING:
-    from printpipe.render.template import Template
 
 JOB_FORMAT = "printpipe-print-job/1"
 JOB_FILE = "job.json"
@@ -59,7 +58,7 @@ class ExportSettings:
     template: str
     template_sha256: str
     chunk_packs: int
-    coating: str
+    coating: Coating
     output_intent: str = "FOGRA39"
     """The PDF/X output intent's identifier (a registered name, or the embedded profile's)."""
     output_intent_sha256: str | None = None
@@ -114,9 +113,9 @@ def render_chunk(job: ChunkJob) -> dict[str, Any]:
     file it sees in the shared folder is the one the worker wrote.
     """
     from printpipe.render.canvas import new_canvas
-    from printpipe.render.sheet import impose, write_sheets
+    from printpipe.render.sheet import write_sheets
     from printpipe.render.template import MM
-    from printpipe.render.ticket import Coating, TicketRenderer, faces_of_packs, load_texts
+    from printpipe.render.ticket import TicketRenderer, faces_of_packs, load_texts
 
     started = time.perf_counter()
     game = load_game(job.game_id)
@@ -155,7 +154,7 @@ def render_chunk(job: ChunkJob) -> dict[str, Any]:
         template.fonts,
         identity=identity,
     )
-    renderer = TicketRenderer(canvas, template, game, texts, Coating(job.settings.coating))
+    renderer = TicketRenderer(canvas, template, game, texts, job.settings.coating)
 
     not_approved = f"{NOT_APPROVED} - " if job.settings.approval == NOT_APPROVED else ""
 
@@ -190,16 +189,16 @@ def _init_worker() -> None:
 
 
 def export_block(
+    *,
     block_dir: Path,
     out_dir: Path,
-    *,
     keys_dir: Path,
-    packs_text: str | None = None,
-    sheet: str = "SRA3",
+    packs: PackRange | None = None,
+    sheet: PressSheet = SRA3,
     template: Path | None = None,
     workers: int | None = None,
     chunk_packs: int = DEFAULT_CHUNK_PACKS,
-    coating: str = "plate",
+    coating: Coating = Coating.PLATE,
     output_intent: Path | None = None,
     approvals_dir: Path = APPROVALS_DIR,
     unapproved: bool = False,
@@ -207,7 +206,8 @@ def export_block(
     scheduler: str | None = None,
     collect: bool = False,
 ) -> dict[str, Any]:
-    """Export a block store's packs to press PDFs in ``out_dir``; returns the job record.
+    """Export a block store's packs (``packs``, block-relative; default all it holds) to
+    press PDFs in ``out_dir``; returns the job record.
 
     The chunks run on a local process pool, or on a Dask cluster when ``scheduler`` is an
     address; with ``collect`` the workers return the PDF bytes and this process writes them.
@@ -224,7 +224,6 @@ def export_block(
         load_signing_key,
     )
     from printpipe.manifest import write_run_manifest
-    from printpipe.render.sheet import impose, parse_sheet
     from printpipe.render.template import load_template
 
     store = BlockStore.open(block_dir)
@@ -234,7 +233,9 @@ def export_block(
     signing_key = load_signing_key(keys_dir)
     game = load_game(store.game_id)
     stored = store.pack_range
-    packs = PackRange.parse(packs_text, game.definition.block.packs) if packs_text else stored
+    if packs is None:
+        packs = stored
+    packs.check_within(game.definition.block.packs)
     if not stored.first <= packs.first <= packs.last <= stored.last:
         raise PrintpipeError(
             f"pack range {packs} is not in the block store {block_dir} (it holds packs {stored})"
@@ -251,8 +252,7 @@ def export_block(
         from printpipe.render.designer import check_artwork
 
         check_artwork(loaded.artwork)
-    sheet_mm = parse_sheet(sheet)
-    impose(loaded, *sheet_mm)  # refuse a sheet too small before writing anything
+    impose(loaded, *sheet.size_mm)  # refuse a sheet too small before writing anything
     intent = icc_output_intent(output_intent) if output_intent else FOGRA39
     approval = None
     if not unapproved:  # before anything is written
@@ -260,8 +260,8 @@ def export_block(
         inputs = inputs_of(game.definition.id, game.definition.source_sha256, loaded)
         approval = find_approval(inputs, approvals_dir, load_public_key(key_file), key_file)
     settings = ExportSettings(
-        sheet,
-        sheet_mm,
+        sheet.name,
+        sheet.size_mm,
         loaded.name,
         loaded.sha256,
         chunk_packs,
@@ -494,8 +494,6 @@ def _file_entry(
     sha256: str | None,
 ) -> dict[str, Any]:
     """One file of job.json; ``sha256`` when known from this run (else read from disk)."""
-    from printpipe.render.sheet import cut_and_stack, impose
-
     path = out_dir / job.file_name
     tickets = (job.last - job.first + 1) * store.pack_size
     sheets, _ = cut_and_stack(tickets, impose(template, *settings.sheet_mm).slots)

@@ -101,7 +101,7 @@ def approvals_dir(tmp_path_factory, keys_dir) -> Path:
     from printpipe.proof import make_proof
 
     work = tmp_path_factory.mktemp("approved")
-    make_proof("chien-chat", work / "proof")
+    make_proof(game_id="chien-chat", out_dir=work / "proof")
     key = load_signing_key(keys_dir, LOTTERY_SIGNING_KEY)
     approve_proof(work / "proof", signing_key=key, approvals_dir=work / "approvals")
     return work / "approvals"

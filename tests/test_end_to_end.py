@@ -20,7 +20,7 @@ from printpipe.games import game_template_dir, load_game
 from printpipe.games.base import symbol_code
 from printpipe.games.chien_chat import ChienChat
 from printpipe.inputs import TerminalId
-from printpipe.render.sheet import impose, parse_sheet
+from printpipe.render.imposition import impose, parse_sheet
 from printpipe.render.template import load_template
 from printpipe.validation import Ledger
 from tests.conftest import run_cli

@@ -25,7 +25,7 @@ from printpipe.games import game_template_dir
 from printpipe.generate import generate_block
 from printpipe.ids import TicketId
 from printpipe.keys import load_secrets, load_signing_key
-from printpipe.render.sheet import cut_and_stack, impose, parse_sheet
+from printpipe.render.imposition import cut_and_stack, impose, parse_sheet
 from printpipe.render.template import load_template
 from printpipe.store import BlockStore
 from tests.conftest import run_cli
@@ -370,8 +370,8 @@ def test_second_template_size_works_and_unapproved_says_so(tmp_path, small_block
         pdf.close()
 
 
-def _assert_one_line_error(result, out: Path, words: str) -> None:
-    assert result.returncode == 1
+def _assert_one_line_error(result, out: Path, words: str, code: int = 1) -> None:
+    assert result.returncode == code
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and words in lines[0], result.stderr
     assert not (out / "job.json").exists() and not list(out.glob("*.pdf"))
@@ -398,15 +398,18 @@ def test_tampered_store_is_refused(tmp_path, small_block, keys_dir, approvals_di
 
 
 @pytest.mark.parametrize(
-    ("extra", "words"),
+    ("extra", "words", "code"),
     [
-        (["--packs", "7:12"], "pack range"),
-        (["--packs", "0:3"], "outside the block"),
-        (["--sheet", "B9"], "unknown sheet size"),
-        (["--sheet", "100x100"], "too small"),
+        (["--packs", "7:12"], "pack range", 1),  # not in this store: the library knows
+        (["--packs", "0:3"], "outside the block", 2),  # not a pack range: a usage line
+        (["--sheet", "B9"], "unknown sheet size", 2),
+        (["--sheet", "100x100"], "too small", 1),  # for this template's tickets
+        (["--coating", "panel"], "--coating", 2),
     ],
 )
-def test_bad_options_are_refused(tmp_path, small_block, keys_dir, approvals_dir, extra, words):
+def test_bad_options_are_refused(
+    tmp_path, small_block, keys_dir, approvals_dir, extra, words, code
+):
     out = tmp_path / "print"
     result = run_cli(
         "export",
@@ -419,7 +422,7 @@ def test_bad_options_are_refused(tmp_path, small_block, keys_dir, approvals_dir,
         str(approvals_dir),
         *extra,
     )
-    _assert_one_line_error(result, out, words)
+    _assert_one_line_error(result, out, words, code)
 
 
 def test_missing_store_and_unwritable_folder(tmp_path, small_block, keys_dir, approvals_dir):

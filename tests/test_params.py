@@ -14,8 +14,8 @@ from printpipe.cli import cli
 from printpipe.cli.params import BLOCK_RANGE, COATING, COATINGS, PACK_RANGE, PRESS_SHEET, SHEET_LIST
 from printpipe.errors import PrintpipeError
 from printpipe.ids import TicketId, mod97_is_valid
-from printpipe.render.sheet import PressSheet
-from printpipe.render.ticket import Coating
+from printpipe.render.imposition import PressSheet
+from printpipe.render.template import Coating
 
 
 @given(st.integers(1, 20_000), st.integers(0, 20_000))
@@ -58,6 +58,75 @@ def test_a_bad_value_is_one_usage_line_naming_the_option(tmp_path):
     assert result.exit_code == 2
     assert "--blocks" in result.output and "block range '9:1'" in result.output
     assert not any(tmp_path.iterdir())
+
+
+def test_press_commands_hand_the_library_typed_values(tmp_path, monkeypatch):
+    """export, proof and run turn their strings into a PackRange, a PressSheet, a Coating and
+    a list of sheets; the library is called with keyword arguments only."""
+    import printpipe.approval
+    import printpipe.audit
+    import printpipe.export
+    import printpipe.generate
+    import printpipe.proof
+
+    calls: dict[str, dict] = {}
+
+    def export_block(**kwargs):
+        calls["export"] = kwargs
+        return {"tickets": 1, "packs": {"first": 1, "last": 1}, "files": [], "manifest": "m"}
+
+    def make_proof(**kwargs):
+        calls["proof"] = kwargs
+        record = {"pdf": "p.pdf", "pages": 1, "specimens": [], "previews": [], "seconds": 0}
+        return {**record, "press_proof": None, "plot": None}
+
+    monkeypatch.setattr(printpipe.export, "export_block", export_block)
+    monkeypatch.setattr(printpipe.proof, "make_proof", make_proof)
+    runner = CliRunner()
+    result = runner.invoke(
+        cli,
+        ["export", str(tmp_path / "b"), "--out", str(tmp_path / "o"), "--packs", "3:9",
+         "--sheet", "330x480", "--coating", "none"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    export = calls["export"]
+    assert export["packs"] == PackRange(3, 9)
+    assert export["sheet"] == PressSheet("330x480", 330.0, 480.0)
+    assert export["coating"] is Coating.NONE
+    assert export["block_dir"] == tmp_path / "b" and export["out_dir"] == tmp_path / "o"
+
+    result = runner.invoke(cli, ["export", "b", "--out", "o"])
+    assert result.exit_code == 0, result.output
+    assert calls["export"]["packs"] is None and calls["export"]["coating"] is Coating.PLATE
+    assert calls["export"]["sheet"] == PressSheet("SRA3", 320.0, 450.0)
+
+    result = runner.invoke(
+        cli,
+        ["proof", "--out", "p", "--from-block", "b", "--packs", "2:4", "--sheets", "1,3-4",
+         "--sheet", "A3"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    press = calls["proof"]["press"]
+    assert (press.packs, press.sheets) == (PackRange(2, 4), (1, 3, 4))
+    assert press.sheet == PressSheet("A3", 297.0, 420.0) and press.coating is Coating.PLATE
+
+    class Report:
+        passed = True
+
+        def render(self) -> str:
+            return "AUDIT PASSED"
+
+    monkeypatch.setattr(
+        printpipe.generate,
+        "generate_emission",
+        lambda game_id, **kwargs: printpipe.generate.Emission([], [1], 0.0),
+    )
+    monkeypatch.setattr(printpipe.audit, "audit_store", lambda block_dir, **kwargs: Report())
+    monkeypatch.setattr(printpipe.approval, "approve_demo_proof", lambda game_id, **kw: None)
+    result = runner.invoke(cli, ["run", "--out", str(tmp_path), "--packs", "5:6"])
+    assert result.exit_code == 0, result.output
+    assert calls["export"]["packs"] == PackRange(5, 6)
+    assert calls["export"]["sheet"].name == "SRA3" and calls["export"]["coating"] is Coating.PLATE
 
 
 def _csv(

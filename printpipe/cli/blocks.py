@@ -188,7 +188,7 @@ def run(
         click.echo(approved, err=True)
     ctx.invoke(
         export, block_dir=block_dir, out_dir=out / f"{block_dir.name}-print",
-        packs=str(export_packs), keys_dir=keys_dir, quiet=quiet,
+        packs=export_packs, keys_dir=keys_dir, quiet=quiet,
     )  # fmt: skip
 
 

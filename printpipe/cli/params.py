@@ -23,14 +23,14 @@ if TYPE_CHECKING:
     from printpipe.block import PackRange
     from printpipe.ids import TicketId
     from printpipe.inputs import PackRef, Reason, TerminalId
-    from printpipe.render.sheet import PressSheet
-    from printpipe.render.ticket import Coating
+    from printpipe.render.imposition import PressSheet
+    from printpipe.render.template import Coating
 
 MAX_BLOCK = 999
 REFUSED = "printpipe.refused"
 """``ctx.meta`` key: the raw text of each refused parameter, by parameter name."""
 COATINGS = ("plate", "none")
-"""The values of ``render.ticket.Coating`` (tested equal), listed here for the help text."""
+"""The values of ``render.template.Coating`` (tested equal), listed here for the help text."""
 
 
 class _Converted(click.ParamType):
@@ -82,12 +82,12 @@ class BlockRangeType(_Converted):
 
 
 class PressSheetType(_Converted):
-    """``A3``, ``SRA3`` or ``WxH`` in mm -> ``render.sheet.PressSheet``."""
+    """``A3``, ``SRA3`` or ``WxH`` in mm -> ``render.imposition.PressSheet``."""
 
     name = "A3|SRA3|WxH"
 
     def parse(self, text: str) -> PressSheet:
-        from printpipe.render.sheet import PressSheet
+        from printpipe.render.imposition import PressSheet
 
         return PressSheet.parse(text)
 
@@ -104,7 +104,7 @@ class SheetListType(_Converted):
 
 
 class CoatingType(click.Choice):
-    """``plate`` or ``none`` -> ``render.ticket.Coating``."""
+    """``plate`` or ``none`` -> ``render.template.Coating``."""
 
     def __init__(self) -> None:
         super().__init__(COATINGS)
@@ -112,7 +112,7 @@ class CoatingType(click.Choice):
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
     ) -> Coating:
-        from printpipe.render.ticket import Coating
+        from printpipe.render.template import Coating
 
         if isinstance(value, Coating):
             return value

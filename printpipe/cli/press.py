@@ -6,12 +6,19 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from printpipe.approval import APPROVALS_DIR
 from printpipe.cli._common import DEFAULT_GAME, keys_option, scheduler_option
+from printpipe.cli.params import COATING, PACK_RANGE, PRESS_SHEET, SHEET_LIST
 from printpipe.export import DEFAULT_CHUNK_PACKS
+
+if TYPE_CHECKING:
+    from printpipe.block import PackRange
+    from printpipe.render.imposition import PressSheet
+    from printpipe.render.template import Coating
 
 approvals_option = click.option(
     "--approvals",
@@ -32,10 +39,16 @@ approvals_option = click.option(
     required=True,
     help="PRINT_DIR: where the press PDFs, job.json and manifest.ppm go.",
 )
-@click.option("--packs", default=None, help="Only packs FIRST:LAST of the block (1-based).")
+@click.option(
+    "--packs", type=PACK_RANGE, default=None, help="Only packs FIRST:LAST of the block (1-based)."
+)
 @keys_option
 @click.option(
-    "--sheet", default="SRA3", show_default=True, help="Press sheet: A3, SRA3 or WxH (mm)."
+    "--sheet",
+    type=PRESS_SHEET,
+    default="SRA3",
+    show_default=True,
+    help="Press sheet: A3, SRA3 or WxH (mm).",
 )
 @click.option(
     "--template",
@@ -58,7 +71,7 @@ approvals_option = click.option(
 )
 @click.option(
     "--coating",
-    type=click.Choice(["plate", "none"]),
+    type=COATING,
     default="plate",
     show_default=True,
     help="plate: the ScratchOff coating and its decoration (press); none: as scratched.",
@@ -86,13 +99,13 @@ approvals_option = click.option(
 def export(
     block_dir: Path,
     out_dir: Path,
-    packs: str | None,
+    packs: PackRange | None,
     keys_dir: Path,
-    sheet: str,
+    sheet: PressSheet,
     template: Path | None,
     workers: int | None,
     chunk_packs: int,
-    coating: str,
+    coating: Coating,
     output_intent: Path | None,
     approvals_dir: Path,
     unapproved: bool,
@@ -109,10 +122,10 @@ def export(
 
     started = time.perf_counter()
     job = export_block(
-        block_dir,
-        out_dir,
+        block_dir=block_dir,
+        out_dir=out_dir,
         keys_dir=keys_dir,
-        packs_text=packs,
+        packs=packs,
         sheet=sheet,
         template=template,
         workers=workers,
@@ -147,12 +160,21 @@ def export(
     default=None,
     help="Also proof real press sheets of this block store, and plot it per pack.",
 )
-@click.option("--packs", default=None, help="Pack range of the press file [default: first 40].")
-@click.option("--sheets", default="1", show_default=True, help="Press sheets, e.g. 1,3,5-7.")
-@click.option("--sheet", default="SRA3", show_default=True, help="A3, SRA3 or WxH (mm).")
+@click.option(
+    "--packs",
+    type=PACK_RANGE,
+    default=None,
+    help="Pack range of the press file [default: the first 40 packs of the store].",
+)
+@click.option(
+    "--sheets", type=SHEET_LIST, default="1", show_default=True, help="Press sheets, e.g. 1,3,5-7."
+)
+@click.option(
+    "--sheet", type=PRESS_SHEET, default="SRA3", show_default=True, help="A3, SRA3 or WxH (mm)."
+)
 @click.option(
     "--coating",
-    type=click.Choice(["plate", "none"]),
+    type=COATING,
     default="plate",
     show_default=True,
     help="Coating of the press sheets.",
@@ -166,10 +188,10 @@ def proof(
     template: Path | None,
     force: bool,
     block_dir: Path | None,
-    packs: str | None,
-    sheets: str,
-    sheet: str,
-    coating: str,
+    packs: PackRange | None,
+    sheets: list[int],
+    sheet: PressSheet,
+    coating: Coating,
     keys_dir: Path,
 ) -> None:
     """The proof pack the lottery approves: cover, specimens, symbol sheet, PNG previews
@@ -180,8 +202,19 @@ def proof(
         return
     if out_dir is None:
         raise click.UsageError("Missing option '--out'.", ctx)
-    press = PressRequest(block_dir, packs, sheets, sheet, coating, keys_dir) if block_dir else None
-    record = make_proof(game_id, out_dir, force=force, press=press, template=template)
+    press = None
+    if block_dir is not None:
+        press = PressRequest(
+            block_dir=block_dir,
+            keys_dir=keys_dir,
+            packs=packs,
+            sheets=tuple(sheets),
+            sheet=sheet,
+            coating=coating,
+        )
+    record = make_proof(
+        game_id=game_id, out_dir=out_dir, force=force, press=press, template=template
+    )
     for line in proof_summary(record, out_dir):
         click.echo(line)
 

@@ -24,8 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 from printpipe.approval import inputs_of
 from printpipe.atomic import make_private_dir, make_tree_private, partial_path, sha256_file
+from printpipe.block import PackRange
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import is_online, is_paper
+from printpipe.render.imposition import SRA3, PressSheet
+from printpipe.render.template import Coating
 
 if TYPE_CHECKING:
     from printpipe.games.base import Game, PaperGame
@@ -35,22 +38,23 @@ PROOF_FORMAT = "printpipe-proof/1"
 SIDECAR = "proof.json"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PressRequest:
-    """Which real sheets to proof: a block store, a pack range, sheet numbers, sheet size."""
+    """Which real sheets to proof: a block store, a pack range (default: the first file an
+    export of the store writes), sheet numbers (1-based), sheet size, coating."""
 
     block_dir: Path
-    packs: str | None
-    sheets: str
-    sheet: str
-    coating: str
     keys_dir: Path
+    packs: PackRange | None = None
+    sheets: tuple[int, ...] = (1,)
+    sheet: PressSheet = SRA3
+    coating: Coating = Coating.PLATE
 
 
 def make_proof(
+    *,
     game_id: str,
     out_dir: Path,
-    *,
     force: bool = False,
     press: PressRequest | None = None,
     template: Path | None = None,
@@ -119,12 +123,8 @@ def make_proof(
 
 def _check_press(press: PressRequest, game: Game) -> dict[str, Any]:
     """Open and check everything a press proof needs before anything is written."""
-    from printpipe.block import PackRange
     from printpipe.export import DEFAULT_CHUNK_PACKS
     from printpipe.keys import PRODUCER_SIGNING_PUB, load_public_key
-    from printpipe.proof.press import parse_sheets
-    from printpipe.render.sheet import parse_sheet
-    from printpipe.render.ticket import Coating
     from printpipe.store import BlockStore
 
     store = BlockStore.open(press.block_dir)
@@ -134,16 +134,16 @@ def _check_press(press: PressRequest, game: Game) -> dict[str, Any]:
         )
     store.check_intact(load_public_key(press.keys_dir / PRODUCER_SIGNING_PUB))
     stored = store.pack_range
-    if press.packs:
-        packs = PackRange.parse(press.packs, game.definition.block.packs)
-    else:  # the first press file an export of the store writes
+    packs = press.packs
+    if packs is None:  # the first press file an export of the store writes
         packs = PackRange(stored.first, min(stored.first + DEFAULT_CHUNK_PACKS - 1, stored.last))
+    packs.check_within(game.definition.block.packs)
     return {
         "store": store,
         "packs": packs,
-        "sheets": parse_sheets(press.sheets),
-        "sheet_mm": parse_sheet(press.sheet),
-        "coating": Coating(press.coating),
+        "sheets": list(press.sheets),
+        "sheet_mm": press.sheet.size_mm,
+        "coating": press.coating,
     }
 
 

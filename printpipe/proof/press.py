@@ -1,9 +1,10 @@
 """Press proofs: real sheets of a block, exactly as the press file draws them, marked PROOF.
 
 For the print shop's first-sheet sign-off.  The sheets come from the export's own imposition
-(:mod:`printpipe.render.sheet`: ``impose``, cut and stack, ``write_sheets``), so sheet *s*
-here is sheet *s* of ``printpipe export --packs FIRST:LAST --chunk-packs COUNT``.  They show
-real outcomes, so they are written only when asked for, and every page says so.
+(:mod:`printpipe.render.imposition`: ``impose``, cut and stack) and drawing
+(:mod:`printpipe.render.sheet`: ``write_sheets``), so sheet *s* here is sheet *s* of
+``printpipe export --packs FIRST:LAST --chunk-packs COUNT``.  They show real outcomes, so they
+are written only when asked for, and every page says so.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from printpipe.errors import PrintpipeError
 from printpipe.games.base import PaperGame
 from printpipe.proof.page import RED, diagonal_mark
 from printpipe.render.canvas import new_canvas
-from printpipe.render.sheet import cut_and_stack, impose, write_sheets
+from printpipe.render.imposition import cut_and_stack, impose
+from printpipe.render.sheet import write_sheets
 from printpipe.render.template import MM, Template
 from printpipe.render.ticket import Coating, TicketFace, TicketRenderer
 from printpipe.store import BlockStore

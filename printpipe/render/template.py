@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import tomllib
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,16 @@ ARTWORK_ROLES = ("front", "back", "decoration")
 """What a designer's SVG may be given for (``[artwork]``): see :mod:`printpipe.render.designer`."""
 DEFAULT_COATING = {"spread": 1.2, "corner": 1.5}
 """The coating's spread beyond what it hides (printers spread 1 to 1.5 mm) and its corners."""
+
+
+class Coating(StrEnum):
+    """What covers the scratch zones of a drawn ticket: the press's ``plate`` (the coating and
+    its decoration), or ``none`` (the ticket as scratched)."""
+
+    PLATE = "plate"
+    NONE = "none"
+
+
 CODE128_MODULES = 189  # 25 digits: start C, 12 pairs, code B, 1 digit, check, stop (11 x 16 + 13)
 ITF_MODULES = 135  # 14 digits, narrow 1 wide 3: start 4 + 7 pairs x 18 + stop 5
 

@@ -39,7 +39,6 @@ import math
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +56,7 @@ from printpipe.render.canvas import PressCanvas
 from printpipe.render.fonts import CachedText, register_fonts
 from printpipe.render.inks import BLOCKING, SCRATCH_DECOR, SCRATCH_OFF, VARIABLE
 from printpipe.render.symbols import define_symbol_forms, symbol_block_height
-from printpipe.render.template import MM, Rect, Template
+from printpipe.render.template import MM, Coating, Rect, Template
 
 K = (0, 0, 0, 1)
 WHITE = (0, 0, 0, 0)
@@ -65,13 +64,6 @@ MARK_TINT = 0.6
 """The decoration's mark (e.g. a paw print) in a lighter tint than its words."""
 Box = tuple[float, float, float, float]
 """x, y, width, height in points from the trim's bottom-left corner."""
-
-
-class Coating(StrEnum):
-    """What covers the scratch zones."""
-
-    PLATE = "plate"
-    NONE = "none"
 
 
 @dataclass(frozen=True, slots=True)
