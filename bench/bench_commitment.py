@@ -5,7 +5,8 @@ On a full block (generated here, 1,500,000 tickets):
 - the tree: every leaf built and hashed from the store's columns, then the levels to the root
   (what ``generate`` adds to a block, and the audit and the lottery redo);
 - a proof written the way the ledger will write it (issue 14, second part; design in
-  ``docs/commitment.md``): the levels stored at import in SQLite, one row per node, the salts
+  ``docs/commitment.md``): the levels stored at import in SQLite, one row per node, each
+  node written as the tree is rebuilt (``TreeBuilder``'s ``on_nodes``: no level held), the salts
   sealed with ChaCha20-Poly1305 under a key held outside the database; per proof, one query
   for the path's nodes (``merkle.audit_path_nodes``), the salt unsealed, the proof assembled
   (``make_proof``) and serialised; then the same proof written as a file (``write_proof``:
@@ -44,7 +45,7 @@ from printpipe.commitment import (
     write_proof,
 )
 from printpipe.commitment.inclusion import proof_problem
-from printpipe.commitment.tree import BATCH_PACKS, block_leaf_hashes
+from printpipe.commitment.tree import BATCH_PACKS, store_leaf_hash_batches, store_root
 from printpipe.games import load_game
 from printpipe.games.base import Game
 from printpipe.generate import generate_block
@@ -58,7 +59,7 @@ from printpipe.keys import (
     load_secrets,
     load_signing_key,
 )
-from printpipe.merkle import audit_path_nodes, tree_levels
+from printpipe.merkle import TreeBuilder, audit_path_nodes
 from printpipe.store import BlockStore
 
 
@@ -70,36 +71,29 @@ def median_ms(samples: list[float]) -> str:
     return f"{statistics.median(samples) * 1000:.3f} ms"
 
 
-def timed_tree(store: BlockStore, game: Game) -> tuple[float, float, list[np.ndarray]]:
-    """Seconds to build and hash every leaf, seconds for the levels, and the levels."""
-    definition = game.definition
-    stored = store.pack_range
+def timed_tree(store: BlockStore, game: Game) -> tuple[float, float]:
+    """Seconds to build and hash every leaf, and seconds for the levels above them, as the
+    tree is built from a store (a batch of packs at a time, ``store_root``)."""
+    builder = TreeBuilder()
+    leaves_s = levels_s = 0.0
+    batches = store_leaf_hash_batches(store, game.definition)
+    while True:
+        started = time.perf_counter()
+        hashes = next(batches, None)
+        leaves_s += time.perf_counter() - started
+        if hashes is None:
+            break
+        started = time.perf_counter()
+        builder.add(hashes)
+        levels_s += time.perf_counter() - started
     started = time.perf_counter()
-    parts = []
-    for first in range(stored.first, stored.last + 1, BATCH_PACKS):
-        batch = PackRange(first, min(first + BATCH_PACKS - 1, stored.last))
-        tickets = store.read(batch)
-        parts.append(
-            block_leaf_hashes(
-                definition,
-                store.block,
-                first,
-                np.asarray(tickets.tier),
-                np.asarray(tickets.virn),
-                np.asarray(store.read_salts(batch)),
-            )
-        )
-    hashes = np.concatenate(parts)
-    leaves_s = time.perf_counter() - started
-    started = time.perf_counter()
-    levels = tree_levels(hashes)
-    return leaves_s, time.perf_counter() - started, levels
+    builder.root()
+    return leaves_s, levels_s + time.perf_counter() - started
 
 
-def build_ledger(
-    path: Path, levels: list[np.ndarray], salts: np.ndarray, sealing_key: bytes
-) -> float:
-    """The proposed ledger tables: every node of the tree, and each ticket's sealed salt."""
+def build_ledger(path: Path, store: BlockStore, game: Game, sealing_key: bytes) -> float:
+    """The proposed ledger tables: every node of the tree as the tree is rebuilt (``on_nodes``:
+    no level is held), and each ticket's sealed salt, a batch at a time."""
     started = time.perf_counter()
     db = sqlite3.connect(path)
     db.executescript(
@@ -109,21 +103,29 @@ def build_ledger(
         CREATE TABLE ticket_salts (place INTEGER PRIMARY KEY, sealed BLOB NOT NULL);
         """
     )
-    with db:
-        for level, nodes in enumerate(levels):
-            data = nodes.tobytes()
-            db.executemany(
-                "INSERT INTO merkle_nodes VALUES (?, ?, ?)",
-                ((level, p, data[32 * p : 32 * p + 32]) for p in range(len(nodes))),
-            )
-        aead = ChaCha20Poly1305(sealing_key)
+
+    def insert_nodes(level: int, position: int, nodes: np.ndarray) -> None:
+        data = nodes.tobytes()
         db.executemany(
-            "INSERT INTO ticket_salts VALUES (?, ?)",
-            (
-                (place, aead.encrypt(place.to_bytes(12, "big"), bytes(salt), None))
-                for place, salt in enumerate(salts)
-            ),
+            "INSERT INTO merkle_nodes VALUES (?, ?, ?)",
+            ((level, position + i, data[32 * i : 32 * i + 32]) for i in range(len(nodes))),
         )
+
+    aead = ChaCha20Poly1305(sealing_key)
+    stored = store.pack_range
+    with db:
+        store_root(store, game.definition, on_nodes=insert_nodes)
+        for first in range(stored.first, stored.last + 1, BATCH_PACKS):
+            batch = PackRange(first, min(first + BATCH_PACKS - 1, stored.last))
+            start = (first - stored.first) * store.pack_size
+            salts = np.asarray(store.read_salts(batch))
+            db.executemany(
+                "INSERT INTO ticket_salts VALUES (?, ?)",
+                (
+                    (place, aead.encrypt(place.to_bytes(12, "big"), bytes(salt), None))
+                    for place, salt in enumerate(salts, start)
+                ),
+            )
     db.close()
     return time.perf_counter() - started
 
@@ -153,7 +155,7 @@ def main() -> None:
         store = BlockStore.open(work / "block")
         size = store.summary.tickets
 
-        leaves_s, levels_s, levels = timed_tree(store, game)
+        leaves_s, levels_s = timed_tree(store, game)
         tree_s = leaves_s + levels_s
         print(
             f"tree over {size:,} tickets: {tree_s:.2f} s (leaves built and hashed "
@@ -172,8 +174,7 @@ def main() -> None:
 
         sealing_key = os.urandom(32)
         ledger = work / "ledger.sqlite"
-        salts = np.asarray(store.read_salts())
-        import_s = build_ledger(ledger, levels, salts, sealing_key)
+        import_s = build_ledger(ledger, store, game, sealing_key)
         print(
             f"ledger import of the tree and the sealed salts (SQLite, one row per node): "
             f"{import_s:.1f} s, {ledger.stat().st_size / 1e6:,.0f} MB"

@@ -30,7 +30,7 @@ from printpipe.keys import (
     load_signing_key,
 )
 from printpipe.manifest import write_block_manifest
-from printpipe.merkle import HASH_SIZE, tree_root
+from printpipe.merkle import TreeBuilder
 from printpipe.plan import BlockPlan, plan_block
 from printpipe.progress import progress_bar
 from printpipe.rng import derive_block_key, leaf_salts
@@ -269,9 +269,9 @@ def _jobs(
 
 
 class _BlockWriter:
-    """One block's store being written: columns in block order, counts and the leaves of its
-    tree as they arrive, then the commit (the tree's root into the signed summary, and the
-    producer-signed commitment.json beside it)."""
+    """One block's store being written: columns in block order, counts and the tree of its
+    leaves as they arrive (a batch at a time: no level of it is held), then the commit (the
+    tree's root into the signed summary, and the producer-signed commitment.json beside it)."""
 
     def __init__(
         self,
@@ -293,16 +293,17 @@ class _BlockWriter:
             secrets.producer, secrets.lottery, definition.number, block
         )
         tickets = packs.count * self.pack_size
-        self.leaf_hashes = np.empty((tickets, HASH_SIZE), dtype=np.uint8)
+        self.tree = TreeBuilder()
         self.store = StoreWriter(out, tickets, definition.symbol_width, overwrite)
 
     def append(self, batch: Tickets, first_pack: int) -> None:
         """The next tickets in block order: whole packs from ``first_pack`` (0-based)."""
         last_pack = first_pack + len(batch) // self.pack_size - 1
         salts = leaf_salts(self.block_key, first_pack, last_pack, self.pack_size)
-        start = self.store.rows
-        self.leaf_hashes[start : start + len(batch)] = block_leaf_hashes(
-            self.game.definition, self.block, first_pack + 1, batch.tier, batch.virn, salts
+        self.tree.add(
+            block_leaf_hashes(
+                self.game.definition, self.block, first_pack + 1, batch.tier, batch.virn, salts
+            )
         )
         self.store.append(batch, salts)
         tiers = len(self.tier_counts)
@@ -318,8 +319,7 @@ class _BlockWriter:
         show_progress: bool = False,
     ) -> BlockSummary:
         """Sign the summary and rename the store into place (with its manifest, if asked)."""
-        root = tree_root(self.leaf_hashes)
-        self.leaf_hashes = np.empty((0, HASH_SIZE), dtype=np.uint8)
+        root = self.tree.root()
         summary = build_summary(
             self.game.definition,
             secrets=self.secrets,

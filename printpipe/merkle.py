@@ -15,6 +15,11 @@ has one: at most ``ceil(log2(n))`` hashes, 21 for 1,500,000 leaves.  :func:`audi
 says which stored nodes a path needs, so a database holding the levels answers with point
 reads; :func:`root_from_audit_path` is the RFC's own verification algorithm (2.1.3.2).
 
+A block's leaf hashes arrive a batch at a time (from ``generate``, the store, a decrypted
+manifest): :class:`TreeBuilder` builds the same tree from them as they come, holding only the
+batch being hashed and at most one node per level, and hands every finished node to whoever
+stores the levels.  Only :func:`tree_levels` holds a whole tree, because it returns one.
+
 Hashing uses ``hashlib`` one message at a time (about 0.4 us each): numpy lays the messages
 out, Python only loops over the hash calls.  No library does batched RFC 9162 well; the tests
 check this module against a plain recursive transcription of the RFC and against pymerkle.
@@ -23,7 +28,7 @@ check this module against a plain recursive transcription of the RFC and against
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -126,14 +131,97 @@ def levels_root(levels: Sequence[Digests]) -> bytes:
 def tree_root(hashes: Digests) -> bytes:
     """The root of the tree over these leaf hashes (RFC 9162 MTH), keeping no level but the
     one being built."""
-    level = np.ascontiguousarray(hashes, dtype=np.uint8)
-    if level.ndim != 2 or level.shape[1] != HASH_SIZE:
-        raise ValueError("leaf hashes must be a (count, 32) array")
-    if len(level) == 0:
-        return empty_root()
-    while len(level) > 1:
-        level = _next_level(level)
-    return bytes(level[0])
+    builder = TreeBuilder()
+    builder.add(hashes)
+    return builder.root()
+
+
+NodesSink = Callable[[int, int, Digests], None]
+"""Receives finished nodes: their level, the position of the first, their hashes in order."""
+
+_NO_NODE = np.empty((0, HASH_SIZE), dtype=np.uint8)
+
+
+class TreeBuilder:
+    """The tree over leaf hashes given in order, a batch at a time, in bounded memory.
+
+    The same tree as :func:`tree_levels` builds bottom-up ("pair neighbours, carry an unpaired
+    last node up unchanged"), with batches of any sizes: each level pairs what it can and keeps
+    its last node while it waits for a right-hand neighbour, so memory is the batch being
+    hashed and at most one node per level (21 for a block), however many leaves there are.
+
+    ``on_nodes`` is given every node of every level once it is final (the leaf hashes as
+    level 0, the root last), in order within each level: node ``p`` of level ``k`` is then
+    exactly ``tree_levels(...)[k][p]``.  A store of the levels (the ledger's) writes them as
+    they come instead of holding the tree.
+    """
+
+    def __init__(self, *, on_nodes: NodesSink | None = None) -> None:
+        self.size = 0
+        self._on_nodes = on_nodes
+        self._waiting: list[Digests] = []  # per level: no node, or its last one, unpaired yet
+        self._finished: list[int] = []  # per level: how many of its nodes are final
+        self._root: bytes | None = None
+
+    def add(self, hashes: Digests) -> None:
+        """The next leaf hashes, a ``(count, 32)`` array, in leaf order."""
+        if self._root is not None:
+            raise ValueError("the tree is finished: its root was taken")
+        nodes = np.ascontiguousarray(hashes, dtype=np.uint8)
+        if nodes.ndim != 2 or nodes.shape[1] != HASH_SIZE:
+            raise ValueError("leaf hashes must be a (count, 32) array")
+        self.size += len(nodes)
+        level = 0
+        while len(nodes):
+            self._finish(level, nodes)
+            waiting = self._waiting[level]
+            if len(waiting):
+                nodes = np.concatenate([waiting, nodes])
+            pairs = len(nodes) // 2
+            self._waiting[level] = nodes[2 * pairs :].copy()
+            nodes = _hash_prefixed(NODE_PREFIX, nodes[: 2 * pairs].reshape(pairs, 2 * HASH_SIZE))
+            level += 1
+
+    @property
+    def held_nodes(self) -> int:
+        """How many nodes it holds between batches, waiting for a neighbour: at most one per
+        level of the tree."""
+        return sum(len(waiting) for waiting in self._waiting)
+
+    def root(self) -> bytes:
+        """The root of the tree over every leaf hash added; no leaf can be added after."""
+        if self._root is not None:
+            return self._root
+        if self.size == 0:
+            self._root = empty_root()
+            return self._root
+        height = tree_height(self.size)
+        carried = _NO_NODE  # the last node of the level below, paired or carried up unchanged
+        for level in range(height):
+            if len(carried):
+                self._finish(level, carried)
+            last = np.concatenate([self._waiting[level], carried])
+            self._waiting[level] = _NO_NODE
+            if len(last) == 2:
+                carried = _hash_prefixed(NODE_PREFIX, last.reshape(1, 2 * HASH_SIZE))
+            else:
+                carried = last
+        if len(carried):
+            self._finish(height, carried)
+        top = np.concatenate([self._waiting[height], carried])
+        if len(top) != 1:  # pragma: no cover - each level keeps at most one node waiting
+            raise AssertionError(f"a tree of {self.size} leaves ended with {len(top)} roots")
+        self._root = bytes(top[0])
+        return self._root
+
+    def _finish(self, level: int, nodes: Digests) -> None:
+        """``nodes`` are final at ``level``: count them, and hand them on."""
+        if level == len(self._finished):
+            self._finished.append(0)
+            self._waiting.append(_NO_NODE)
+        if self._on_nodes is not None:
+            self._on_nodes(level, self._finished[level], nodes)
+        self._finished[level] += len(nodes)
 
 
 def _check_index(index: int, size: int) -> None:

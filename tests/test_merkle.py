@@ -170,3 +170,36 @@ def test_trees_larger_than_a_hashing_chunk():
         assert bytes(hashes[i]) == merkle.leaf_hash(bytes(leaves[i]))
     root = reference_mth([bytes(row) for row in leaves])
     assert merkle.tree_root(hashes) == root == merkle.levels_root(merkle.tree_levels(hashes))
+
+
+@settings(max_examples=200, deadline=None)
+@given(size=st.integers(min_value=0, max_value=600), seed=st.integers(0, 2**32 - 1), data=st.data())
+def test_a_tree_built_batch_by_batch_is_the_same_tree_holding_one_node_a_level(size, seed, data):
+    """TreeBuilder: any batching gives the RFC's root and, node by node, every level of
+    tree_levels, while it holds no more than one node per level between batches."""
+    leaves = make_leaves(size, seed)
+    hashes = merkle.leaf_hashes(leaves)
+    got: dict[int, list[np.ndarray]] = {}
+
+    def on_nodes(level: int, position: int, nodes: np.ndarray) -> None:
+        assert position == sum(len(part) for part in got.get(level, []))  # in order, no gap
+        got.setdefault(level, []).append(nodes.copy())
+
+    builder = merkle.TreeBuilder(on_nodes=on_nodes)
+    at = 0
+    while at < size:
+        count = data.draw(st.integers(0, size - at))
+        builder.add(hashes[at : at + count])
+        at += count
+        assert builder.size == at
+        assert builder.held_nodes <= merkle.tree_height(at) + 1
+    root = builder.root()
+    assert root == reference_mth([bytes(row) for row in leaves]) == merkle.tree_root(hashes)
+    if size:
+        levels = merkle.tree_levels(hashes)
+        assert sorted(got) == list(range(len(levels)))
+        for level, nodes in enumerate(levels):
+            assert np.array_equal(np.concatenate(got[level]), nodes), level
+    assert builder.root() == root
+    with pytest.raises(ValueError):
+        builder.add(hashes[:1])

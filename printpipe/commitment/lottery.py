@@ -10,10 +10,8 @@ count are the ones the producer signed.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from pyrage import x25519
 
@@ -30,16 +28,8 @@ from printpipe.commitment.statement import (
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import Game
 from printpipe.manifest import Manifest, ParsedRecords, RecordChecker, decrypt_manifest
-from printpipe.merkle import Digests, leaf_hashes, levels_root, tree_levels
+from printpipe.merkle import Digests, NodesSink, TreeBuilder, leaf_hashes
 from printpipe.progress import progress_bar
-
-
-@dataclass(frozen=True)
-class ManifestTree:
-    """A block's tree rebuilt from its manifest, and the commitment this makes."""
-
-    levels: list[Digests]
-    commitment: Commitment
 
 
 def _refuse(commitment: Commitment, problem: str) -> PrintpipeError:
@@ -81,39 +71,43 @@ def records_leaf_hashes(game: Game, parsed: ParsedRecords) -> Digests:
     )
 
 
-def manifest_tree(
+def manifest_commitment(
     manifest: Manifest,
     game: Game,
     identity: x25519.Identity,
+    *,
     on_batch: Callable[[ParsedRecords], None] | None = None,
+    on_nodes: NodesSink | None = None,
     show_progress: bool = False,
-) -> ManifestTree:
-    """Decrypt and check a block manifest, and rebuild its block's tree from the records.
+) -> Commitment:
+    """Decrypt and check a block manifest, rebuild its block's tree from the records, and say
+    what commitment they make.
 
-    ``on_batch`` sees each batch of checked records as it is decrypted; as with
+    The tree is built batch by batch as the records are decrypted (``merkle.TreeBuilder``):
+    memory is a batch, never the block.  ``on_batch`` sees each batch of checked records,
+    ``on_nodes`` every node of the tree once final (for a store of its levels); as with
     ``decrypt_manifest``, the caller must discard what it got if this raises.
     """
     checker = RecordChecker(game, manifest)
-    hashes: list[Digests] = []
+    tree = TreeBuilder(on_nodes=on_nodes)
     records = int(manifest.header["records"])
     with progress_bar(records, "decrypt", "records", show_progress) as bar:
 
         def on_lines(lines: list[bytes]) -> None:
             parsed = checker.parse(lines)
-            hashes.append(records_leaf_hashes(game, parsed))
+            tree.add(records_leaf_hashes(game, parsed))
             if on_batch is not None:
                 on_batch(parsed)
             bar.update(len(parsed.keys))
 
         decrypt_manifest(manifest, identity, on_lines)
         checker.finish()
-    if not hashes:
+    if not tree.size:
         raise PrintpipeError(f"manifest {manifest.path} holds no records")
-    levels = tree_levels(np.concatenate(hashes))
     definition = game.definition
     header = manifest.header
     packs = header["packs"]
-    commitment = Commitment(
+    return Commitment(
         game_id=definition.id,
         game_number=definition.number,
         definition_sha256=definition.source_sha256,
@@ -126,10 +120,9 @@ def manifest_tree(
             Tier(int(amount), int(count))
             for amount, count in zip(definition.tier_amounts, checker.tier_counts, strict=True)
         ),
-        root=levels_root(levels),
+        root=tree.root(),
         leaf_fields=tuple(leaf_fields(definition.records.has_virn)),
     )
-    return ManifestTree(levels, commitment)
 
 
 def check_against_manifest(
@@ -138,14 +131,14 @@ def check_against_manifest(
     game: Game,
     identity: x25519.Identity,
     show_progress: bool = False,
-) -> ManifestTree:
+) -> Commitment:
     """Rebuild the tree from the manifest; refuse a commitment that states anything else."""
     check_manifest_covers(commitment, manifest, game)
-    tree = manifest_tree(manifest, game, identity, show_progress=show_progress)
-    difference = statement_difference(tree.commitment, commitment)
+    rebuilt = manifest_commitment(manifest, game, identity, show_progress=show_progress)
+    difference = statement_difference(rebuilt, commitment)
     if difference:
         raise _refuse(commitment, f"the manifest's records give {difference}")
-    return tree
+    return rebuilt
 
 
 def countersign(

@@ -38,7 +38,7 @@ from pyrage import x25519
 
 from printpipe.atomic import atomic_file
 from printpipe.commitment.leaves import ticket_leaves
-from printpipe.commitment.lottery import check_manifest_covers, manifest_tree
+from printpipe.commitment.lottery import check_manifest_covers, manifest_commitment
 from printpipe.commitment.statement import (
     Commitment,
     load_commitment,
@@ -58,7 +58,7 @@ from printpipe.errors import PrintpipeError
 from printpipe.games.base import Game
 from printpipe.ids import serials_array
 from printpipe.manifest import Manifest, ParsedRecords
-from printpipe.merkle import leaf_hashes, tree_root
+from printpipe.merkle import TreeBuilder, leaf_hashes
 from printpipe.progress import progress_bar
 from printpipe.rng import LEAF_SALT_SIZE
 
@@ -143,13 +143,15 @@ def write_reveal(
         def on_batch(parsed: ParsedRecords) -> None:
             handle.write(_rows(commitment, definition.number, parsed))
 
-        tree = manifest_tree(manifest, game, identity, on_batch, show_progress)
-        difference = statement_difference(tree.commitment, commitment)
+        rebuilt = manifest_commitment(
+            manifest, game, identity, on_batch=on_batch, show_progress=show_progress
+        )
+        difference = statement_difference(rebuilt, commitment)
         if difference:
             raise PrintpipeError(
                 f"commitment {commitment.name} refused: the manifest's records give {difference}"
             )
-    counts = {t.amount_eur: t.tickets for t in tree.commitment.tiers}
+    counts = {t.amount_eur: t.tickets for t in rebuilt.tiers}
     return Reveal(commitment, closed_on, counts)
 
 
@@ -241,7 +243,7 @@ def recount(
             raise _refuse(path, "it is not the reveal of this commitment's block")
         if handle.readline() != (",".join(COLUMNS) + "\n").encode():
             raise _refuse(path, "its column row is not the format's")
-        hashes = []
+        tree = TreeBuilder()
         counts: dict[int, int] = {}
         seen = 0
         with progress_bar(commitment.tickets, "recount", "leaves", show_progress) as bar:
@@ -249,14 +251,14 @@ def recount(
                 if seen + len(lines) > commitment.tickets:
                     raise _refuse(path, f"it holds more than the {commitment.tickets:,} leaves")
                 batch = _parse_rows(commitment, lines, seen, path)
-                hashes.append(leaf_hashes(batch.leaves))
+                tree.add(leaf_hashes(batch.leaves))
                 for amount, count in zip(*np.unique(batch.prizes, return_counts=True), strict=True):
                     counts[int(amount)] = counts.get(int(amount), 0) + int(count)
                 seen += len(lines)
                 bar.update(len(lines))
     if seen != commitment.tickets:
         raise _refuse(path, f"it holds {seen:,} leaves, the block {commitment.tickets:,}")
-    if tree_root(np.concatenate(hashes)) != commitment.root:
+    if tree.root() != commitment.root:
         raise _refuse(path, "its leaves do not rebuild the committed root (a row was changed)")
     for tier in commitment.tiers:
         if counts.get(tier.amount_eur, 0) != tier.tickets:

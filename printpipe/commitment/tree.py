@@ -3,10 +3,13 @@
 Three parties build the same tree from their own copy of the tickets: the producer at
 ``generate`` (from the columns it has just made), the audit (from the store), and the lottery
 (from the decrypted block manifest, before it countersigns, and again to reveal).  They all
-go through :func:`block_leaf_hashes`, one batch of packs at a time.
+go through :func:`block_leaf_hashes`, one batch of packs at a time, into a
+``merkle.TreeBuilder``: none of them holds the block's leaf hashes (48 MB) to get its root.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import numpy as np
 
@@ -16,10 +19,12 @@ from printpipe.commitment.leaves import ticket_leaves
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import GameDefinition
 from printpipe.ids import TicketId, printed_pack_number
-from printpipe.merkle import HASH_SIZE, Digests, leaf_hashes, tree_levels, tree_root
+from printpipe.merkle import HASH_SIZE, Digests, NodesSink, TreeBuilder, leaf_hashes, tree_levels
 from printpipe.store import BlockStore
 
 BATCH_PACKS = 1000
+LEAF_ROWS = 1 << 15
+"""Leaves laid out and hashed at a time: their digit columns take a few MB, whatever the batch."""
 
 
 def block_leaf_hashes(
@@ -34,30 +39,38 @@ def block_leaf_hashes(
     (1-based, block-relative): one per ticket, in block order."""
     rules = definition.block
     count = len(tier)
-    row = np.arange(count, dtype=np.int64)
-    pack_numbers = printed_pack_number(
-        block=block, block_pack=first_pack + row // rules.pack_size, packs_per_block=rules.packs
-    )
     tier = np.asarray(tier, dtype=np.int64)
     if count and tier.max() >= len(definition.tier_amounts):
         raise PrintpipeError("a ticket's tier is not in the prize table")
     prizes = definition.tier_amounts[tier]
-    virns = np.asarray(virn) if definition.records.has_virn else None
-    leaves = ticket_leaves(
-        definition.number, pack_numbers, row % rules.pack_size, prizes, virns, salts
-    )
-    return leaf_hashes(leaves)
+    has_virn = definition.records.has_virn
+    hashes = np.empty((count, HASH_SIZE), dtype=np.uint8)
+    for start in range(0, count, LEAF_ROWS):
+        rows = slice(start, min(start + LEAF_ROWS, count))
+        row = np.arange(rows.start, rows.stop, dtype=np.int64)
+        pack_numbers = printed_pack_number(
+            block=block, block_pack=first_pack + row // rules.pack_size, packs_per_block=rules.packs
+        )
+        leaves = ticket_leaves(
+            definition.number,
+            pack_numbers,
+            row % rules.pack_size,
+            prizes[rows],
+            np.asarray(virn[rows]) if has_virn else None,
+            salts[rows],
+        )
+        hashes[rows] = leaf_hashes(leaves)
+    return hashes
 
 
-def store_leaf_hashes(store: BlockStore, definition: GameDefinition) -> Digests:
-    """The leaf hash of every ticket of a block store, rebuilt from its columns and salts."""
+def store_leaf_hash_batches(store: BlockStore, definition: GameDefinition) -> Iterator[Digests]:
+    """The leaf hashes of a block store's tickets, rebuilt from its columns and salts, a batch
+    of packs at a time, in block order."""
     stored = store.pack_range
-    hashes = np.empty((stored.count * store.pack_size, HASH_SIZE), dtype=np.uint8)
     for first in range(stored.first, stored.last + 1, BATCH_PACKS):
         batch = PackRange(first, min(first + BATCH_PACKS - 1, stored.last))
         tickets = store.read(batch)
-        start = (first - stored.first) * store.pack_size
-        hashes[start : start + len(tickets)] = block_leaf_hashes(
+        yield block_leaf_hashes(
             definition,
             store.block,
             first,
@@ -65,17 +78,23 @@ def store_leaf_hashes(store: BlockStore, definition: GameDefinition) -> Digests:
             np.asarray(tickets.virn),
             np.asarray(store.read_salts(batch)),
         )
-    return hashes
 
 
 def store_levels(store: BlockStore, definition: GameDefinition) -> list[Digests]:
-    """The tree of a block store's tickets, every level, rebuilt from its columns."""
-    return tree_levels(store_leaf_hashes(store, definition))
+    """The tree of a block store's tickets, every level (2n - 1 hashes: what a proof's
+    siblings come from), rebuilt from its columns."""
+    return tree_levels(np.concatenate(list(store_leaf_hash_batches(store, definition))))
 
 
-def store_root(store: BlockStore, definition: GameDefinition) -> bytes:
-    """The root of the tree of a block store's tickets, rebuilt from its columns."""
-    return tree_root(store_leaf_hashes(store, definition))
+def store_root(
+    store: BlockStore, definition: GameDefinition, *, on_nodes: NodesSink | None = None
+) -> bytes:
+    """The root of the tree of a block store's tickets, rebuilt from its columns a batch at a
+    time; ``on_nodes`` gets every node as it is final (``merkle.TreeBuilder``)."""
+    builder = TreeBuilder(on_nodes=on_nodes)
+    for hashes in store_leaf_hash_batches(store, definition):
+        builder.add(hashes)
+    return builder.root()
 
 
 def store_opening(store: BlockStore, definition: GameDefinition, index: int) -> TicketOpening:
