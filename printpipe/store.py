@@ -13,8 +13,10 @@ Layout of ``BLOCK_DIR`` (format ``printpipe-block/2``)::
     salt.npy        uint8 (n, 32)      the ticket's leaf salt (printpipe.commitment.leaves)
 
 Row ``i`` is ticket ``i % pack_size`` of pack ``first_pack + i // pack_size``.  Columns are
-standard ``.npy`` files, memory-mapped on read.  A store is written in a temporary folder
-and renamed into place when complete: a folder with a ``summary.json`` is a finished one.
+standard ``.npy`` files, memory-mapped on read, written front to back with plain writes: a
+writable memory map would keep every row written in this process's memory (its dirty pages)
+until the end, 80 MB for a block.  A store is written in a temporary folder and renamed into
+place when complete: a folder with a ``summary.json`` is a finished one.
 The columns are every ticket's outcome: the folder is 0700 from its creation and every file
 in it 0600 (``atomic.make_private_dir``, ``atomic.make_tree_private``).
 """
@@ -26,6 +28,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 from cryptography.exceptions import InvalidSignature
@@ -58,6 +61,35 @@ def column_file(column: str) -> str:
     return f"{column}.npy"
 
 
+class _ColumnWriter:
+    """One column file being written: the ``.npy`` header of its final shape, then its rows in
+    order, appended as they come."""
+
+    def __init__(self, path: Path, dtype: str, shape: tuple[int, ...]) -> None:
+        self.dtype = np.dtype(dtype)
+        self.shape = shape
+        self.rows = 0
+        self.file: BinaryIO = open(path, "wb")  # noqa: SIM115 - closed by close()
+        np.lib.format.write_array_header_1_0(
+            self.file,
+            {
+                "descr": np.lib.format.dtype_to_descr(self.dtype),
+                "fortran_order": False,
+                "shape": shape,
+            },
+        )
+
+    def append(self, values: np.ndarray) -> None:
+        values = np.asarray(values)
+        if values.shape[1:] != self.shape[1:] or self.rows + len(values) > self.shape[0]:
+            raise ValueError(f"rows of shape {values.shape} do not fit a column {self.shape}")
+        self.file.write(np.ascontiguousarray(values.astype(self.dtype, copy=False)).data)
+        self.rows += len(values)
+
+    def close(self) -> None:
+        self.file.close()
+
+
 class StoreWriter:
     """Writes a store into a temporary sibling folder; ``commit`` renames it into place."""
 
@@ -78,12 +110,13 @@ class StoreWriter:
             shutil.rmtree(self.tmp, ignore_errors=True)
         except OSError as exc:
             raise PrintpipeError(f"cannot write to {path.parent}: {exc.strerror}") from None
-        self.columns = {}
+        self.tickets = tickets
+        self.columns: dict[str, _ColumnWriter] = {}
         try:  # from the folder's creation on, anything (Ctrl-C too) removes it
             make_private_dir(self.tmp)
             for name, shape in shapes.items():
-                self.columns[name] = np.lib.format.open_memmap(
-                    self.tmp / column_file(name), mode="w+", dtype=COLUMN_DTYPES[name], shape=shape
+                self.columns[name] = _ColumnWriter(
+                    self.tmp / column_file(name), COLUMN_DTYPES[name], shape
                 )
         except OSError as exc:
             self.abort()
@@ -94,11 +127,10 @@ class StoreWriter:
         self.rows = 0
 
     def append(self, tickets: Tickets, salts: np.ndarray) -> None:
-        end = self.rows + len(tickets)
         for name in Tickets.COLUMNS:
-            self.columns[name][self.rows : end] = getattr(tickets, name)
-        self.columns[SALT][self.rows : end] = salts
-        self.rows = end
+            self.columns[name].append(getattr(tickets, name))
+        self.columns[SALT].append(salts)
+        self.rows += len(tickets)
 
     def commit(
         self,
@@ -111,12 +143,11 @@ class StoreWriter:
         ``before_rename`` gets the finished temporary folder, to add files that are not part
         of the summary (the block manifest), so that they too appear only with the store.
         """
-        if self.rows != len(self.columns["tier"]):
-            raise RuntimeError(f"store has {self.rows} rows of {len(self.columns['tier'])}")
+        if any(column.rows != self.tickets for column in self.columns.values()):
+            raise RuntimeError(f"store has {self.rows} rows of {self.tickets}")
         files = {}
         for name, column in self.columns.items():
-            column.flush()
-            del column
+            column.close()
             files[column_file(name)] = ColumnFile(
                 sha256=sha256_file(self.tmp / column_file(name)), dtype=COLUMN_DTYPES[name]
             )
@@ -135,6 +166,8 @@ class StoreWriter:
         os.replace(self.tmp, self.path)
 
     def abort(self) -> None:
+        for column in self.columns.values():
+            column.close()
         self.columns = {}
         shutil.rmtree(self.tmp, ignore_errors=True)
 
