@@ -1,17 +1,30 @@
 """Export benchmark: tickets/s with 1 and 2 workers, peak RSS per worker, PDF bytes per ticket,
-and the ratio to a minimal hand-written PDF writer drawing the same ticket in the same run.
+and the ratio to a minimal hand-written PDF writer drawing the same tickets in the same run.
 
-    python bench/bench_export.py [--packs 200] [--repeat 3]
+    python bench/bench_export.py [--packs 200] [--repeat 3] [--store-packs 12000]
+                                 [--baseline DIR] [--no-layers]
 
-Then the cost of each layer of the press file (``docs/print-files.md``): the same 5,000-ticket
-chunk rendered in process with everything, and with one layer taken out at a time (the bench
-removes its operators; the product has no such switch), medians of ``--repeat`` runs.
+The run is what ``printpipe run`` exports: ``--packs`` packs (25,000 tickets) of a block store
+of ``--store-packs`` packs (default the whole block: the store check hashes every column of
+it).  Every figure is taken in a fresh process, the configurations interleaved repetition by
+repetition, medians printed.  With ``--baseline DIR`` (a checkout of another commit, from
+9a793ff on, e.g. ``git worktree add /tmp/base main``), the same measurements run that
+checkout's code in the same repetitions, against the same store: on a shared machine, compare
+the two columns and the ratios, not figures from different runs.
 
-The hand-written writer is the pure-Python ceiling: the same per-ticket work (the faces built
-from the store's arrays, the same cached barcode operators, 11 symbol form placements, two
-strings of digits, the front and back static forms placed by reference, Flate per page) with
-none of reportlab's canvas.  The export's figure includes everything a run does (store check,
-process pool, job.json, manifest), so the ratio is an upper bound on reportlab's overhead.
+- whole run: one ``export_block`` call (store check, process pool, the PDFs, the manifest,
+  ``job.json``) in a fresh process; peak RSS per worker is its children's maximum.
+- render only: the first 40 packs (5,000 tickets, one chunk) through ``render_chunk`` in one
+  process, after a first render (fonts, imports); the hand-written writer draws the same
+  tickets in the same process just before, so ``writer / render`` is measured in one process.
+- the hand-written writer is the pure-Python ceiling: the same per-ticket work (the faces
+  built from the store's arrays, the same cached barcode operators, 11 symbol form
+  placements, two strings of digits, the front and back static forms placed by reference,
+  Flate per page) with none of reportlab's canvas, fonts, marks or layers.
+
+Then (this checkout only, unless ``--no-layers``) the cost of each layer of the press file
+(``docs/print-files.md``): the same chunk rendered with everything, and with one layer taken
+out at a time (the bench removes its operators; the product has no such switch).
 """
 
 from __future__ import annotations
@@ -19,6 +32,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -27,18 +41,22 @@ import tempfile
 import time
 import zlib
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+CODE_ENV = "PRINTPIPE_BENCH_CODE"
+"""Set in a child's environment: the checkout whose printpipe it measures."""
+sys.path.insert(0, os.environ.get(CODE_ENV, str(ROOT)))
 
 from printpipe.block import PackRange  # noqa: E402
 from printpipe.export import ChunkJob, export_block, render_chunk  # noqa: E402
 from printpipe.games import game_template_dir, load_game  # noqa: E402
-from printpipe.generate import generate_block  # noqa: E402
-from printpipe.keys import init_keys, load_secrets, load_signing_key  # noqa: E402
 from printpipe.render.barcodes import Code128Digits, InterleavedTwoOfFive  # noqa: E402
 from printpipe.render.ticket import TicketFace, faces_of_packs  # noqa: E402
 from printpipe.store import BlockStore  # noqa: E402
+
+SAMPLE_PACKS = 40
+"""The render-only chunk: the export's default chunk, 5,000 tickets."""
 
 
 def hand_written_pdf(path: Path, faces: list[TicketFace], slots: int = 9) -> None:
@@ -113,125 +131,204 @@ def hand_written_pdf(path: Path, faces: list[TicketFace], slots: int = 9) -> Non
     path.write_bytes(bytes(out))
 
 
+# -- the children: one measurement each, in a fresh process ------------------------------------
+
+
+def child_export(
+    block: Path, out: Path, keys: Path, approvals: Path, workers: int, packs: int
+) -> dict[str, Any]:
+    started = time.perf_counter()
+    job = export_block(
+        block_dir=block,
+        out_dir=out,
+        keys_dir=keys,
+        approvals_dir=approvals,
+        packs=PackRange(1, packs),
+        workers=workers,
+        show_progress=False,
+    )
+    seconds = time.perf_counter() - started
+    return {
+        "seconds": seconds,
+        "tickets": job["tickets"],
+        "worker_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+        "coordinator_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "bytes": sum(f["bytes"] for f in job["files"]),
+    }
+
+
+def child_render(block: Path, work: Path) -> dict[str, float]:
+    """The hand-written writer, then the press renderer, on the same 5,000 tickets."""
+    chunk = first_chunk(block, work / "render")
+    render_chunk(chunk)  # the process's first render: imports, fonts
+    tickets = chunk.tickets
+    started = time.perf_counter()  # faces included: the export builds them too
+    faces = faces_of_packs(412, 1, 125, tickets.variant, tickets.symbols, tickets.virn)
+    hand_written_pdf(work / "hand.pdf", faces)
+    hand = len(faces) / (time.perf_counter() - started)
+    started = time.perf_counter()
+    render_chunk(chunk)
+    render = len(faces) / (time.perf_counter() - started)
+    return {"hand": hand, "render": render}
+
+
+def child_approve(work: Path) -> dict[str, str]:
+    """The lottery's approval of a proof of the default inputs, as a press run needs."""
+    from printpipe.approval import approve_proof
+    from printpipe.keys import LOTTERY_SIGNING_KEY, load_signing_key
+    from printpipe.proof import make_proof
+
+    make_proof(game_id="chien-chat", out_dir=work / "proof")
+    key = load_signing_key(work.parent / "keys", LOTTERY_SIGNING_KEY)
+    approve_proof(work / "proof", signing_key=key, approvals_dir=work / "approvals")
+    return {"approvals": str(work / "approvals")}
+
+
+def first_chunk(block: Path, out: Path) -> ChunkJob:
+    """The first 40 packs of the block as the export's own work unit, for a render-only time."""
+    from printpipe.export import ExportSettings, _chunk_job, chunk_specs, job_date
+    from printpipe.render.imposition import SRA3
+    from printpipe.render.pdfx import FOGRA39
+    from printpipe.render.template import Coating, load_template
+
+    store = BlockStore.open(block)
+    template = load_template(game_template_dir("chien-chat") / "ticket.toml")
+    settings = ExportSettings(
+        SRA3.name, SRA3.size_mm, template.name, template.sha256, SAMPLE_PACKS, Coating.PLATE
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    spec = chunk_specs(store, PackRange(1, SAMPLE_PACKS), SAMPLE_PACKS)[0]
+    return _chunk_job(store, spec, str(out), template, settings, job_date(), FOGRA39)
+
+
+def _child(code: Path, *args: str) -> dict[str, Any]:
+    result = subprocess.run(
+        [sys.executable, __file__, "--child", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, CODE_ENV: str(code)},
+    )
+    if result.returncode:
+        raise SystemExit(f"bench child {args[0]} of {code} failed:\n{result.stderr}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+# -- the run ------------------------------------------------------------------------------------
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--packs", type=int, default=200)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--store-packs", type=int, default=None, help="default: the whole block")
+    parser.add_argument("--baseline", type=Path, default=None, help="another checkout to compare")
+    parser.add_argument("--no-layers", action="store_true", help="skip the cost of each layer")
+    parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
-    if args.child:  # one export in a fresh process, so RUSAGE_CHILDREN is this run's workers
-        block, out, keys, approvals, workers = args.child.split(",")
-        started = time.perf_counter()
-        job = export_block(
-            block_dir=Path(block),
-            out_dir=Path(out),
-            keys_dir=Path(keys),
-            approvals_dir=Path(approvals),
-            workers=int(workers),
-            show_progress=False,
-        )
-        elapsed = time.perf_counter() - started
-        child_rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-        size = sum(f["bytes"] for f in job["files"])
-        print(
-            json.dumps(
-                {"seconds": elapsed, "tickets": job["tickets"], "rss_mb": child_rss, "bytes": size}
+    if args.child:
+        kind, *rest = args.child
+        if kind == "export":
+            block, out, keys, approvals, workers, packs = rest
+            result = child_export(
+                Path(block), Path(out), Path(keys), Path(approvals), int(workers), int(packs)
             )
-        )
+        elif kind == "render":
+            result = child_render(Path(rest[0]), Path(rest[1]))
+        else:
+            result = child_approve(Path(rest[0]))
+        print(json.dumps(result))
         return
+
+    codes = {"this checkout": ROOT}
+    if args.baseline is not None:
+        codes[f"baseline {args.baseline}"] = args.baseline.resolve()
     game = load_game("chien-chat")
+    store_packs = args.store_packs or game.definition.block.packs
     with tempfile.TemporaryDirectory() as tmp_text:
         tmp = Path(tmp_text)
-        init_keys(tmp / "keys")
-        block = tmp / "block"
-        generate_block(
-            game,
-            secrets=load_secrets(tmp / "keys"),
-            signing_key=load_signing_key(tmp / "keys"),
-            block=1,
-            out=block,
-            packs=PackRange(1, args.packs),
-            show_progress=False,
-        )
-        approvals = _approve(tmp)
-        store = BlockStore.open(block)
-        tickets = store.read()
-        sample = slice(0, min(len(tickets), 5000))
-        rows: dict[str, list[float]] = {
-            "1": [],
-            "2": [],
-            "ratio": [],
-            "hand": [],
-            "render": [],
-            "render_ratio": [],
+        block = _make_block(tmp, store_packs)
+        approvals = {
+            name: Path(_child(code, "approve", str(tmp / f"code-{i}"))["approvals"])
+            for i, (name, code) in enumerate(codes.items())
         }
-        chunk = _first_chunk(block, tmp / "render-only")
-        rss: dict[str, float] = {"1": 0.0, "2": 0.0}
-        per_ticket = 0.0
-        for run in range(args.repeat):
-            for workers in ("1", "2"):
-                out = tmp / f"print-{run}-{workers}"
-                text = subprocess.run(
-                    [
-                        sys.executable,
-                        __file__,
-                        "--child",
-                        f"{block},{out},{tmp / 'keys'},{approvals},{workers}",
-                    ],
-                    capture_output=True,
-                    text=True,
-                    check=True,
-                ).stdout
-                result = json.loads(text)
-                rows[workers].append(result["tickets"] / result["seconds"])
-                rss[workers] = max(rss[workers], result["rss_mb"])
-                per_ticket = result["bytes"] / result["tickets"]
-            started = time.perf_counter()  # faces included: the export builds them too
-            faces = faces_of_packs(
-                412, 1, 125, tickets.variant[sample], tickets.symbols[sample], tickets.virn[sample]
-            )
-            hand_written_pdf(tmp / "hand.pdf", faces)
-            hand_rate = len(faces) / (time.perf_counter() - started)
-            rows["hand"].append(hand_rate)
-            rows["ratio"].append(hand_rate / rows["1"][-1])
-            started = time.perf_counter()  # the same 5,000 tickets through the press renderer
+        runs: dict[str, list[dict[Any, Any]]] = {name: [] for name in codes}
+        for repeat in range(args.repeat):
+            for i, (name, code) in enumerate(codes.items()):
+                row: dict[Any, Any] = {}
+                for workers in (1, 2):
+                    out = tmp / f"print-{i}-{repeat}-{workers}"
+                    row[workers] = _child(
+                        code, "export", str(block), str(out), str(tmp / "keys"),
+                        str(approvals[name]), str(workers), str(args.packs),
+                    )  # fmt: skip
+                row["render"] = _child(code, "render", str(block), str(tmp / f"render-{i}"))
+                runs[name].append(row)
+        _report(runs, args.packs, store_packs * game.definition.block.pack_size, args.repeat)
+        if not args.no_layers:
+            chunk = first_chunk(block, tmp / "layers")
             render_chunk(chunk)
-            render_rate = len(faces) / (time.perf_counter() - started)
-            rows["render"].append(render_rate)
-            rows["render_ratio"].append(hand_rate / render_rate)
-        costs = layer_costs(chunk, args.repeat)
-    print(f"tickets exported per run: {args.packs * 125:,} (front + back, both barcodes)")
-    print(f"1 worker : {statistics.median(rows['1']):8,.0f} tickets/s (median of {args.repeat})")
-    print(f"2 workers: {statistics.median(rows['2']):8,.0f} tickets/s")
-    print(f"peak RSS per worker: {max(rss.values()):.0f} MB")
-    print(f"PDF bytes per ticket: {per_ticket:,.0f}")
-    print(
-        f"render only (1 chunk of 5,000 tickets, in process): "
-        f"{statistics.median(rows['render']):8,.0f} tickets/s"
+            _report_layers(layer_costs(chunk, args.repeat))
+
+
+def _make_block(tmp: Path, packs: int) -> Path:
+    from printpipe.generate import generate_block
+    from printpipe.keys import init_keys, load_secrets, load_signing_key
+
+    init_keys(tmp / "keys")
+    generate_block(
+        load_game("chien-chat"),
+        secrets=load_secrets(tmp / "keys"),
+        signing_key=load_signing_key(tmp / "keys"),
+        block=1,
+        out=tmp / "block",
+        packs=PackRange(1, packs),
+        show_progress=False,
     )
+    return tmp / "block"
+
+
+def _report(runs: dict[str, list[dict[Any, Any]]], packs: int, store: int, repeat: int) -> None:
+    tickets = packs * 125
     print(
-        f"hand-written writer: {statistics.median(rows['hand']):8,.0f} tickets/s, "
-        f"{statistics.median(rows['render_ratio']):.2f}x the render of the same tickets, "
-        f"{statistics.median(rows['ratio']):.2f}x the whole export run with 1 worker"
+        f"{tickets:,} tickets (packs 1 to {packs}) of a block store of {store:,}; median of "
+        f"{repeat}, each figure a fresh process, the checkouts interleaved"
     )
-    base = costs.pop("everything")
-    print(f"cost of each layer (render of 5,000 tickets in process, {base:,.0f} tickets/s in all):")
-    for name, rate in costs.items():
-        print(
-            f"  {name:<50} costs {100 * (rate / base - 1):+5.1f} % ({rate:,.0f} tickets/s without)"
+    names = list(runs)
+    figures: dict[str, list[str]] = {}
+
+    def median(name: str, value: Any) -> float:
+        return statistics.median(value(row) for row in runs[name])
+
+    rows = {
+        "whole run, 1 worker (tickets/s)": lambda r: r[1]["tickets"] / r[1]["seconds"],
+        "whole run, 2 workers (tickets/s)": lambda r: r[2]["tickets"] / r[2]["seconds"],
+        "render only, 5,000 tickets (tickets/s)": lambda r: r["render"]["render"],
+        "hand-written writer (tickets/s)": lambda r: r["render"]["hand"],
+        "writer / render, same process": lambda r: r["render"]["hand"] / r["render"]["render"],
+        "writer / whole run, 1 worker": lambda r: (
+            r["render"]["hand"] / (r[1]["tickets"] / r[1]["seconds"])
+        ),
+        "peak RSS per worker (MB)": lambda r: max(r[w]["worker_rss_mb"] for w in (1, 2)),
+        "coordinator peak RSS (MB)": lambda r: max(r[w]["coordinator_rss_mb"] for w in (1, 2)),
+        "PDF bytes per ticket": lambda r: r[1]["bytes"] / r[1]["tickets"],
+    }
+    for label, value in rows.items():
+        figures[label] = []
+        for name in names:
+            m = median(name, value)
+            figures[label].append(f"{m:.2f} x" if label.startswith("writer /") else f"{m:,.0f}")
+    width = max(len(label) for label in figures)
+    print(" " * width + "".join(f"  {name:>24}" for name in names))
+    for label, cells in figures.items():
+        print(f"{label:<{width}}" + "".join(f"  {cell:>24}" for cell in cells))
+    for name in names:
+        each = ", ".join(
+            f"{r['render']['hand'] / (r[1]['tickets'] / r[1]['seconds']):.2f}" for r in runs[name]
         )
-
-
-def _approve(tmp: Path) -> Path:
-    """The lottery's approval of a proof of the default inputs, as a press run needs."""
-    from printpipe.approval import approve_proof
-    from printpipe.keys import LOTTERY_SIGNING_KEY
-    from printpipe.proof import make_proof
-
-    make_proof(game_id="chien-chat", out_dir=tmp / "proof")
-    key = load_signing_key(tmp / "keys", LOTTERY_SIGNING_KEY)
-    approve_proof(tmp / "proof", signing_key=key, approvals_dir=tmp / "approvals")
-    return tmp / "approvals"
+        renders = ", ".join(
+            f"{r['render']['hand'] / r['render']['render']:.2f}" for r in runs[name]
+        )
+        print(f"  {name}: writer / whole run {each}; writer / render {renders}")
 
 
 def layer_costs(chunk: ChunkJob, repeat: int) -> dict[str, float]:
@@ -242,23 +339,17 @@ def layer_costs(chunk: ChunkJob, repeat: int) -> dict[str, float]:
     from printpipe.render import canvas, pdfx, sheet, ticket
     from printpipe.render.template import Coating
 
-    def no_blocking(self: ticket.TicketRenderer) -> None:
-        declare(self)
-        self._blocking_ops = ""
+    def process_black(self: ticket.TicketRenderer, overprint: str) -> list[str]:
+        return ["q 0 0 0 1 k 0 0 0 1 K\n", *self._variable, "Q\n"]
 
-    def process_black(self: ticket.TicketRenderer) -> None:
-        declare(self)
-        self._variable_on = "0 0 0 1 k 0 0 0 1 K\n"
-
-    declare = ticket.TicketRenderer._declare_page
     without: dict[str, tuple[contextlib.AbstractContextManager[object], ...]] = {
         "everything": (),
         "coating and decoration (ScratchOff, ScratchDecor)": (),
         "blocking layer (Blocking)": (
-            mock.patch.object(ticket.TicketRenderer, "_declare_page", no_blocking),
+            mock.patch.object(ticket.TicketRenderer, "_blocking_layer", lambda self, o: []),
         ),
         "variable imaging on its own plate (vs process K)": (
-            mock.patch.object(ticket.TicketRenderer, "_declare_page", process_black),
+            mock.patch.object(ticket.TicketRenderer, "_variable_layer", process_black),
         ),
         "colour bar": (mock.patch.object(sheet, "_colour_bar", lambda c, right, bottom: ""),),
         "PDF/X-1a (Info, output intent)": (
@@ -273,12 +364,11 @@ def layer_costs(chunk: ChunkJob, repeat: int) -> dict[str, float]:
     names = list(without)
     for turn in range(repeat):  # each round in another order: no layer always runs first
         for name in names[turn % len(names) :] + names[: turn % len(names)]:
-            patches = without[name]
             job = chunk
             if name.startswith("coating"):
                 job = replace(chunk, settings=replace(chunk.settings, coating=Coating.NONE))
             with contextlib.ExitStack() as stack:
-                for patch in patches:
+                for patch in without[name]:
                     stack.enter_context(patch)
                 started = time.perf_counter()
                 render_chunk(job)
@@ -286,21 +376,13 @@ def layer_costs(chunk: ChunkJob, repeat: int) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in rates.items()}
 
 
-def _first_chunk(block: Path, out: Path) -> ChunkJob:
-    """The first 40 packs of the block as the export's own work unit, for a render-only time."""
-    from printpipe.export import ExportSettings, _chunk_job, chunk_specs, job_date
-    from printpipe.render.imposition import SRA3
-    from printpipe.render.pdfx import FOGRA39
-    from printpipe.render.template import Coating, load_template
-
-    store = BlockStore.open(block)
-    template = load_template(game_template_dir("chien-chat") / "ticket.toml")
-    settings = ExportSettings(
-        SRA3.name, SRA3.size_mm, template.name, template.sha256, 40, Coating.PLATE
-    )
-    out.mkdir()
-    spec = chunk_specs(store, PackRange(1, 40), 40)[0]
-    return _chunk_job(store, spec, str(out), template, settings, job_date(), FOGRA39)
+def _report_layers(costs: dict[str, float]) -> None:
+    base = costs.pop("everything")
+    print(f"cost of each layer (render of 5,000 tickets in process, {base:,.0f} tickets/s in all):")
+    for name, rate in costs.items():
+        print(
+            f"  {name:<50} costs {100 * (rate / base - 1):+5.1f} % ({rate:,.0f} tickets/s without)"
+        )
 
 
 if __name__ == "__main__":

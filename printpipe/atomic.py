@@ -68,8 +68,9 @@ def make_tree_private(folder: Path) -> None:
 
 
 @contextmanager
-def atomic_file(path: Path, mode: str = "wb") -> Iterator[BinaryIO]:
-    """A binary file that appears at ``path`` only once the block exits without error.
+def staged_file(path: Path, mode: str = "wb") -> Iterator[BinaryIO]:
+    """A binary file under ``path``'s partial name, flushed to disk when the block exits
+    without error, removed otherwise; it is not ``path`` until renamed (:func:`promote`).
 
     Mode 0600 (see the module's docstring); ``mode`` is ``"wb"`` or ``"w+b"``.
     """
@@ -79,8 +80,6 @@ def atomic_file(path: Path, mode: str = "wb") -> Iterator[BinaryIO]:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(tmp, path)
-        fsync_dir(path.parent)
     except OSError as exc:
         tmp.unlink(missing_ok=True)
         raise PrintpipeError(f"cannot write {path}: {exc.strerror or exc}") from None
@@ -89,9 +88,42 @@ def atomic_file(path: Path, mode: str = "wb") -> Iterator[BinaryIO]:
         raise
 
 
+@contextmanager
+def atomic_file(path: Path, mode: str = "wb") -> Iterator[BinaryIO]:
+    """A binary file that appears at ``path`` only once the block exits without error.
+
+    Mode 0600 (see the module's docstring); ``mode`` is ``"wb"`` or ``"w+b"``.
+    """
+    with staged_file(path, mode) as handle:
+        yield handle
+    try:
+        promote(partial_path(path), path)
+    except BaseException:
+        partial_path(path).unlink(missing_ok=True)
+        raise
+
+
 def write_atomic(path: Path, data: bytes | str) -> None:
     with atomic_file(path) as handle:
         handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+
+
+def write_staged(path: Path, data: bytes) -> Path:
+    """Write ``data`` complete and on disk under ``path``'s partial name, without renaming it:
+    the file is finished, but it is not ``path`` until :func:`promote` says so (an export's
+    chunk, rendered before its block store is proven intact).  Returns the partial name."""
+    with staged_file(path) as handle:
+        handle.write(data)
+    return partial_path(path)
+
+
+def promote(staged: Path, path: Path) -> None:
+    """Rename a finished file from its partial name to ``path``, durably."""
+    try:
+        os.replace(staged, path)
+        fsync_dir(path.parent)
+    except OSError as exc:
+        raise PrintpipeError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def fsync_dir(directory: Path) -> None:

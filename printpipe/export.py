@@ -2,22 +2,35 @@
 pool or by the workers of a Dask cluster (``cluster.py``: the same work unit, only the engine
 differs).
 
-Each chunk is one duplex PDF (front sheet, back sheet, ...), written under a temporary name,
-fsynced and renamed when complete, so a file with its final name is always a finished one.
-Re-running the same command after a crash or ``kill -9`` renders only the chunks whose file
-is missing; since rendering is deterministic (``invariant=1``) the result is byte-identical to
-an uninterrupted run.  A marker file records the settings of the run a folder belongs to, so a
-rerun with other settings cannot mix files of two jobs.  ``job.json`` is written last: every
-file with its SHA-256, pages and serials, the settings, and the block summary's hash.
+Each chunk is one duplex PDF (front sheet, back sheet, ...), written under a temporary name
+and fsynced by its worker, then renamed by this process, so a file with its final name is
+always a finished one.  Re-running the same command after a crash or ``kill -9`` renders only
+the chunks whose file is missing; since rendering is deterministic (``invariant=1``) the
+result is byte-identical to an uninterrupted run.  A marker file records the settings of the
+run a folder belongs to, so a rerun with other settings cannot mix files of two jobs.
+``job.json`` is written last: every file with its SHA-256, pages and serials, the settings,
+and the block summary's hash.
+
+What the coordinator does while the workers render, on two threads of its own (hashing,
+encryption and the disk release the GIL): it proves the block store intact (every column
+against the SHA-256 of the producer's signed summary, whose signature is checked before
+anything else), and it seals the run manifest's records (:func:`manifest.seal_run_records`).
+Nothing is finalised before the store is proven intact: the first chunk to be renamed into
+place waits for the proof (then the folder's marker is written and a stale ``job.json``
+removed), and a store that fails it stops the run, removes every partial file (the rendered
+chunks and the sealed records among them) and is refused in one line, as if it had been
+checked first.  The manifest is written once every chunk is final, with their SHA-256.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import resource
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -28,7 +41,14 @@ import numpy as np
 
 from printpipe import __version__
 from printpipe.approval import APPROVALS_DIR, NOT_APPROVED, Approval, find_approval, inputs_of
-from printpipe.atomic import make_private_dir, remove_partials, sha256_file, write_atomic
+from printpipe.atomic import (
+    make_private_dir,
+    promote,
+    remove_partials,
+    sha256_file,
+    write_atomic,
+    write_staged,
+)
 from printpipe.block import PackRange, Tickets
 from printpipe.cluster import ChunkRunner, make_runner, run_in_order
 from printpipe.errors import PrintpipeError
@@ -107,7 +127,8 @@ def chunk_file_name(game_id: str, block: int, first_pack: int, last_pack: int) -
 
 
 def render_chunk(job: ChunkJob) -> dict[str, Any]:
-    """Render one chunk; write its PDF (temp name, fsync, rename) or return its bytes.
+    """Render one chunk; write its PDF, complete and fsynced, under its partial name
+    (``staged``: the coordinator renames it into place) or return its bytes.
 
     Returns worker statistics and the PDF's SHA-256, so that the coordinator can check the
     file it sees in the shared folder is the one the worker wrote.
@@ -180,7 +201,7 @@ def render_chunk(job: ChunkJob) -> dict[str, Any]:
     if job.out_dir is None:
         result["data"] = data
     else:
-        write_atomic(Path(job.out_dir) / job.file_name, data)
+        result["staged"] = write_staged(Path(job.out_dir) / job.file_name, data).name
     return result
 
 
@@ -223,11 +244,11 @@ def export_block(
         load_public_key,
         load_signing_key,
     )
-    from printpipe.manifest import write_run_manifest
+    from printpipe.manifest import seal_run_records, write_sealed_run_manifest
     from printpipe.render.template import load_template
 
     store = BlockStore.open(block_dir)
-    store.check_intact(load_public_key(keys_dir / PRODUCER_SIGNING_PUB))
+    store.check_signature(load_public_key(keys_dir / PRODUCER_SIGNING_PUB))
     # The manifest's keys are loaded before any rendering, so a bad key costs no work.
     recipient = load_lottery_recipient(keys_dir / LOTTERY_RECIPIENT)
     signing_key = load_signing_key(keys_dir)
@@ -243,6 +264,7 @@ def export_block(
     if is_online(game):  # the unit feed, no press files
         from printpipe.feed_export import export_feed
 
+        store.check_columns()
         return export_feed(store, game, out_dir, packs, recipient, signing_key, show_progress)
     if chunk_packs < 1:
         raise PrintpipeError("--chunk-packs must be at least 1")
@@ -270,21 +292,44 @@ def export_block(
         hashlib.sha256(intent.profile).hexdigest() if intent.profile else None,
         approval.sha256 if approval else NOT_APPROVED,
     )
-    date = _prepare_out_dir(out_dir, store, packs, settings, approval)
-    specs = chunk_specs(store, packs, chunk_packs)
-    todo = [spec for spec in specs if not (out_dir / spec.file_name).exists()]
-    target = None if collect else str(out_dir.resolve())
-    jobs = (_chunk_job(store, spec, target, loaded, settings, date, intent) for spec in todo)
-    tickets = sum(spec.last - spec.first + 1 for spec in todo) * store.pack_size
-    engine = _engine(scheduler, min(workers or os.cpu_count() or 1, max(1, len(todo))))
-    rendered = _render(jobs, engine, tickets, show_progress, out_dir) if todo else iter(())
-    done = {spec.file_name for spec in todo}
-    files = _file_entries(
-        specs, done, rendered, out_dir, store, game.definition.number, loaded, settings
+    folder = _claim_out_dir(out_dir, store, packs, settings, approval)
+    intact = _IntactGate(store, folder.open_for_finished_files)
+    stop = threading.Event()
+    manifest_path = out_dir / MANIFEST_FILE
+    sealing = _Background(
+        lambda: seal_run_records(manifest_path, store, packs, recipient, stop=stop.is_set)
     )
-    write_run_manifest(
-        out_dir / MANIFEST_FILE, store, packs, recipient, signing_key, files, show_progress
-    )
+    try:
+        specs = chunk_specs(store, packs, chunk_packs)
+        todo = [spec for spec in specs if not (out_dir / spec.file_name).exists()]
+        target = None if collect else str(out_dir.resolve())
+        jobs = (
+            _chunk_job(store, spec, target, loaded, settings, folder.date, intent) for spec in todo
+        )
+        tickets = sum(spec.last - spec.first + 1 for spec in todo) * store.pack_size
+        engine = _engine(scheduler, min(workers or os.cpu_count() or 1, max(1, len(todo))))
+        rendered = (
+            _render(jobs, engine, tickets, show_progress, out_dir, intact) if todo else iter(())
+        )
+        done = {spec.file_name for spec in todo}
+        files = _file_entries(
+            specs, done, rendered, out_dir, store, game.definition.number, loaded, settings
+        )
+        intact.pass_through()  # before the manifest, were every chunk already there
+        write_sealed_run_manifest(
+            manifest_path, store, sealing.result(), recipient, signing_key, files
+        )
+        remove_partials(out_dir)  # what a worker killed mid-chunk left (its chunk ran again)
+    except BaseException:
+        stop.set()
+        sealing.wait()
+        remove_partials(out_dir)
+        folder.remove_if_unused()
+        refusal = intact.refusal()
+        if refusal is not None:  # a damaged store is the reason, whatever stopped first
+            raise refusal from None
+        raise
+    date = folder.date
     record = {
         "format": JOB_FORMAT,
         "game": {"id": game.definition.id, "number": game.definition.number},
@@ -359,19 +404,21 @@ def _render(
     tickets: int,
     show_progress: bool,
     out_dir: Path,
+    intact: _IntactGate,
 ) -> Iterator[dict[str, Any]]:
     """Render the chunks on the run's engine; results in block order, as they arrive.
 
-    Collected bytes are written as soon as they arrive (any order: files are independent),
-    so only small result records wait for their turn.  Ctrl-C, an error or a lost cluster
-    stops the run and removes partial files; finished chunk files stay for a resume.
+    Each chunk is renamed into place (collected bytes written) as soon as it arrives, once
+    the store is proven intact (any order: files are independent), so only small result
+    records wait for their turn.  Ctrl-C, an error or a lost cluster stops the run and
+    removes partial files; finished chunk files stay for a resume.
     """
     runner = engine()
     try:
         with progress_bar(tickets, "export", "tickets", show_progress) as bar:
 
             def arrived(job: ChunkJob, result: dict[str, Any]) -> dict[str, Any]:
-                result = _receive(out_dir, result)
+                result = _receive(out_dir, result, intact)
                 bar.update(result["tickets"])
                 return result
 
@@ -384,19 +431,25 @@ def _render(
     runner.close(abort=False)
 
 
-def _receive(out_dir: Path, result: dict[str, Any]) -> dict[str, Any]:
-    """Write a collected chunk, or check the file a worker wrote is the one it rendered."""
+def _receive(out_dir: Path, result: dict[str, Any], intact: _IntactGate) -> dict[str, Any]:
+    """Check the chunk a worker wrote (or sent) is the one it rendered, then, the store
+    proven intact, rename it into place (or write it)."""
     path = out_dir / result["file"]
     data = result.pop("data", None)
     if data is not None:
         if hashlib.sha256(data).hexdigest() != result["sha256"]:
             raise PrintpipeError(f"{result['file']} was damaged on its way from the worker")
+        intact.pass_through()
         write_atomic(path, data)
-    elif not path.is_file() or sha256_file(path) != result["sha256"]:
+        return result
+    staged = out_dir / result.pop("staged")
+    if not staged.is_file() or sha256_file(staged) != result["sha256"]:
         raise PrintpipeError(
-            f"{path} is missing or differs from what the worker wrote: do the workers write "
+            f"{staged} is missing or differs from what the worker wrote: do the workers write "
             "to the same shared folder? (else use --collect)"
         )
+    intact.pass_through()
+    promote(staged, path)
     return result
 
 
@@ -434,23 +487,100 @@ def job_date(recorded: int | None = None, approval: Approval | None = None) -> i
     return recorded if recorded is not None else int(time.time())
 
 
-def _prepare_out_dir(
+class _Background:
+    """``fn()`` on a daemon thread of the coordinator; :meth:`result` waits for it and returns
+    its value or raises its error."""
+
+    def __init__(self, fn: Callable[[], Any]) -> None:
+        self._value: Any = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(fn,), daemon=True)
+        self._thread.start()
+
+    def _run(self, fn: Callable[[], Any]) -> None:
+        try:
+            self._value = fn()
+        except BaseException as exc:  # handed to whoever waits for the result
+            self._error = exc
+
+    def wait(self) -> BaseException | None:
+        """Wait for the end; its error, if any."""
+        self._thread.join()
+        return self._error
+
+    def result(self) -> Any:
+        if self.wait() is not None:
+            raise self._error  # type: ignore[misc]
+        return self._value
+
+
+class _IntactGate:
+    """What every file of the run passes before it becomes final: the block store's columns
+    proven intact (hashed on a thread from the start of the run), and, at the first passage,
+    the folder opened for finished files (``open_folder``)."""
+
+    def __init__(self, store: BlockStore, open_folder: Callable[[], None]) -> None:
+        self._check = _Background(store.check_columns)
+        self._open_folder = open_folder
+        self._passed = False
+
+    def pass_through(self) -> None:
+        """Wait for the proof; raise the store's refusal if it fails."""
+        if not self._passed:
+            self._check.result()
+            self._open_folder()
+            self._passed = True
+
+    def refusal(self) -> BaseException | None:
+        """Why the store is refused, or None (waits for the check to end)."""
+        error = self._check.wait()
+        return error if isinstance(error, PrintpipeError) else None
+
+
+@dataclass(frozen=True)
+class _OutDir:
+    """PRINT_DIR as a run claims it: its job's date, its marker, whether this run made it."""
+
+    path: Path
+    date: int
+    marker: str
+    created: bool
+
+    def open_for_finished_files(self) -> None:
+        """Before the run's first finished file: record the job in the marker, and remove a
+        ``job.json`` of an earlier run (rewritten only when this one is complete)."""
+        try:
+            write_atomic(self.path / MARKER, self.marker)
+            (self.path / JOB_FILE).unlink(missing_ok=True)
+        except OSError as exc:
+            raise PrintpipeError(f"cannot write to {self.path}: {exc.strerror}") from None
+
+    def remove_if_unused(self) -> None:
+        """A folder this run made and left empty (a refused run) is removed."""
+        if self.created:
+            with contextlib.suppress(OSError):  # it holds finished files, or it is gone
+                self.path.rmdir()
+
+
+def _claim_out_dir(
     out_dir: Path,
     store: BlockStore,
     packs: PackRange,
     settings: ExportSettings,
     approval: Approval | None,
-) -> int:
+) -> _OutDir:
     """Create or reuse PRINT_DIR; refuse one holding another job; clear leftovers of a crash.
 
-    Returns the job's date: a resumed job keeps the date it began with, so its files keep
-    their bytes."""
+    The job's date: a resumed job keeps the date it began with, so its files keep their
+    bytes.  Nothing is written in the folder yet (see :meth:`_OutDir.open_for_finished_files`).
+    """
     job = {
         "block_summary_sha256": hashlib.sha256(store.summary_bytes).hexdigest(),
         "packs": str(packs),
         "settings": asdict(settings),
     }
     try:
+        created = not out_dir.exists()
         make_private_dir(out_dir)
         existing = _read_marker(out_dir / MARKER)
         recorded = existing.pop("date", None) if existing is not None else None
@@ -463,15 +593,14 @@ def _prepare_out_dir(
             raise PrintpipeError(f"{out_dir} already holds PDF files: use an empty folder")
         date = job_date(recorded if isinstance(recorded, int) else None, approval)
         remove_partials(out_dir)
-        (out_dir / JOB_FILE).unlink(missing_ok=True)  # rewritten only when the run is complete
-        write_atomic(out_dir / MARKER, json.dumps({**job, "date": date}, sort_keys=True))
     except PermissionError as exc:
         raise PrintpipeError(f"cannot write to {out_dir}: {exc.strerror}") from None
     except OSError as exc:
         if isinstance(exc, PrintpipeError):
             raise
         raise PrintpipeError(f"cannot write to {out_dir}: {exc.strerror}") from None
-    return date
+    marker = json.dumps({**job, "date": date}, sort_keys=True)
+    return _OutDir(out_dir, date, marker, created)
 
 
 def _read_marker(path: Path) -> dict[str, Any] | None:

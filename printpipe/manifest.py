@@ -32,8 +32,11 @@ plaintext, and the same ``records-sha256``, although age encryption is randomize
 
 Writing streams: records are encoded a batch of packs at a time and fed to pyrage's
 streaming ``encrypt_io``; the hashes are patched into fixed-width lines once the body is
-written, then the file is fsynced and renamed into place.  Reading verifies the signature
-and the body hash before decrypting, and hashes the body again while decrypting.
+written, then the file is fsynced and renamed into place.  A press export seals the body
+first, while its chunks render (:func:`seal_run_records`, into a partial file), and writes
+the manifest once the press files it lists are final (:func:`write_sealed_run_manifest`).
+Reading verifies the signature and the body hash before decrypting, and hashes the body again
+while decrypting.
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from pyrage import x25519
 
 from printpipe import __version__
-from printpipe.atomic import atomic_file, make_private_dir
+from printpipe.atomic import atomic_file, make_private_dir, open_private, partial_path
 from printpipe.block import PackRange, Tickets
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import VARIANT_COLUMN, Game, GameDefinition
@@ -326,6 +329,57 @@ def build_header(
     }
 
 
+def _check_game(store: BlockStore, definition: GameDefinition) -> None:
+    if store.game_id != definition.id:
+        raise PrintpipeError(
+            f"block store {store.path} is of game {store.game_id}, not {definition.id}"
+        )
+
+
+def _prefix(header: dict[str, Any]) -> bytes:
+    """The file's first lines: the format, the header's length and the header."""
+    header_bytes = json.dumps(header, indent=1, sort_keys=True, ensure_ascii=False).encode() + b"\n"
+    return _MAGIC + _LENGTH_PREFIX + f"{len(header_bytes):010d}\n".encode() + header_bytes
+
+
+def _hash_lines(body_sha256: str, records_sha256: str) -> bytes:
+    return (
+        _BODY_PREFIX
+        + body_sha256.encode()
+        + b"\n"
+        + _RECORDS_PREFIX
+        + records_sha256.encode()
+        + b"\n"
+    )
+
+
+def _signature_line(signature: bytes) -> bytes:
+    return _SIGNATURE_PREFIX + signature.hex().encode() + b"\n"
+
+
+def _private_parent(path: Path) -> None:
+    try:
+        make_private_dir(path.parent)
+    except OSError as exc:
+        raise PrintpipeError(f"cannot write to {path.parent}: {exc.strerror}") from None
+
+
+def _encrypt(
+    chunks: Iterator[bytes], out: BinaryIO, recipient: x25519.Recipient, path: Path
+) -> tuple[str, str]:
+    """Stream the plaintext ``chunks`` through age into ``out``; the SHA-256 of the age body
+    and of the plaintext."""
+    reader = _ChunkReader(chunks)
+    writer = _HashingWriter(out)
+    try:
+        pyrage.encrypt_io(reader, writer, [recipient])
+    except Exception as exc:
+        if reader.error is not None:
+            raise reader.error from None
+        raise PrintpipeError(f"cannot encrypt manifest {path}: {exc}") from None
+    return writer.digest.hexdigest(), reader.digest.hexdigest()
+
+
 def write_manifest(
     path: Path,
     store: BlockStore,
@@ -342,53 +396,99 @@ def write_manifest(
     A block manifest is written while ``generate``'s bar is still open: its bar nests below.
     """
     definition = game.definition
-    if store.game_id != definition.id:
-        raise PrintpipeError(
-            f"block store {store.path} is of game {store.game_id}, not {definition.id}"
-        )
+    _check_game(store, definition)
     header = build_header(store, definition, packs, kind, recipient, print_files)
-    header_bytes = json.dumps(header, indent=1, sort_keys=True, ensure_ascii=False).encode() + b"\n"
-    prefix = _MAGIC + _LENGTH_PREFIX + f"{len(header_bytes):010d}\n".encode() + header_bytes
-    placeholder = (
-        _BODY_PREFIX
-        + b"0" * 64
-        + b"\n"
-        + _RECORDS_PREFIX
-        + b"0" * 64
-        + b"\n"
-        + _SIGNATURE_PREFIX
-        + b"0" * 128
-        + b"\n"
-    )
-    try:
-        make_private_dir(path.parent)
-    except OSError as exc:
-        raise PrintpipeError(f"cannot write to {path.parent}: {exc.strerror}") from None
+    prefix = _prefix(header)
+    placeholder = _hash_lines("0" * 64, "0" * 64) + _signature_line(bytes(64))
+    _private_parent(path)
     records = packs.count * store.pack_size
     with (
         atomic_file(path, "w+b") as out,
         progress_bar(records, "manifest", "records", show_progress, kind == "block") as bar,
     ):
         out.write(prefix + placeholder)
-        reader = _ChunkReader(_counted(iter_plaintext(store, definition, packs), bar.update))
-        writer = _HashingWriter(out)
-        try:
-            pyrage.encrypt_io(reader, writer, [recipient])
-        except Exception as exc:
-            if reader.error is not None:
-                raise reader.error from None
-            raise PrintpipeError(f"cannot encrypt manifest {path}: {exc}") from None
-        hashes = (
-            _BODY_PREFIX
-            + writer.digest.hexdigest().encode()
-            + b"\n"
-            + _RECORDS_PREFIX
-            + reader.digest.hexdigest().encode()
-            + b"\n"
-        )
-        signature = signing_key.sign(prefix + hashes)
+        plaintext = _counted(iter_plaintext(store, definition, packs), bar.update)
+        hashes = _hash_lines(*_encrypt(plaintext, out, recipient, path))
         out.seek(len(prefix))
-        out.write(hashes + _SIGNATURE_PREFIX + signature.hex().encode() + b"\n")
+        out.write(hashes + _signature_line(signing_key.sign(prefix + hashes)))
+    return header
+
+
+@dataclass(frozen=True)
+class SealedRecords:
+    """A run manifest's age body, encrypted before its header can be written (the header names
+    the run's press files, known once they are rendered; the body depends on the tickets
+    alone): a partial file beside the manifest, and its digests."""
+
+    path: Path
+    packs: PackRange
+    body_sha256: str
+    records_sha256: str
+
+
+def seal_run_records(
+    path: Path,
+    store: BlockStore,
+    packs: PackRange,
+    recipient: x25519.Recipient,
+    *,
+    stop: Callable[[], bool] | None = None,
+) -> SealedRecords:
+    """Encrypt the records of ``packs`` for the run manifest that will be ``path``, into
+    ``.NAME.body.partial-PID`` beside it (removed with any partial file if the run fails);
+    :func:`write_sealed_run_manifest` then writes the manifest.  ``stop`` is asked between
+    batches of packs: true, the sealing ends with :class:`SealingStopped`."""
+    from printpipe.games import load_game
+
+    definition = load_game(store.game_id).definition
+    _private_parent(path)
+    body = partial_path(path.with_name(f"{path.name}.body"))
+
+    def batches() -> Iterator[bytes]:
+        for chunk in iter_plaintext(store, definition, packs):
+            if stop is not None and stop():
+                raise SealingStopped(f"sealing {path} stopped")
+            yield chunk
+
+    try:
+        with open_private(body) as out:
+            body_sha256, records_sha256 = _encrypt(batches(), out, recipient, path)
+    except BaseException:
+        body.unlink(missing_ok=True)
+        raise
+    return SealedRecords(body, packs, body_sha256, records_sha256)
+
+
+class SealingStopped(Exception):
+    """The run stopped while its manifest's records were being sealed."""
+
+
+def write_sealed_run_manifest(
+    path: Path,
+    store: BlockStore,
+    sealed: SealedRecords,
+    recipient: x25519.Recipient,
+    signing_key: Ed25519PrivateKey,
+    print_files: list[dict[str, Any]],
+) -> dict[str, Any]:
+    """Write the run manifest whose records :func:`seal_run_records` sealed: the header (with
+    the press files), the digests and the signature, then the body, copied and hashed again
+    on the way (temp name, fsync, rename); the sealed body file is removed."""
+    from printpipe.games import load_game
+
+    definition = load_game(store.game_id).definition
+    header = build_header(store, definition, sealed.packs, "run", recipient, print_files)
+    prefix = _prefix(header)
+    hashes = _hash_lines(sealed.body_sha256, sealed.records_sha256)
+    with atomic_file(path) as out, open(sealed.path, "rb") as body:
+        out.write(prefix + hashes + _signature_line(signing_key.sign(prefix + hashes)))
+        digest = hashlib.sha256()
+        while block := body.read(1 << 20):
+            digest.update(block)
+            out.write(block)
+        if digest.hexdigest() != sealed.body_sha256:
+            raise PrintpipeError(f"the sealed records of {path} changed on disk: run it again")
+    sealed.path.unlink(missing_ok=True)
     return header
 
 

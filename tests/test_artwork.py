@@ -105,3 +105,20 @@ def test_unusable_artwork_is_one_line(store, keys_dir, tmp_path, artwork, words)
                      "--template", str(template), "--unapproved")  # fmt: skip
     assert result.returncode == 1 and result.stderr.count("\n") == 1, result.stderr
     assert words in result.stderr and not (tmp_path / "p").exists()
+
+
+def test_the_default_artwork_needs_no_svg_machinery():
+    """reportlab.graphics and svglib (50 ms a process) are loaded only for designer artwork:
+    a run on the built-in drawings imports neither, in the coordinator nor in a worker."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from printpipe.export import export_block, render_chunk\n"
+        "from printpipe.render import sheet, ticket\n"
+        "from printpipe.proof import make_proof\n"
+        "loaded = [m for m in sys.modules if m.startswith(('reportlab.graphics', 'svglib'))]\n"
+        "assert not loaded, loaded\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

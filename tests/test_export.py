@@ -21,14 +21,14 @@ import pytest
 import zxingcpp
 
 from printpipe.block import PackRange
+from printpipe.errors import PrintpipeError
+from printpipe.export import export_block
 from printpipe.games import game_template_dir
-from printpipe.generate import generate_block
 from printpipe.ids import TicketId
-from printpipe.keys import load_secrets, load_signing_key
 from printpipe.render.imposition import cut_and_stack, impose, parse_sheet
 from printpipe.render.template import load_template
 from printpipe.store import BlockStore
-from tests.conftest import run_cli
+from tests.conftest import generate_store, run_cli
 
 TEMPLATES = game_template_dir("chien-chat")
 
@@ -37,16 +37,14 @@ TEMPLATES = game_template_dir("chien-chat")
 def small_block(tmp_path_factory, game, keys_dir) -> Path:
     """Packs 1 to 8 of block 1 (1,000 tickets)."""
     out = tmp_path_factory.mktemp("export-block") / "block"
-    generate_block(
-        game,
-        secrets=load_secrets(keys_dir),
-        signing_key=load_signing_key(keys_dir),
-        block=1,
-        out=out,
-        packs=PackRange(1, 8),
-        show_progress=False,
-    )
-    return out
+    return generate_store(game, keys_dir, out, PackRange(1, 8))
+
+
+@pytest.fixture(scope="module")
+def long_block(tmp_path_factory, game, keys_dir) -> Path:
+    """Packs 1 to 32 of block 1: 32 one-pack chunks, for runs stopped midway."""
+    out = tmp_path_factory.mktemp("export-long-block") / "block"
+    return generate_store(game, keys_dir, out, PackRange(1, 32))
 
 
 @pytest.fixture(scope="module")
@@ -269,12 +267,10 @@ def test_back_sheet_is_mirrored():
             assert by == fy and abs(bx - fx) < 0.01
 
 
-def test_kill_midway_then_rerun_gives_the_clean_run(tmp_path, small_block, keys_dir, approvals_dir):
+def test_kill_midway_then_rerun_gives_the_clean_run(tmp_path, long_block, keys_dir, approvals_dir):
     args = [
         "export",
-        str(small_block),
-        "--packs",
-        "1:8",
+        str(long_block),
         "--keys",
         str(keys_dir),
         "--approvals",
@@ -300,7 +296,7 @@ def test_kill_midway_then_rerun_gives_the_clean_run(tmp_path, small_block, keys_
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
     done = list(crashed.glob("*.pdf"))
-    assert 2 <= len(done) < 8, "the kill must land midway"
+    assert 2 <= len(done) < 32, "the kill must land midway"
     assert not (crashed / "job.json").exists()
     run_cli(*args, "--out", str(crashed), check=True)
     names = sorted(p.name for p in clean.iterdir() if not p.name.startswith("."))
@@ -312,14 +308,10 @@ def test_kill_midway_then_rerun_gives_the_clean_run(tmp_path, small_block, keys_
     assert not list(crashed.glob(".*.partial-*"))
 
 
-def test_ctrl_c_stops_cleanly_and_the_rerun_finishes(
-    tmp_path, small_block, keys_dir, approvals_dir
-):
+def test_ctrl_c_stops_cleanly_and_the_rerun_finishes(tmp_path, long_block, keys_dir, approvals_dir):
     args = [
         "export",
-        str(small_block),
-        "--packs",
-        "1:8",
+        str(long_block),
         "--keys",
         str(keys_dir),
         "--approvals",
@@ -341,7 +333,7 @@ def test_ctrl_c_stops_cleanly_and_the_rerun_finishes(
     assert process.returncode == 130, stderr
     assert "interrupted" in stderr and "Traceback" not in stderr
     assert not (out / "job.json").exists() and not list(out.glob(".*.partial-*"))
-    assert len(list(out.glob("*.pdf"))) < 8, "Ctrl-C must land before the end"
+    assert len(list(out.glob("*.pdf"))) < 32, "Ctrl-C must land before the end"
     run_cli(*args, "--out", str(out), check=True)
     job = json.loads((out / "job.json").read_text())
     assert [f["path"] for f in job["files"]] == sorted(p.name for p in out.glob("*.pdf"))
@@ -395,6 +387,45 @@ def test_tampered_store_is_refused(tmp_path, small_block, keys_dir, approvals_di
         str(approvals_dir),
     )
     _assert_one_line_error(result, out, "tampered")
+    assert not out.exists(), "a refused run leaves no folder behind"
+
+
+def test_the_store_is_proven_intact_before_any_file_is_final(
+    tmp_path, small_block, keys_dir, approvals_dir, monkeypatch
+):
+    """The columns are hashed while the chunks render: chunks finished before the proof fails
+    are never renamed into place, the sealed manifest records are removed, and an earlier
+    run's files (job.json included) stay as they were."""
+    out = tmp_path / "print"
+    export = dict(
+        keys_dir=keys_dir, approvals_dir=approvals_dir, chunk_packs=1, show_progress=False
+    )
+    export_block(block_dir=small_block, out_dir=out, packs=PackRange(1, 2), **export)
+    before = {p.name: _sha(p) for p in out.iterdir()}
+    for name in before:
+        if name.endswith(".pdf"):
+            (out / name).unlink()  # a run to resume: every chunk to render again
+
+    watched = [out]
+
+    def late_refusal(self: BlockStore) -> None:
+        deadline = time.monotonic() + 60
+        while not list(watched[0].glob(".*.pdf.partial-*")) and time.monotonic() < deadline:
+            time.sleep(0.01)  # until a chunk is rendered, complete under its partial name
+        assert list(watched[0].glob(".*.pdf.partial-*")), "no chunk rendered before the refusal"
+        raise PrintpipeError(f"block store {self.path} is tampered or damaged: virn.npy ...")
+
+    monkeypatch.setattr(BlockStore, "check_columns", late_refusal)
+    with pytest.raises(PrintpipeError, match="tampered"):
+        export_block(block_dir=small_block, out_dir=out, packs=PackRange(1, 2), **export)
+    assert not list(out.glob("*.pdf")) and not list(out.glob(".*partial*"))
+    left = {p.name: _sha(p) for p in out.iterdir()}
+    assert left == {name: sha for name, sha in before.items() if not name.endswith(".pdf")}
+
+    fresh = watched[0] = tmp_path / "fresh"
+    with pytest.raises(PrintpipeError, match="tampered"):
+        export_block(block_dir=small_block, out_dir=fresh, packs=PackRange(1, 1), **export)
+    assert not fresh.exists()
 
 
 @pytest.mark.parametrize(

@@ -42,9 +42,10 @@ class CachedText:
     ``drawString`` splits every string into font subsets and escapes it again; a press sheet
     prints 19 strings (two per ticket and its slug), which at press speed was a quarter of the
     render time.  Each character's subset and code are asked of reportlab once per document
-    (which also puts the glyph in the embedded subset), so a string is a join of cached codes,
-    with a font switch where it crosses subsets (a document's 257th glyph starts a new one).
-    The text stays real text: extractable, drawn with the embedded font.
+    (which also puts the glyph in the embedded subset), so a string is one ``str.translate``
+    through the cached codes, with a font switch where it crosses subsets (a document's 257th
+    glyph starts a new one).  The text stays real text: extractable, drawn with the embedded
+    font.
     """
 
     def __init__(self, canvas: Canvas, font_name: str, size: float, alphabet: str = "") -> None:
@@ -54,7 +55,8 @@ class CachedText:
         self._size = size
         self._glyphs: dict[str, tuple[int, str]] = {}
         self._fonts: dict[int, str] = {}
-        self._first: dict[str, str] = {}  # codes of the glyphs in the first subset seen
+        self._first: dict[int, str] = {}  # codes of the glyphs in the first subset seen
+        self._in_first: dict[int, None] = {}  # the same characters, to delete (a check)
         self._first_subset = -1  # none seen yet
         for char in alphabet:
             self._glyph(char)
@@ -68,17 +70,17 @@ class CachedText:
         if self._first_subset == -1:
             self._first_subset = subset
         if subset == self._first_subset:
-            self._first[char] = glyph[1]
+            self._first[ord(char)] = glyph[1]
+            self._in_first[ord(char)] = None
         return glyph
 
     def literal(self, x: float, y: float, text: str) -> str:
         """Operators drawing ``text`` with its baseline starting at (x, y), in the fill colour."""
         if not text:
             return ""
-        try:  # the press path: every character known, all in one subset
-            encoded = "".join([self._first[char] for char in text])
-        except KeyError:
+        if text.translate(self._in_first):  # a character not yet known, or in another subset
             return self._literal_runs(x, y, text)
+        encoded = text.translate(self._first)
         font = self._fonts[self._first_subset]
         return f"BT {font}1 0 0 1 {x:.2f} {y:.2f} Tm ({encoded}) Tj ET\n"
 

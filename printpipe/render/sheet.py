@@ -27,6 +27,7 @@ PATCH = 4 * MM
 """A colour bar patch, square."""
 PROCESS_PATCHES = ((1, 0, 0, 0), (0, 1, 0, 0), (0, 0, 1, 0), (0, 0, 0, 1))
 TARGET_RADIUS = 2.5 * MM
+SIDES = ("front", "back")
 
 
 def _targets(imposition: Imposition, t: Template) -> list[tuple[float, float, float]]:
@@ -74,7 +75,8 @@ def _define_marks(
 
 
 def _colour_bar(c: PressCanvas, right: float, bottom: float) -> str:
-    """A patch of every ink, ending at ``right``: process, spots, registration (per page)."""
+    """A patch of every ink, ending at ``right``: process, spots, registration.  The spots'
+    operators declare them on the current page: on later pages, :func:`_declare_inks`."""
     selects = [
         f"{cyan:g} {magenta:g} {yellow:g} {black:g} k"
         for cyan, magenta, yellow, black in PROCESS_PATCHES
@@ -86,6 +88,13 @@ def _colour_bar(c: PressCanvas, right: float, bottom: float) -> str:
         ops.append(f"{select} {x + i * PATCH:.2f} {bottom:.2f} {PATCH:.2f} {PATCH:.2f} re f")
     ops.append("Q\n")
     return "\n".join(ops)
+
+
+def _declare_inks(c: PressCanvas) -> None:
+    """Declare every spot ink and the registration colour on the current page (the colour
+    bar and the marks use them)."""
+    for ink in (*SPOTS, REGISTRATION):
+        c.spot_operators(ink)
 
 
 def write_sheets(
@@ -112,6 +121,9 @@ def write_sheets(
     sheets, order = cut_and_stack(len(faces), imposition.slots)
     slug_x, slug_y = t.sheet["margin"] * MM, t.sheet["margin"] * MM
     slug_text = CachedText(c, renderer.fonts["regular"], 6)
+    colour_bar = _colour_bar(c, bar_right, slug_y)
+    fill, stroke = c.spot_operators(REGISTRATION)
+    marks = {side: f"q {fill} {stroke} {c.form_operator(f'marks-{side}')}\n" for side in SIDES}
     pages = 0
     for s, slots in enumerate(order):
         if only is not None and s not in only:
@@ -124,11 +136,12 @@ def write_sheets(
                 if index >= 0:
                     draw(*places[k], faces[index])
             renderer.finish_page()
-            fill, stroke = c.spot_operators(REGISTRATION)
-            c.addLiteral(f"q {fill} {stroke} {c.form_operator(f'marks-{side}')}\n")
-            c.addLiteral(f"{slug_text.literal(slug_x, slug_y, slug(s, sheets, side))}Q")
+            _declare_inks(c)
+            c.addLiteral(
+                marks[side] + slug_text.literal(slug_x, slug_y, slug(s, sheets, side)) + "Q"
+            )
             c.use_forms([f"marks-{side}"])
-            c.addLiteral(_colour_bar(c, bar_right, slug_y))
+            c.addLiteral(colour_bar)
             if overlay is not None:
                 overlay(c, s, side)
             c.showPage()

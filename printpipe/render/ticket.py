@@ -18,15 +18,18 @@ and decoration forms paint in *tints of the current colour space*, which the pag
 placing them: one form, drawn once per PDF, prints on its layer's plate.
 
 What covers the scratch zones is the :class:`Coating`: ``plate`` (press, and the proofs'
-covered front: layers 4 and 5 at page level by :meth:`TicketRenderer.finish_page`) or ``none``
-(the ticket as scratched: the proofs' revealed front, and what tests decode).
+covered front: layers 4 and 5) or ``none`` (the ticket as scratched: the proofs' revealed
+front, and what tests decode).
 
+A page is written layer by layer: ``draw_front`` and ``draw_back`` collect the page's
+tickets, and :meth:`TicketRenderer.finish_page` writes each layer of all of them in turn
+(tickets do not overlap, so a page's layer is one run of placements in one colour space).
 Usage::
 
     renderer = TicketRenderer(canvas, template, game, texts, Coating.PLATE)
     renderer.draw_front(x, y, face)     # x, y: the trim's bottom-left corner, in points
     renderer.draw_back(x, y, face)
-    renderer.finish_page()              # before every canvas.showPage()
+    renderer.finish_page()              # then draw over the tickets, then canvas.showPage()
 
 A ticket adds only placements of forms, its barcodes as literal bars, and two strings of
 digits.  Outside the scratch zones, tickets differ only by their serial and inventory barcode
@@ -50,7 +53,6 @@ from printpipe import french
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import FrontArt, PaperGame
 from printpipe.ids import TicketId, printed_codes
-from printpipe.render import designer
 from printpipe.render.barcodes import Code128Digits, InterleavedTwoOfFive
 from printpipe.render.canvas import PressCanvas
 from printpipe.render.fonts import CachedText, register_fonts
@@ -185,77 +187,90 @@ class TicketRenderer:
         self.front_forms = [self._define_front(art) for art in game.fronts(texts)]
         self.back_form = self._define_back()
         self._define_layer_forms()
+        self._static: list[str] = []
+        """This page's tickets, not yet written: their static artwork's placements, their
+        variable imaging, the placements of the fronts and of those coated."""
+        self._variable: list[str] = []
+        self._fronts: list[str] = []
         self._coated: list[str] = []
-        self._page = -1
         self._operators()
 
     # -- per ticket ---------------------------------------------------------------------------
     def draw_front(self, x: float, y: float, face: TicketFace) -> None:
-        """The front of ``face`` with its trim's bottom-left corner at (x, y) points."""
-        if self.c._pageNumber != self._page:
-            self._declare_page()
-        places = self._symbol_ops
-        self.c.addLiteral(
-            f"q 1 0 0 1 {x:.2f} {y:.2f} cm\n"
-            + self._front_ops[face.variant]
-            + self._blocking_ops
-            + self._variable_on
-            + "".join([places[i][symbol] for i, symbol in enumerate(face.symbols)])
+        """The front of ``face`` with its trim's bottom-left corner at (x, y) points (written to
+        the page by :meth:`finish_page`)."""
+        place = f"q 1 0 0 1 {x:.2f} {y:.2f} cm\n"
+        symbols = self._symbol_ops
+        self._static.append(place + self._front_ops[face.variant])
+        self._variable.append(
+            place
+            + "".join([symbols[i][symbol] for i, symbol in enumerate(face.symbols)])
             + self.code128_place
             + self.code128.literal(face.validation_code)
             + "Q\n"
             + self.validation_digits.literal(
                 self.validation_text_x, self.validation_text_y, face.validation_text
             )
-            + "Q"
+            + "Q\n"
         )
-        self.c.use_forms(self._front_form_names)
+        self._fronts.append(place)
         if self.coating is Coating.PLATE:
-            self._coated.append(f"{x:.2f} {y:.2f}")
+            self._coated.append(place)
 
     def draw_back(self, x: float, y: float, face: TicketFace) -> None:
-        """The back of ``face`` with its trim's bottom-left corner at (x, y) points."""
-        if self.c._pageNumber != self._page:
-            self._declare_page()
-        self.c.addLiteral(
-            f"q 1 0 0 1 {x:.2f} {y:.2f} cm\n"
-            + self._back_ops
-            + self._variable_on
+        """The back of ``face`` with its trim's bottom-left corner at (x, y) points (written to
+        the page by :meth:`finish_page`)."""
+        place = f"q 1 0 0 1 {x:.2f} {y:.2f} cm\n"
+        self._static.append(place + self._back_ops)
+        self._variable.append(
+            place
             + self.itf_place
             + self.itf.literal(face.inventory_code)
             + "Q\n"
             + self.serial_digits.literal(self.serial_x, self.serial_y, face.serial)
-            + "Q"
+            + "Q\n"
         )
-        self.c.use_forms(self._back_form_names)
 
     def finish_page(self) -> None:
-        """Lay the coating, then its decoration, over every front drawn on this page
-        (``plate`` coating only); call it before every ``showPage``."""
-        if not self._coated:
+        """Write the tickets drawn since the last call onto the page, one layer after the other
+        (the module's stack): every ticket's static artwork, the blocking layer under every
+        front, the variable imaging, then, ``plate`` coating only, the coating and its
+        decoration over the fronts drawn coated.  Call it after a page's tickets, before
+        drawing over them and before every ``showPage``."""
+        if not self._static:
             return
-        ops = []
-        for select, form in self._coating_layers:
-            ops.append(f"q {select}\n")
-            ops.extend([f"q 1 0 0 1 {place} cm {form} Q\n" for place in self._coated])
-            ops.append("Q\n")
-        self.c.addLiteral("".join(ops))
-        self.c.use_forms(self._coating_form_names)
-        self._coated = []
-
-    def _declare_page(self) -> None:
-        """Declare this page's separations and graphics states (once per page)."""
         c = self.c
-        self._page = c._pageNumber
-        overprint = c.gstate_operator(op=True, OP=True, OPM=0)
-        fill, _ = c.spot_operators(BLOCKING)
-        self._blocking_ops = f"q {fill} {overprint} {c.form_operator(self.blocking_form)} Q\n"
-        fill, stroke = c.spot_operators(VARIABLE)
-        self._variable_on = f"{fill} {stroke} {overprint}\n"
-        self._coating_layers = []
-        for ink, form in ((SCRATCH_OFF, self.coating_form), (SCRATCH_DECOR, self.decor_form)):
-            fill, stroke = c.spot_operators(ink)
-            self._coating_layers.append((f"{fill} {stroke} {overprint}", c.form_operator(form)))
+        overprint = c.gstate_operator(op=True, OP=True, OPM=0)  # each page has its own states
+        ops = self._static
+        ops += self._blocking_layer(overprint)
+        ops += self._variable_layer(overprint)
+        ops += self._coating_layers(overprint)
+        c.addLiteral("".join(ops))
+        c.use_forms(self._coated_form_names if self._coated else self._form_names)
+        self._static, self._variable, self._fronts, self._coated = [], [], [], []
+
+    def _blocking_layer(self, overprint: str) -> list[str]:
+        if not self._fronts:
+            return []
+        fill, _ = self.c.spot_operators(BLOCKING)
+        return [
+            f"q {fill} {overprint}\n",
+            *[place + self._blocking_op for place in self._fronts],
+            "Q\n",
+        ]
+
+    def _variable_layer(self, overprint: str) -> list[str]:
+        fill, stroke = self.c.spot_operators(VARIABLE)
+        return [f"q {fill} {stroke} {overprint}\n", *self._variable, "Q\n"]
+
+    def _coating_layers(self, overprint: str) -> list[str]:
+        ops: list[str] = []
+        for ink, form_op in self._coating_ops if self._coated else ():
+            fill, stroke = self.c.spot_operators(ink)
+            ops.append(f"q {fill} {stroke} {overprint}\n")
+            ops.extend([place + form_op for place in self._coated])
+            ops.append("Q\n")
+        return ops
 
     # -- placements computed once -------------------------------------------------------------
     def _layout(self) -> None:
@@ -597,6 +612,7 @@ class TicketRenderer:
         self.artwork_drawings: dict[str, Any] = {}
         if not t.artwork:
             return {}
+        from printpipe.render import designer  # reportlab.graphics: only for designer artwork
 
         self.artwork_drawings = {
             role: designer.load_svg(path, one_ink=role == "decoration")
@@ -671,8 +687,18 @@ class TicketRenderer:
             [f"{place} {draw(form)} Q\n" for form in self.symbol_forms]
             for place in self.symbol_places
         ]
-        self._front_ops = [f"{draw(form)}\n" for form in self.front_forms]
-        self._back_ops = f"{draw(self.back_form)}\n"
-        self._front_form_names = [*self.front_forms, *self.symbol_forms, self.blocking_form]
-        self._coating_form_names = [self.coating_form, self.decor_form]
-        self._back_form_names = [self.back_form]
+        self._front_ops = [f"{draw(form)} Q\n" for form in self.front_forms]
+        self._back_ops = f"{draw(self.back_form)} Q\n"
+        self._blocking_op = f"{draw(self.blocking_form)} Q\n"
+        self._coating_ops = (
+            (SCRATCH_OFF, f"{draw(self.coating_form)} Q\n"),
+            (SCRATCH_DECOR, f"{draw(self.decor_form)} Q\n"),
+        )
+        # every page declares the same forms, so that pages share one XObject dictionary
+        self._form_names = [
+            *self.front_forms,
+            *self.symbol_forms,
+            self.blocking_form,
+            self.back_form,
+        ]
+        self._coated_form_names = [*self._form_names, self.coating_form, self.decor_form]
