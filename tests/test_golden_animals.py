@@ -155,6 +155,13 @@ def test_the_definition_holds_article_4_and_the_stake_split(golden):
     assert set(MONEY) | set(ANIMALS) | {"EXTRA", EMPTY} == set(definition.symbol_codes)
 
 
+def test_money_captions_are_written_the_french_way(golden):
+    captions = golden.definition.captions
+    for amount, code in golden.money_codes.items():
+        assert captions[code].endswith(f"{amount:,} €".replace(",", " "))
+    assert any(caption.endswith("1 000 €") for caption in captions.values())
+
+
 def test_every_lot_has_several_compositions_with_weights_adding_to_one(golden):
     for prize in golden.definition.prizes:
         compositions = golden.compositions[prize.tier]

@@ -13,6 +13,8 @@ from collections.abc import Callable
 
 from reportlab.pdfgen.canvas import Canvas
 
+from printpipe import french
+
 CMYK = tuple[float, float, float, float]
 BLACK: CMYK = (0, 0, 0, 1)
 WHITE: CMYK = (0, 0, 0, 0)
@@ -298,7 +300,7 @@ def draw_symbol(
     if code in ANIMALS:
         ANIMALS[code](c)
     elif code.startswith(f"{money}:"):
-        coin(c, font, code.split(":", 1)[1] + " €", money)
+        coin(c, font, french.euros(int(code.split(":", 1)[1])), money)
     elif code == extra_symbol:
         extra(c, font, extra_symbol)
     else:

@@ -132,7 +132,9 @@ class GoldenAnimals:
         self.money_amounts = self._money_amounts(reader)
         self.money_symbol = money_code
         self.money_codes = {a: f"{money_code}:{a}" for a in self.money_amounts}
-        derived = {code: f"{money_caption} {a} €" for a, code in self.money_codes.items()}
+        derived = {
+            code: f"{money_caption} {french.euros(a)}" for a, code in self.money_codes.items()
+        }
         derived[EMPTY] = "(no extra grid)"
         fields = (SymbolField(GRID, self.cells), SymbolField(EXTRA_GRID, self.cells))
         self.definition: GameDefinition = reader.common(VARIANTS, fields, derived, EMPTY)
