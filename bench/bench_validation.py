@@ -35,6 +35,7 @@ from printpipe.keys import (
     load_secrets,
     load_signing_key,
 )
+from printpipe.ledger_key import load_ledger_key
 from printpipe.manifest import verify_manifest, write_run_manifest
 from printpipe.store import BlockStore
 from printpipe.validation import Ledger, import_manifest
@@ -114,8 +115,9 @@ def main() -> None:
         db = root / "ledger.sqlite"
         started = time.perf_counter()
         identity = load_lottery_identity(keys / LOTTERY_IDENTITY)
+        key = load_ledger_key(keys)
         reset_stage_peak()
-        import_manifest(db, manifest=manifest, game=game, identity=identity)
+        import_manifest(db, manifest=manifest, game=game, identity=identity, key=key)
         import_s = time.perf_counter() - started
         print(
             f"import 1,500,000 records: {import_s:.1f} s (target <= 60 s), "
@@ -132,8 +134,9 @@ def main() -> None:
             for r in rows
         ]
         terminal = TerminalId("bench")
-        with Ledger(db) as book:
-            book.conn.execute("UPDATE packs SET state = 'activated'")
+        with Ledger(db, key=key) as book:
+            with book.db.transaction() as tx:
+                tx.execute("UPDATE packs SET state = 'activated'")
             latencies = np.empty(len(codes))
             started = time.perf_counter()
             for i, code in enumerate(codes):

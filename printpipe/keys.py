@@ -31,6 +31,9 @@ LOTTERY_IDENTITY = "lottery.age"
 LOTTERY_RECIPIENT = "lottery.age.pub"
 LOTTERY_SIGNING_KEY = "lottery-signing.key"
 LOTTERY_SIGNING_PUB = "lottery-signing.pub"
+LEDGER_KEY = "ledger.key"
+"""The lottery's validation ledger's HMAC key (32 random bytes): the ledger stores every VIRN
+only as its HMAC under this key, so a copy of the database alone claims nothing."""
 KEY_FILES = (
     PRODUCER_SECRET,
     LOTTERY_SECRET,
@@ -40,7 +43,10 @@ KEY_FILES = (
     LOTTERY_RECIPIENT,
     LOTTERY_SIGNING_KEY,
     LOTTERY_SIGNING_PUB,
+    LEDGER_KEY,
 )
+ADDED_LATER = frozenset({LOTTERY_SIGNING_KEY, LOTTERY_SIGNING_PUB, LEDGER_KEY})
+"""Key files a folder made by an earlier printpipe may lack: made on demand, alone."""
 DEMO_KEYS_DIR = Path("printpipe-demo-keys")
 """Where commands look for keys by default, and where the default run creates demo keys."""
 
@@ -96,6 +102,7 @@ def init_keys(directory: Path) -> list[Path]:
         LOTTERY_RECIPIENT: f"{identity.to_public()}\n".encode(),
         LOTTERY_SIGNING_KEY: _private_pem(lottery_signing),
         LOTTERY_SIGNING_PUB: _public_pem(lottery_signing),
+        LEDGER_KEY: os.urandom(SECRET_SIZE),
     }
     written = []
     for name, data in contents.items():
@@ -110,10 +117,13 @@ def ensure_demo_keys(directory: Path) -> None:
     missing = {name for name in KEY_FILES if not (directory / name).exists()}
     if not missing:
         return
-    if missing == {LOTTERY_SIGNING_KEY, LOTTERY_SIGNING_PUB}:  # demo keys of an earlier version
-        lottery_signing = Ed25519PrivateKey.generate()
-        _write_private(directory / LOTTERY_SIGNING_KEY, _private_pem(lottery_signing))
-        _write_private(directory / LOTTERY_SIGNING_PUB, _public_pem(lottery_signing))
+    if missing <= ADDED_LATER:  # demo keys of an earlier version
+        if LOTTERY_SIGNING_KEY in missing:
+            lottery_signing = Ed25519PrivateKey.generate()
+            _write_private(directory / LOTTERY_SIGNING_KEY, _private_pem(lottery_signing))
+            _write_private(directory / LOTTERY_SIGNING_PUB, _public_pem(lottery_signing))
+        if LEDGER_KEY in missing:
+            ensure_ledger_key(directory)
     else:
         init_keys(directory)
     print(
@@ -121,6 +131,27 @@ def ensure_demo_keys(directory: Path) -> None:
         "production keys come from `printpipe keys init DIR` on the right machines",
         file=sys.stderr,
     )
+
+
+def ensure_ledger_key(directory: Path) -> Path | None:
+    """Create ``DIR/ledger.key`` if it is absent (a folder made before it existed); the path
+    when it was created, else None. Never overwritten."""
+    path = directory / LEDGER_KEY
+    if path.exists():
+        return None
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _write_private(path, os.urandom(SECRET_SIZE))
+    except FileExistsError:
+        return None  # another process made it meanwhile
+    except OSError as exc:
+        raise PrintpipeError(f"cannot create {path}: {exc.strerror}") from None
+    return path
+
+
+def load_ledger_key_bytes(directory: Path) -> bytes:
+    """The ledger's 32-byte HMAC key, from ``DIR/ledger.key`` (0600)."""
+    return _read_secret(directory / LEDGER_KEY)
 
 
 def load_secrets(directory: Path) -> BlockSecrets:

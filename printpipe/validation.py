@@ -1,64 +1,56 @@
-"""The lottery's validation database: import manifests, pack states, validate, claim, audit log.
-
-Why SQLite: the lottery needs one file it can copy and back up, that many retailer terminals
-(processes) can read and write at once safely.  WAL mode lets readers run during a write;
-every state change is one ``BEGIN IMMEDIATE`` transaction, so SQLite's single writer lock
-serializes claims: a ticket is paid at most once because the payment's primary key is the
-ticket and the check and the insert happen under that lock.
+"""The lottery's validation ledger: import manifests, pack states, validate, claim, audit log.
 
 The policy is one pure function, :func:`decide` (scanned code + the ticket's row + the asking
 terminal's counter + settings + the time -> answer and what to count); :class:`Ledger` wraps it
-in transactions.  Every input is parsed before a transaction begins (``printpipe.inputs``,
-``printpipe.ids``).  The contract (answers, code forms, lock-out, terminal ids, file modes) is
-``docs/validation.md``.
+in transactions on either database (``printpipe.ledger_store``: one SQLite file by default, or
+PostgreSQL).  Every input is parsed before a transaction begins (``printpipe.inputs``,
+``printpipe.ids``).  The contract (answers, code forms, lock-out, terminal ids, the schema, file
+modes) is ``docs/validation.md``; the network service on top is ``docs/validation-service.md``.
 
-Schema (one file, ``PRAGMA journal_mode=WAL``, ``application_id`` :data:`APPLICATION_ID`,
-``user_version`` :data:`SCHEMA_VERSION`)::
+What the ledger holds is safe to copy: each VIRN only as an HMAC under the ledger key, which
+lives in the keys folder (``printpipe.ledger_key``), so a copy of the database claims nothing;
+the audit log is hash-chained (``printpipe.audit_chain``) and :meth:`Ledger.verify_log` names
+the first entry that was edited, inserted or deleted.  A ticket is paid at most once by the
+database itself: ``payments`` has the ticket as its primary key and the payment is written by
+one ``INSERT ... ON CONFLICT DO NOTHING RETURNING`` that checks and writes.
 
-    settings(key PK, value)           retailer_limit_eur (150), max_virn_failures (5),
-                                      max_terminal_virn_failures (3), terminal_window_hours (24)
-    manifests(id PK, records_sha256 UNIQUE, ...)  one row per imported manifest
-    tickets(id PK, virn, prize_eur, manifest, record)
-        id = game * 10**9 + pack * 10**3 + ticket; record = the manifest's exact CSV row
-    packs(id PK, game_number, pack, block, state, changed_at)
-        id = game * 10**6 + pack; state issued -> activated -> settled
-    virn_failures(ticket, terminal, failures, last_at)   wrong VIRNs per ticket and terminal
-    terminal_failures(terminal PK, window_start, failures)  wrong VIRNs of a terminal, per window
-    payments(ticket PK, amount_eur, paid_at, terminal)            append-only (triggers)
-    audit_log(id PK AUTOINCREMENT, at, terminal, action, input, ticket, answer)
-                                                                   append-only (triggers)
-
-A new ledger is built under a temporary name and linked into place complete (never over a
-file another process made meanwhile), so a file with the ledger's name is always a whole,
-initialised ledger, 0600 with its -wal and -shm.  A file that is not one is refused untouched:
-its header is read before SQLite opens it.  Validations commit with ``synchronous=NORMAL``
-(durable across a crash of the process, fast); payments, pack changes, unlocks and imports
-with ``synchronous=FULL`` (durable across a power cut).
+For the service, the same transactions also admit a signed request (its nonce, once) and keep
+claims idempotent (:meth:`Ledger.begin_claim`, then :meth:`Ledger.claim` with the key's token).
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
-import sqlite3
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+import secrets
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 from pyrage import x25519
 
-from printpipe.atomic import PRIVATE_FILE_MODE, fsync_dir, partial_path
+from printpipe.atomic import fsync_dir, partial_path
+from printpipe.audit_chain import ChainReport, canonical_entry, verify_chain
 from printpipe.errors import InvalidInput, PrintpipeError
 from printpipe.games.base import Game
 from printpipe.ids import SPECIMEN_PACK, TicketId, parse_inventory_code, parse_validation_code
 from printpipe.inputs import PackRef, Reason, TerminalId, audit_text
+from printpipe.ledger_key import LedgerKey
+from printpipe.ledger_store import (
+    Database,
+    Location,
+    PostgresDatabase,
+    PostgresLocation,
+    SqliteDatabase,
+    Tx,
+    open_database,
+    remove_sqlite_files,
+)
 from printpipe.manifest import Manifest, RecordChecker, decrypt_manifest
 
-APPLICATION_ID = 0x50504C47  # "PPLG": a printpipe ledger, in the SQLite header (offset 68)
-SCHEMA_VERSION = 1
 DEFAULT_RETAILER_LIMIT_EUR = 150
 DEFAULT_MAX_VIRN_FAILURES = 5
 DEFAULT_MAX_TERMINAL_VIRN_FAILURES = 3
@@ -68,99 +60,36 @@ LOCK_MIN_TERMINALS = 2
 ticket (it is throttled first, and its own failures never add up to a lock)."""
 PACK_STATES = ("issued", "activated", "settled")
 PAYABLE_STATES = ("activated", "settled")
-BUSY_TIMEOUT_S = 60.0
-SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
+TERMINAL_ROLES = ("retailer", "office")
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
-
-SCHEMA = """
-CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE manifests (
-    id INTEGER PRIMARY KEY,
-    records_sha256 TEXT NOT NULL UNIQUE,
-    body_sha256 TEXT NOT NULL,
-    kind TEXT NOT NULL,
-    game TEXT NOT NULL,
-    game_number INTEGER NOT NULL,
-    block INTEGER NOT NULL,
-    first_pack INTEGER NOT NULL,
-    last_pack INTEGER NOT NULL,
-    records INTEGER NOT NULL,
-    new_records INTEGER NOT NULL,
-    prize_eur INTEGER NOT NULL,
-    imported_at TEXT NOT NULL,
-    file TEXT NOT NULL
-);
-CREATE TABLE tickets (
-    id INTEGER PRIMARY KEY,
-    virn INTEGER NOT NULL,
-    prize_eur INTEGER NOT NULL,
-    manifest INTEGER NOT NULL REFERENCES manifests(id),
-    record TEXT NOT NULL
-);
-CREATE TABLE packs (
-    id INTEGER PRIMARY KEY,
-    game_number INTEGER NOT NULL,
-    pack INTEGER NOT NULL,
-    block INTEGER NOT NULL,
-    state TEXT NOT NULL CHECK (state IN ('issued', 'activated', 'settled')),
-    changed_at TEXT NOT NULL
-);
-CREATE INDEX packs_by_number ON packs (pack);
-CREATE TABLE payments (
-    ticket INTEGER PRIMARY KEY,
-    amount_eur INTEGER NOT NULL,
-    paid_at TEXT NOT NULL,
-    terminal TEXT NOT NULL
-);
-CREATE TABLE audit_log (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    at TEXT NOT NULL,
-    terminal TEXT NOT NULL,
-    action TEXT NOT NULL,
-    input TEXT NOT NULL,
-    ticket TEXT,
-    answer TEXT NOT NULL
-);
-CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
-BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
-CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
-BEGIN SELECT RAISE(ABORT, 'audit_log is append-only'); END;
-CREATE TRIGGER payments_no_update BEFORE UPDATE ON payments
-BEGIN SELECT RAISE(ABORT, 'payments are append-only'); END;
-CREATE TRIGGER payments_no_delete BEFORE DELETE ON payments
-BEGIN SELECT RAISE(ABORT, 'payments are append-only'); END;
-"""
-
-# Schema 1 (issue 11): wrong VIRNs per ticket *and terminal*, and a counter per terminal.
-SCHEMA_1 = """
-CREATE TABLE virn_failures (
-    ticket INTEGER NOT NULL,
-    terminal TEXT NOT NULL,
-    failures INTEGER NOT NULL,
-    last_at TEXT NOT NULL,
-    PRIMARY KEY (ticket, terminal)
-) WITHOUT ROWID;
-CREATE TABLE terminal_failures (
-    terminal TEXT PRIMARY KEY,
-    window_start TEXT NOT NULL,
-    failures INTEGER NOT NULL
-);
-"""
+IDEMPOTENCY_TTL_S = 24 * 3600
+"""How long a claim's Idempotency-Key is remembered (its answer replayed)."""
+IDEMPOTENCY_LEASE_S = 10
+"""How long a claim in progress holds its key: a retry sooner gets 409; later (the server that
+took it died before answering) the retry takes the key over and the claim runs again (a claim
+that had committed has its answer stored, so it is replayed, never paid twice)."""
+NONCE_TTL_S = 150
+"""How long a request's nonce is kept: past twice the allowed clock skew (60 s), a replay is
+refused by its ``created`` time anyway."""
 
 # Everything decide reads, in one statement: always one row (ticket columns NULL when there is
-# no such ticket), the asking terminal's counter included.
+# no such ticket), the asking terminal's counter and the pack's retailer included.
 _LOOKUP = """
-SELECT t.virn, t.prize_eur,
+SELECT t.virn_hmac, t.prize_eur,
        (SELECT COALESCE(SUM(failures), 0) FROM virn_failures WHERE ticket = q.id),
        (SELECT COUNT(*) FROM virn_failures WHERE ticket = q.id),
        p.paid_at, p.terminal, COALESCE(k.state, 'issued'),
-       c.failures, c.window_start
+       c.failures, c.window_start, k.retailer
 FROM (SELECT ? AS id) q
 LEFT JOIN tickets t ON t.id = q.id
 LEFT JOIN payments p ON p.ticket = q.id
 LEFT JOIN packs k ON k.id = ?
 LEFT JOIN terminal_failures c ON c.terminal = ?
 """
+_APPEND_AUDIT = (
+    "UPDATE audit_head SET seq = seq + 1, hash = chain_hash(hash, seq + 1, ?) WHERE id = 1 "
+    "RETURNING seq, hash"
+)
 
 
 def utc_now() -> datetime:
@@ -214,11 +143,18 @@ class Answer:
         return self.outcome in ("WIN", "WIN_AT_LOTTERY", "NO_WIN", "PACK_STATE", "PAID")
 
     def as_json(self) -> dict[str, Any]:
-        data = {k: v for k, v in asdict(self).items() if v is not None and k != "extra"}
+        data = {k: getattr(self, k) for k in _ANSWER_FIELDS if getattr(self, k) is not None}
         return {**data, **self.extra, "ok": self.ok}
 
 
+_ANSWER_FIELDS = ("outcome", "text", "serial", "amount_eur", "pack_state", "paid_at", "terminal")
 INVALID = Answer("INVALID_CODE", "INVALID CODE")
+
+
+def foreign_pack(serial: str) -> Answer:
+    """A terminal asked about a ticket of a pack not shipped to its retailer: refused before
+    anything about the ticket is looked at or counted (the service answers 403)."""
+    return Answer("NOT_YOUR_PACK", "PACK OF ANOTHER RETAILER", serial)
 
 
 @dataclass(frozen=True)
@@ -247,10 +183,17 @@ SETTING_NAMES = tuple(Settings.__dataclass_fields__)
 
 @dataclass(frozen=True, slots=True)
 class ScannedCode:
-    """What a scanned code says before anything is looked up."""
+    """What a scanned code says before anything is looked up; ``virn_hmac`` is the VIRN's
+    HMAC under the ledger key (:meth:`LedgerKey.virn_hmac`), what the ledger compares."""
 
     ticket: TicketId
     virn: int | None  # None for the inventory code
+    virn_hmac: bytes | None = None
+
+    def keyed(self, key: LedgerKey) -> ScannedCode:
+        if self.virn is None:
+            return self
+        return ScannedCode(self.ticket, self.virn, key.virn_hmac(self.ticket, self.virn))
 
 
 def read_code(code: str) -> ScannedCode | None:
@@ -267,7 +210,7 @@ def read_code(code: str) -> ScannedCode | None:
 class TicketRow:
     """What the ledger holds about one ticket, as :func:`decide` reads it."""
 
-    virn: int
+    virn_hmac: bytes
     prize_eur: int
     failures: int = 0  # wrong VIRNs counted against it, from every terminal
     failing_terminals: int = 0  # how many terminals sent them
@@ -335,7 +278,8 @@ def decide(
     validation code: a throttled terminal is told nothing about the ticket; a ticket whose pack
     is not payable answers so without its VIRN being checked or counted (an unsold ticket
     cannot be locked); a locked ticket says nothing more; a wrong VIRN is counted against the
-    ticket and the terminal before anything else about the ticket is said.
+    ticket and the terminal before anything else about the ticket is said.  The VIRN is
+    compared as its HMAC, in constant time.
     """
     ticket = scanned.ticket
     if ticket.pack == SPECIMEN_PACK:
@@ -357,7 +301,7 @@ def decide(
         return Decision(Answer("PACK_NOT_ACTIVATED", "PACK NOT ACTIVATED", ticket.serial))
     if is_locked(row, settings):
         return Decision(Answer("LOCKED", "LOCKED", ticket.serial))
-    if scanned.virn != row.virn:
+    if scanned.virn_hmac is None or not hmac.compare_digest(scanned.virn_hmac, row.virn_hmac):
         after = terminal.after_failure(at, settings)
         return Decision(
             Answer("WRONG_VALIDATION_NUMBER", "WRONG VALIDATION NUMBER", ticket.serial),
@@ -408,141 +352,177 @@ class Locks:
     terminals: list[ThrottledTerminal]
 
 
-# -- the file ------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Terminal:
+    """A registered terminal: who signs a request with ``key_id``, for which retailer."""
 
-_SQLITE_MAGIC = b"SQLite format 3\x00"
+    id: str
+    key_id: str
+    public_key: bytes
+    retailer: str | None
+    role: str
+    added_at: str
+    revoked_at: str | None = None
 
+    @property
+    def office(self) -> bool:
+        return self.role == "office"
 
-def _check_header(path: Path) -> None:
-    """Refuse, without letting SQLite open it, a file that is not a printpipe ledger."""
-    try:
-        with open(path, "rb") as handle:
-            header = handle.read(100)
-    except FileNotFoundError:
-        raise PrintpipeError(
-            f"validation database {path} not found (create it: printpipe ledger import)"
-        ) from None
-    except OSError as exc:
-        raise PrintpipeError(f"cannot read validation database {path}: {exc.strerror}") from None
-    not_ledger = f"{path} is not a printpipe validation database"
-    if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
-        raise PrintpipeError(f"{not_ledger} (not an SQLite file); it was not changed")
-    application_id = int.from_bytes(header[68:72], "big")
-    if application_id not in (APPLICATION_ID, 0):
-        raise PrintpipeError(
-            f"{not_ledger} (an SQLite file of another application); it was not changed"
+    def describe(self) -> str:
+        who = (
+            "office (every pack, above the retailer limit)"
+            if self.office
+            else (f"retailer {self.retailer}")
         )
-    if header[18:20] != b"\x02\x02":  # every ledger is in WAL mode from its creation
-        raise PrintpipeError(
-            f"{not_ledger} (an SQLite database printpipe did not create); it was not changed"
-        )
+        state = f"revoked {self.revoked_at}" if self.revoked_at else "active"
+        return f"{self.id}: {who}, key {self.key_id}, added {self.added_at}, {state}"
 
 
-def _connect(path: Path, *, read_only: bool) -> sqlite3.Connection:
-    target = f"{path.resolve().as_uri()}?mode={'ro' if read_only else 'rw'}"
-    conn = sqlite3.connect(
-        target, uri=True, isolation_level=None, timeout=BUSY_TIMEOUT_S, check_same_thread=False
-    )
-    conn.execute("PRAGMA synchronous=NORMAL")  # validations; payments and imports ask FULL
-    conn.execute("PRAGMA foreign_keys=ON")
-    return conn
+# -- what a signed request brings ------------------------------------------------------------
 
 
-def remove_sqlite_files(path: Path) -> None:
-    """Remove a database file this process built, and its side files."""
-    for leftover in (path, *(path.with_name(path.name + s) for s in SQLITE_SIDE_FILES)):
-        leftover.unlink(missing_ok=True)
+class RequestRefused(PrintpipeError):
+    """A request the service refuses before anything is changed (nothing was written)."""
+
+
+class ReplayedRequest(RequestRefused):
+    """The request's nonce was seen already: a replay."""
+
+
+class RevokedTerminal(RequestRefused):
+    """The signing terminal is unknown or revoked."""
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    """A signed request's nonce, admitted once in the transaction that acts on it (a replay
+    rolls the whole transaction back)."""
+
+    key_id: str
+    nonce: str
+    seen_at: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimStart:
+    """What :meth:`Ledger.begin_claim` found for an Idempotency-Key.
+
+    ``outcome``: ``proceed`` (the caller owns the key: ``token``), ``replay`` (the stored
+    ``status`` and ``response``), ``mismatch`` (same key, another request: 422) or
+    ``in_progress`` (409, retry after ``retry_after`` seconds).
+    """
+
+    outcome: str
+    token: str | None = None
+    status: int | None = None
+    response: str | None = None
+    retry_after: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class IdempotentClaim:
+    """A claim that stores its answer under its key: ``render`` turns the answer into the
+    (status, body) a replay returns."""
+
+    terminal: str
+    key: str
+    token: str
+    render: Callable[[Answer], tuple[int, str]]
+
+
+class KeyTakenOver(RequestRefused):
+    """The claim's key lease expired and a retry took it over: this attempt does nothing."""
+
+
+# -- the ledger ------------------------------------------------------------------------------
+
+
+def _lock_key(kind: str, name: str | int) -> int:
+    digest = hashlib.blake2b(f"{kind}:{name}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big") & 0x7FFF_FFFF_FFFF_FFFF
+
+
+def default_settings_rows() -> list[tuple[str, str]]:
+    return [(key, str(value)) for key, value in asdict(Settings()).items()]
 
 
 class Ledger:
-    """An open validation database; one per process (terminal).
+    """An open validation ledger (an SQLite file or a PostgreSQL database).
 
-    ``Ledger(path)`` opens an existing ledger (refusing any other file untouched);
-    ``read_only=True`` never writes a byte of it.  A ledger is created only by
-    :func:`import_manifest`.  ``clock`` gives the time (tests move it).
+    ``Ledger(location)`` opens an existing ledger (refusing anything else untouched);
+    ``read_only=True`` never writes a byte of it.  ``key`` (the ledger key) is needed to answer
+    codes and to import; the ledger checks it is its own.  ``pool_size``: PostgreSQL
+    connections shared by threads (the service); ``shared``: several processes of the service
+    write to one SQLite file.  ``clock`` gives the time (tests move it).
+    A ledger is created only by :func:`import_manifest`.
     """
 
     def __init__(
         self,
-        path: Path,
+        location: Location,
         *,
         read_only: bool = False,
+        key: LedgerKey | None = None,
         clock: Callable[[], datetime] = utc_now,
+        pool_size: int = 0,
+        shared: bool = False,
     ) -> None:
-        _check_header(path)
-        try:
-            conn = _connect(path, read_only=read_only)
-        except sqlite3.DatabaseError as exc:
-            raise PrintpipeError(f"validation database {path} is unusable: {exc}") from None
-        self._setup(conn, path, read_only=read_only, clock=clock, durable_sync="FULL")
+        db = open_database(location, read_only=read_only, pool_size=pool_size, shared=shared)
+        self._setup(db, key=key, clock=clock)
 
     @classmethod
-    def _build(cls, path: Path, *, clock: Callable[[], datetime]) -> Ledger:
-        """A new, empty ledger at ``path``, a file nobody else knows of yet (see
-        :func:`import_manifest`): no journal on disk, no sync until it is complete."""
-        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
-        os.fchmod(fd, PRIVATE_FILE_MODE)
-        os.close(fd)
-        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA journal_mode=MEMORY")
-        conn.execute("PRAGMA synchronous=OFF")
-        conn.execute("PRAGMA foreign_keys=ON")
-        conn.executescript(SCHEMA + SCHEMA_1)
-        conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
-        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-        _insert_default_settings(conn)
+    def _over(
+        cls,
+        db: Database,
+        *,
+        key: LedgerKey | None,
+        clock: Callable[[], datetime],
+        empty: bool = False,
+    ) -> Ledger:
+        """A ledger over an open database; ``empty``: one an import is about to create."""
         book = cls.__new__(cls)
-        book._setup(conn, path, read_only=False, clock=clock, durable_sync="OFF")
+        book._setup(db, key=key, clock=clock, empty=empty)
         return book
 
     def _setup(
         self,
-        conn: sqlite3.Connection,
-        path: Path,
+        db: Database,
         *,
-        read_only: bool,
+        key: LedgerKey | None,
         clock: Callable[[], datetime],
-        durable_sync: str,
+        empty: bool = False,
     ) -> None:
-        self.path = path
-        self.conn = conn
-        self.read_only = read_only
+        self.db = db
+        self.location = db.location
+        self.path = db.location
+        self.read_only = db.read_only
         self.clock = clock
-        self._durable_sync = durable_sync
+        self.key = key
         try:
-            if durable_sync != "OFF":
-                self._check_schema()
-            self.settings = self._read_settings()
-        except sqlite3.DatabaseError as exc:
-            conn.close()
-            raise PrintpipeError(f"validation database {path} is unusable: {exc}") from None
+            self.settings = Settings() if empty else self._read_settings()
+            if key is not None and not empty:
+                self._check_key(key)
         except BaseException:
-            conn.close()
+            db.close()
             raise
 
-    def _check_schema(self) -> None:
-        conn = self.conn
-        application_id = conn.execute("PRAGMA application_id").fetchone()[0]
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if application_id == 0 and version == 0 and {"tickets", "audit_log"} <= tables:
-            if self.read_only:
-                raise PrintpipeError(
-                    f"validation database {self.path} has the layout of an earlier printpipe: "
-                    "any command that writes to it (e.g. printpipe ledger config with a "
-                    "change) upgrades it first"
-                )
-            _upgrade_from_0(conn)
-        elif application_id != APPLICATION_ID:
-            raise PrintpipeError(f"{self.path} is not a printpipe validation database")
-        elif version != SCHEMA_VERSION:
+    def _check_key(self, key: LedgerKey) -> None:
+        with self.db.snapshot() as tx:
+            row = tx.one("SELECT value FROM ledger_meta WHERE key = 'key_fingerprint'")
+        if row is not None and row[0] != key.fingerprint:
             raise PrintpipeError(
-                f"validation database {self.path} has layout {version}; this printpipe reads "
-                f"layout {SCHEMA_VERSION}: use the printpipe that wrote it"
+                f"{key.source or 'the ledger key'} is not the key of validation database "
+                f"{self.location} (its fingerprint differs): use the keys folder it was "
+                "imported with"
             )
 
+    def _require_key(self) -> LedgerKey:
+        if self.key is None:
+            raise PrintpipeError("the ledger key is needed to answer codes (--keys DIR)")
+        return self.key
+
     def close(self) -> None:
-        self.conn.close()
+        self.db.close()
 
     def __enter__(self) -> Ledger:
         return self
@@ -550,36 +530,28 @@ class Ledger:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """Rows of one read-only statement (``?`` placeholders), in one snapshot."""
+        with self.db.snapshot() as tx:
+            return tx.execute(sql, params)
+
     def _read_settings(self) -> Settings:
-        values = dict(self.conn.execute("SELECT key, value FROM settings").fetchall())
+        with self.db.snapshot() as tx:
+            values = dict(tx.execute("SELECT key, value FROM settings"))
         defaults = Settings()
         return Settings(
             **{name: int(values.get(name, getattr(defaults, name))) for name in SETTING_NAMES}
         )
 
-    # -- transactions ----------------------------------------------------------------------
+    def reload_settings(self) -> Settings:
+        self.settings = self._read_settings()
+        return self.settings
 
-    @contextmanager
-    def _transaction(self, *, durable: bool = False) -> Iterator[None]:
-        if self.read_only:
-            raise PrintpipeError(f"validation database {self.path} is open read-only")
-        conn = self.conn
-        if durable:
-            conn.execute(f"PRAGMA synchronous={self._durable_sync}")
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                yield
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
-        finally:
-            if durable and self._durable_sync != "OFF":
-                conn.execute("PRAGMA synchronous=NORMAL")
+    # -- the audit log ---------------------------------------------------------------------
 
     def _log(
         self,
+        tx: Tx,
         terminal: str,
         action: str,
         given: str,
@@ -588,11 +560,28 @@ class Ledger:
         *,
         at: datetime | None = None,
     ) -> None:
-        self.conn.execute(
-            "INSERT INTO audit_log (at, terminal, action, input, ticket, answer) "
-            "VALUES (?, ?, ?, ?, ?, ?)",
-            (format_time(at or self.clock()), terminal, action, given, ticket, answer),
+        """Append an entry, chained to the one before (under the head row's lock)."""
+        stamp = format_time(at or self.clock())
+        entry = canonical_entry(stamp, terminal, action, given, ticket, answer)
+        head = tx.one(_APPEND_AUDIT, (entry,))
+        assert head is not None
+        seq, digest = head
+        tx.execute(
+            "INSERT INTO audit_log (seq, at, terminal, action, input, ticket, answer, hash) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (seq, stamp, terminal, action, given, ticket, answer, digest),
         )
+
+    def verify_log(self) -> ChainReport:
+        """Recompute the audit log's hash chain (read-only) and name its first bad entry."""
+        with self.db.snapshot() as tx:
+            head = tx.one("SELECT seq, hash FROM audit_head WHERE id = 1")
+            rows = tx.execute(
+                "SELECT seq, at, terminal, action, input, ticket, answer, hash "
+                "FROM audit_log ORDER BY seq"
+            )
+        head_seq, head_hash = head if head is not None else (0, b"")
+        return verify_chain(rows, head_seq=int(head_seq), head_hash=bytes(head_hash))
 
     # -- settings --------------------------------------------------------------------------
 
@@ -607,55 +596,87 @@ class Ledger:
                 raise InvalidInput(f"{key} must be at least 1, got {value}")
         if not wanted:
             return self.settings
-        with self._transaction(durable=True):
+        with self.db.transaction(durable=True) as tx:
             for key, value in wanted.items():
-                self.conn.execute(
+                tx.execute(
                     "INSERT INTO settings VALUES (?, ?) "
-                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                     (key, str(value)),
                 )
-                self._log(terminal.value, "configure", key, None, str(value))
-        self.settings = self._read_settings()
-        return self.settings
+                self._log(tx, terminal.value, "configure", key, None, str(value))
+        return self.reload_settings()
 
     # -- validate and claim ----------------------------------------------------------------
 
+    def _admit(self, tx: Tx, admission: Admission | None) -> None:
+        """Record a signed request's nonce, refusing a replay or a revoked terminal; raises
+        inside the transaction, so nothing it did is kept."""
+        if admission is None:
+            return
+        fresh = tx.one(
+            "INSERT INTO nonces VALUES (?, ?, ?) ON CONFLICT (key_id, nonce) DO NOTHING "
+            "RETURNING 1",
+            (admission.key_id, admission.nonce, admission.seen_at),
+        )
+        if fresh is None:
+            raise ReplayedRequest("this request's nonce was seen already (a replay)")
+        row = tx.one("SELECT revoked_at FROM terminals WHERE key_id = ?", (admission.key_id,))
+        if row is None or row[0] is not None:
+            raise RevokedTerminal("the signing terminal is revoked or unknown")
+
     def _lookup(
-        self, ticket: TicketId, terminal: TerminalId
-    ) -> tuple[TicketRow | None, TerminalCounter]:
-        found = self.conn.execute(
+        self, tx: Tx, ticket: TicketId, terminal: TerminalId
+    ) -> tuple[TicketRow | None, TerminalCounter, str | None]:
+        tx.lock(_lock_key("terminal", terminal.value), _lock_key("ticket", ticket_key(ticket)))
+        found = tx.one(
             _LOOKUP,
             (ticket_key(ticket), pack_key(ticket.game, ticket.pack), terminal.value),
-        ).fetchone()
-        *columns, failures, window_start = found
-        row = None if columns[0] is None else TicketRow(*columns)
+        )
+        assert found is not None
+        *columns, failures, window_start, retailer = found
+        row = None
+        if columns[0] is not None:
+            columns[0] = bytes(columns[0])
+            row = TicketRow(*columns)
         if window_start is None:
-            return row, TerminalCounter()
-        return row, TerminalCounter(failures, parse_time(window_start))
+            return row, TerminalCounter(), retailer
+        return row, TerminalCounter(failures, parse_time(window_start)), retailer
 
-    def _answer(self, scanned: ScannedCode, terminal: TerminalId, at: datetime) -> Answer:
-        """Decide and apply what the decision counts; runs inside a write transaction."""
+    def _answer(
+        self,
+        tx: Tx,
+        scanned: ScannedCode,
+        terminal: TerminalId,
+        at: datetime,
+        retailer: str | None,
+    ) -> tuple[Answer, TicketRow | None]:
+        """Decide and apply what the decision counts; runs inside a write transaction.
+        ``retailer``: the caller acts only on packs shipped to it (None: every pack)."""
         ticket = scanned.ticket
-        row, counter = None, TerminalCounter()
+        row, counter, pack_retailer = None, TerminalCounter(), None
         if ticket.pack != SPECIMEN_PACK:
-            row, counter = self._lookup(ticket, terminal)
-        decision = decide(scanned, row, counter, self.settings, at=at)
+            row, counter, pack_retailer = self._lookup(tx, ticket, terminal)
+            if retailer is not None and pack_retailer != retailer:
+                return foreign_pack(ticket.serial), None
+        decision = decide(scanned.keyed(self._require_key()), row, counter, self.settings, at=at)
         after = decision.terminal_after
         if after is not None and after.window_start is not None:
             stamp = format_time(at)
-            self.conn.execute(
-                "INSERT INTO virn_failures VALUES (?, ?, 1, ?) ON CONFLICT(ticket, terminal) "
-                "DO UPDATE SET failures = failures + 1, last_at = excluded.last_at",
+            tx.execute(
+                "INSERT INTO virn_failures VALUES (?, ?, 1, ?) ON CONFLICT (ticket, terminal) "
+                "DO UPDATE SET failures = virn_failures.failures + 1, "
+                "last_at = excluded.last_at",
                 (ticket_key(ticket), terminal.value, stamp),
             )
-            self.conn.execute(
-                "INSERT INTO terminal_failures VALUES (?, ?, ?) ON CONFLICT(terminal) "
+            tx.execute(
+                "INSERT INTO terminal_failures VALUES (?, ?, ?) ON CONFLICT (terminal) "
                 "DO UPDATE SET window_start = excluded.window_start, failures = excluded.failures",
                 (terminal.value, format_time(after.window_start), after.failures),
             )
             if decision.throttles_terminal:
                 until = format_time(after.window_start + self.settings.terminal_window)
                 self._log(
+                    tx,
                     terminal.value,
                     "throttle",
                     "",
@@ -664,54 +685,206 @@ class Ledger:
                     f"since {format_time(after.window_start)}",
                     at=at,
                 )
-        return decision.answer
+        return decision.answer, row
 
-    def validate(self, code: str, *, terminal: TerminalId) -> Answer:
-        """Answer a scanned code (validation or inventory), logging it; never pays."""
+    def validate(
+        self,
+        code: str,
+        *,
+        terminal: TerminalId,
+        retailer: str | None = None,
+        admission: Admission | None = None,
+    ) -> Answer:
+        """Answer a scanned code (validation or inventory), logging it; never pays.
+
+        ``retailer``: the caller acts only on that retailer's packs (a terminal of the
+        service); ``admission``: a signed request's nonce, admitted in the same transaction.
+        """
         _require_terminal(terminal)
         scanned = read_code(code)
         given = audit_text(code)
-        with self._transaction():
+        with self.db.transaction() as tx:
+            self._admit(tx, admission)
             at = self.clock()
-            answer = INVALID if scanned is None else self._answer(scanned, terminal, at)
-            self._log(terminal.value, "validate", given, answer.serial, answer.text, at=at)
+            answer = INVALID
+            if scanned is not None:
+                answer, _ = self._answer(tx, scanned, terminal, at, retailer)
+            action = "refuse" if answer.outcome == "NOT_YOUR_PACK" else "validate"
+            self._log(tx, terminal.value, action, given, answer.serial, answer.text, at=at)
         return answer
 
-    def claim(self, code: str, *, terminal: TerminalId, office: bool = False) -> Answer:
-        """Pay a winning ticket at most once; ``office`` (the lottery) pays above the limit."""
+    def claim(
+        self,
+        code: str,
+        *,
+        terminal: TerminalId,
+        office: bool = False,
+        retailer: str | None = None,
+        admission: Admission | None = None,
+        idempotent: IdempotentClaim | None = None,
+    ) -> Answer:
+        """Pay a winning ticket at most once; ``office`` (the lottery) pays above the limit.
+
+        The payment is one statement that checks and writes (``INSERT ... ON CONFLICT DO
+        NOTHING RETURNING``): of concurrent claims exactly one writes it, the others answer
+        ``ALREADY PAID``.  ``idempotent``: the claim's answer is stored under its key in the
+        same transaction as the payment (see :meth:`begin_claim`).
+        """
         _require_terminal(terminal)
         scanned = read_code(code)
         given = audit_text(code)
-        with self._transaction(durable=True):
+        with self.db.transaction(durable=True) as tx:
+            self._admit(tx, admission)
+            if idempotent is not None:
+                held = tx.one(
+                    "UPDATE idempotency SET token = token WHERE terminal = ? AND key = ? "
+                    "AND token = ? AND status IS NULL RETURNING 1",
+                    (idempotent.terminal, idempotent.key, idempotent.token),
+                )
+                if held is None:
+                    raise KeyTakenOver("this claim's key was taken over by a retry")
             at = self.clock()
             if scanned is None or scanned.virn is None:  # the inventory code never pays
                 answer = INVALID
             else:
-                answer = self._answer(scanned, terminal, at)
+                answer, row = self._answer(tx, scanned, terminal, at, retailer)
                 if answer.outcome == "WIN" or (office and answer.outcome == "WIN_AT_LOTTERY"):
-                    paid_at = format_time(at)
-                    self.conn.execute(
-                        "INSERT INTO payments VALUES (?, ?, ?, ?)",
-                        (ticket_key(scanned.ticket), answer.amount_eur, paid_at, terminal.value),
-                    )
-                    answer = Answer(
-                        "PAID",
-                        f"PAID {answer.amount_eur}",
-                        answer.serial,
-                        amount_eur=answer.amount_eur,
-                        paid_at=paid_at,
-                        terminal=terminal.value,
-                    )
-            self._log(terminal.value, "claim", given, answer.serial, answer.text, at=at)
+                    answer = self._pay(tx, scanned, answer, terminal, at, row)
+            action = "refuse" if answer.outcome == "NOT_YOUR_PACK" else "claim"
+            self._log(tx, terminal.value, action, given, answer.serial, answer.text, at=at)
+            if idempotent is not None:
+                status, body = idempotent.render(answer)
+                tx.execute(
+                    "UPDATE idempotency SET status = ?, response = ? "
+                    "WHERE terminal = ? AND key = ? AND token = ?",
+                    (status, body, idempotent.terminal, idempotent.key, idempotent.token),
+                )
         return answer
 
-    def record_refusal(self, *, action: str, terminal_text: str, given: str, reason: str) -> None:
+    def _pay(
+        self,
+        tx: Tx,
+        scanned: ScannedCode,
+        answer: Answer,
+        terminal: TerminalId,
+        at: datetime,
+        row: TicketRow | None,
+    ) -> Answer:
+        paid_at = format_time(at)
+        key = ticket_key(scanned.ticket)
+        written = tx.one(
+            "INSERT INTO payments VALUES (?, ?, ?, ?) ON CONFLICT (ticket) DO NOTHING "
+            "RETURNING paid_at",
+            (key, answer.amount_eur, paid_at, terminal.value),
+        )
+        if written is None:  # paid by a concurrent claim that committed first
+            other = tx.one("SELECT paid_at, terminal FROM payments WHERE ticket = ?", (key,))
+            assert other is not None and row is not None
+            return Answer(
+                "ALREADY_PAID",
+                f"ALREADY PAID {other[0]} {other[1]}",
+                answer.serial,
+                paid_at=other[0],
+                terminal=other[1],
+            )
+        return Answer(
+            "PAID",
+            f"PAID {answer.amount_eur}",
+            answer.serial,
+            amount_eur=answer.amount_eur,
+            paid_at=paid_at,
+            terminal=terminal.value,
+        )
+
+    def begin_claim(
+        self,
+        *,
+        terminal: TerminalId,
+        key: str,
+        fingerprint: bytes,
+        admission: Admission | None = None,
+        now_s: int | None = None,
+    ) -> ClaimStart:
+        """Take an Idempotency-Key for a claim, or say why not (one short transaction).
+
+        A new key (or one older than :data:`IDEMPOTENCY_TTL_S`) is taken: ``proceed`` with a
+        fresh token, which :meth:`claim` needs.  The same key with another request
+        (``fingerprint``) is a ``mismatch``; with its answer stored, a ``replay``; still
+        running, ``in_progress``, unless its lease (:data:`IDEMPOTENCY_LEASE_S`) has expired:
+        then this retry takes it over (the attempt that held it had not committed, or its
+        answer would be stored).
+        """
+        now = int(self.clock().timestamp()) if now_s is None else now_s
+        token = secrets.token_hex(16)
+        with self.db.transaction() as tx:
+            self._admit(tx, admission)
+            tx.lock(_lock_key("terminal", terminal.value))
+            taken = tx.one(
+                "INSERT INTO idempotency (terminal, key, fingerprint, token, started_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (terminal, key) DO NOTHING RETURNING 1",
+                (terminal.value, key, fingerprint, token, now),
+            )
+            if taken is not None:
+                return ClaimStart("proceed", token)
+            row = tx.one(
+                "SELECT fingerprint, token, started_at, status, response FROM idempotency "
+                "WHERE terminal = ? AND key = ?",
+                (terminal.value, key),
+            )
+            assert row is not None
+            stored, held_by, started_at, status, response = row
+            if started_at <= now - IDEMPOTENCY_TTL_S:  # expired: a new request
+                tx.execute(
+                    "UPDATE idempotency SET fingerprint = ?, token = ?, started_at = ?, "
+                    "status = NULL, response = NULL WHERE terminal = ? AND key = ?",
+                    (fingerprint, token, now, terminal.value, key),
+                )
+                return ClaimStart("proceed", token)
+            if not hmac.compare_digest(bytes(stored), fingerprint):
+                return ClaimStart("mismatch")
+            if status is not None:
+                return ClaimStart("replay", status=int(status), response=response)
+            if started_at > now - IDEMPOTENCY_LEASE_S:
+                return ClaimStart("in_progress", retry_after=started_at + IDEMPOTENCY_LEASE_S - now)
+            tx.execute(
+                "UPDATE idempotency SET token = ?, started_at = ? "
+                "WHERE terminal = ? AND key = ? AND token = ?",
+                (token, now, terminal.value, key, held_by),
+            )
+            return ClaimStart("proceed", token)
+
+    def purge_expired(self, *, now_s: int | None = None) -> tuple[int, int]:
+        """Forget nonces past :data:`NONCE_TTL_S` and claim keys past
+        :data:`IDEMPOTENCY_TTL_S`; (nonces, keys) removed."""
+        now = int(self.clock().timestamp()) if now_s is None else now_s
+        with self.db.transaction() as tx:
+            nonces = tx.execute(
+                "DELETE FROM nonces WHERE seen_at < ? RETURNING 1", (now - NONCE_TTL_S,)
+            )
+            keys = tx.execute(
+                "DELETE FROM idempotency WHERE started_at < ? RETURNING 1",
+                (now - IDEMPOTENCY_TTL_S,),
+            )
+        return len(nonces), len(keys)
+
+    def record_refusal(
+        self,
+        *,
+        action: str,
+        terminal_text: str,
+        given: str,
+        reason: str,
+        admission: Admission | None = None,
+    ) -> None:
         """Append to the audit log that an input was refused before anything was looked up.
 
         Every field is passed through :func:`audit_text`: what was sent may be anything.
+        ``admission``: the signed request's nonce, recorded with it.
         """
-        with self._transaction():
+        with self.db.transaction() as tx:
+            self._admit(tx, admission)
             self._log(
+                tx,
                 audit_text(terminal_text),
                 "refuse",
                 audit_text(f"{action}: {given}", limit=160),
@@ -725,19 +898,23 @@ class Ledger:
         """Locked tickets and throttled terminals, for the lottery's office to review."""
         at = self.clock()
         settings = self.settings
-        tickets = []
-        for key, failures, terminals, last_at in self.conn.execute(
-            "SELECT ticket, SUM(failures), COUNT(*), MAX(last_at) FROM virn_failures "
-            "GROUP BY ticket HAVING SUM(failures) >= ? AND COUNT(*) >= ? ORDER BY ticket",
-            (settings.max_virn_failures, LOCK_MIN_TERMINALS),
-        ):
-            tickets.append(LockedTicket(ticket_of_key(key).serial, failures, terminals, last_at))
+        with self.db.snapshot() as tx:
+            locked = tx.execute(
+                "SELECT ticket, SUM(failures), COUNT(*), MAX(last_at) FROM virn_failures "
+                "GROUP BY ticket HAVING SUM(failures) >= ? AND COUNT(*) >= ? ORDER BY ticket",
+                (settings.max_virn_failures, LOCK_MIN_TERMINALS),
+            )
+            counters = tx.execute(
+                "SELECT terminal, failures, window_start FROM terminal_failures "
+                "WHERE failures >= ? ORDER BY terminal",
+                (settings.max_terminal_virn_failures,),
+            )
+        tickets = [
+            LockedTicket(ticket_of_key(key).serial, int(failures), int(terminals), last_at)
+            for key, failures, terminals, last_at in locked
+        ]
         terminals = []
-        for name, failures, start in self.conn.execute(
-            "SELECT terminal, failures, window_start FROM terminal_failures "
-            "WHERE failures >= ? ORDER BY terminal",
-            (settings.max_terminal_virn_failures,),
-        ):
+        for name, failures, start in counters:
             until = TerminalCounter(failures, parse_time(start)).throttled_until(at, settings)
             if until is not None:
                 terminals.append(ThrottledTerminal(name, failures, start, format_time(until)))
@@ -753,41 +930,122 @@ class Ledger:
         if not isinstance(reason, Reason):
             raise TypeError("reason must be a printpipe.inputs.Reason")
         key = ticket_key(ticket)
-        with self._transaction(durable=True):
-            if self.conn.execute("SELECT 1 FROM tickets WHERE id = ?", (key,)).fetchone() is None:
-                raise PrintpipeError(f"ticket {ticket.serial}: no such ticket in {self.path}")
-            failures, terminals = self.conn.execute(
+        with self.db.transaction(durable=True) as tx:
+            if tx.one("SELECT 1 FROM tickets WHERE id = ?", (key,)) is None:
+                raise PrintpipeError(f"ticket {ticket.serial}: no such ticket in {self.location}")
+            counted = tx.one(
                 "SELECT COALESCE(SUM(failures), 0), COUNT(*) FROM virn_failures WHERE ticket = ?",
                 (key,),
-            ).fetchone()
+            )
+            assert counted is not None
+            failures, terminals = counted
             if not failures:
                 raise PrintpipeError(
                     f"ticket {ticket.serial} has no wrong validation numbers: nothing to unlock"
                 )
-            self.conn.execute("DELETE FROM virn_failures WHERE ticket = ?", (key,))
+            tx.execute("DELETE FROM virn_failures WHERE ticket = ?", (key,))
             report = (
                 f"ticket {ticket.serial}: unlocked ({failures} wrong validation numbers "
                 f"from {terminals} terminal{'s' if terminals > 1 else ''} released)"
             )
             given = audit_text(reason.text, limit=200)
-            self._log(terminal.value, "unlock", given, ticket.serial, report)
+            self._log(tx, terminal.value, "unlock", given, ticket.serial, report)
+        return report
+
+    # -- terminals -------------------------------------------------------------------------
+
+    def add_terminal(
+        self,
+        terminal: TerminalId,
+        *,
+        public_key: bytes,
+        key_id: str,
+        retailer: TerminalId | None,
+        role: str,
+        by: TerminalId,
+    ) -> Terminal:
+        """Register a terminal and its Ed25519 public key (raw 32 bytes), for a retailer
+        (role ``retailer``) or the lottery's office (role ``office``); audited."""
+        _require_terminal(terminal)
+        if role not in TERMINAL_ROLES:
+            raise InvalidInput(f"role {role!r} refused: {' or '.join(TERMINAL_ROLES)}")
+        if role == "retailer" and retailer is None:
+            raise InvalidInput("a retailer's terminal needs --retailer")
+        stamp = format_time(self.clock())
+        with self.db.transaction(durable=True) as tx:
+            known = tx.one(
+                "SELECT id FROM terminals WHERE id = ? OR key_id = ?", (terminal.value, key_id)
+            )
+            if known is not None:
+                raise PrintpipeError(
+                    f"terminal {known[0]} is registered already (with this id or this key): "
+                    "ids and keys are never reused"
+                )
+            owner = retailer.value if retailer is not None else None
+            tx.execute(
+                "INSERT INTO terminals VALUES (?, ?, ?, ?, ?, ?, NULL)",
+                (terminal.value, key_id, public_key, owner, role, stamp),
+            )
+            record = Terminal(terminal.value, key_id, public_key, owner, role, stamp)
+            self._log(tx, by.value, "terminal-add", terminal.value, None, record.describe())
+        return record
+
+    def terminals(self) -> list[Terminal]:
+        rows = self.query(
+            "SELECT id, key_id, public_key, retailer, role, added_at, revoked_at FROM terminals "
+            "ORDER BY id"
+        )
+        return [Terminal(r[0], r[1], bytes(r[2]), *r[3:]) for r in rows]
+
+    def terminal_by_key_id(self, key_id: str) -> Terminal | None:
+        rows = self.query(
+            "SELECT id, key_id, public_key, retailer, role, added_at, revoked_at FROM terminals "
+            "WHERE key_id = ?",
+            (key_id,),
+        )
+        return Terminal(rows[0][0], rows[0][1], bytes(rows[0][2]), *rows[0][3:]) if rows else None
+
+    def revoke_terminal(self, terminal: TerminalId, *, reason: Reason, by: TerminalId) -> str:
+        """Revoke a terminal for good: every request it signs is refused from now on."""
+        stamp = format_time(self.clock())
+        with self.db.transaction(durable=True) as tx:
+            row = tx.one("SELECT revoked_at FROM terminals WHERE id = ?", (terminal.value,))
+            if row is None:
+                raise PrintpipeError(f"terminal {terminal}: no such terminal in {self.location}")
+            if row[0] is not None:
+                return f"terminal {terminal}: revoked already ({row[0]})"
+            tx.execute("UPDATE terminals SET revoked_at = ? WHERE id = ?", (stamp, terminal.value))
+            report = f"terminal {terminal}: revoked {stamp}"
+            self._log(
+                tx, by.value, "terminal-revoke", audit_text(reason.text, limit=200), None, report
+            )
         return report
 
     # -- packs -----------------------------------------------------------------------------
 
     def set_pack_state(
-        self, packs: Sequence[PackRef], *, state: str, terminal: TerminalId
+        self,
+        packs: Sequence[PackRef],
+        *,
+        state: str,
+        terminal: TerminalId,
+        retailer: str | None = None,
+        admission: Admission | None = None,
     ) -> list[str]:
-        """Move packs to ``activated`` or ``settled``, all or none; one line per pack."""
+        """Move packs to ``activated`` or ``settled``, all or none; one line per pack.
+        ``retailer``: only packs shipped to it (a retailer's terminal activating on receipt)."""
         _require_terminal(terminal)
         if state not in ("activated", "settled"):
             raise ValueError(state)
         before = "issued" if state == "activated" else "activated"
         action = {"activated": "activate", "settled": "settle"}[state]
         report = []
-        with self._transaction(durable=True):
+        with self.db.transaction(durable=True) as tx:
+            self._admit(tx, admission)
             for given in packs:
-                key, label, current = self._find_pack(given)
+                key, label, current, owner = self._find_pack(tx, given)
+                if retailer is not None and owner != retailer:
+                    raise ForeignPack(f"pack {label} is not shipped to retailer {retailer}")
                 if current == state:
                     report.append(f"pack {label}: already {state}")
                     continue
@@ -795,28 +1053,60 @@ class Ledger:
                     raise PrintpipeError(
                         f"pack {label} is {current}: only an {before} pack can be {state}"
                     )
-                self.conn.execute(
+                tx.execute(
                     "UPDATE packs SET state = ?, changed_at = ? WHERE id = ?",
                     (state, format_time(self.clock()), key),
                 )
-                self._log(terminal.value, action, str(given), label, state)
+                self._log(tx, terminal.value, action, str(given), label, state)
                 report.append(f"pack {label}: {state}")
         return report
 
-    def _find_pack(self, given: PackRef) -> tuple[int, str, str]:
-        query = "SELECT id, game_number, pack, state FROM packs WHERE "
+    def ship_packs(
+        self, packs: Sequence[PackRef], *, retailer: TerminalId, terminal: TerminalId
+    ) -> list[str]:
+        """The lottery ships issued packs to a retailer, all or none: from then on only that
+        retailer's terminals act on them (activate on receipt, validate, claim)."""
+        _require_terminal(terminal)
+        report = []
+        with self.db.transaction(durable=True) as tx:
+            for given in packs:
+                key, label, current, owner = self._find_pack(tx, given)
+                if owner == retailer.value:
+                    report.append(f"pack {label}: already shipped to {owner}")
+                    continue
+                if current != "issued":
+                    raise PrintpipeError(f"pack {label} is {current}: only an issued pack ships")
+                tx.execute(
+                    "UPDATE packs SET retailer = ?, changed_at = ? WHERE id = ?",
+                    (retailer.value, format_time(self.clock()), key),
+                )
+                self._log(tx, terminal.value, "ship", str(given), label, retailer.value)
+                report.append(f"pack {label}: shipped to {retailer.value}")
+        return report
+
+    def pack_state(
+        self, given: PackRef, *, retailer: str | None = None, admission: Admission | None = None
+    ) -> tuple[str, str]:
+        """(pack label, state) of one pack; ``retailer``: only a pack shipped to it."""
+        with self.db.transaction() as tx:
+            self._admit(tx, admission)
+            _, label, state, owner = self._find_pack(tx, given)
+            if retailer is not None and owner != retailer:  # nothing kept: the caller audits
+                raise ForeignPack(f"pack {label} is not shipped to retailer {retailer}")
+        return label, state
+
+    def _find_pack(self, tx: Tx, given: PackRef) -> tuple[int, str, str, str | None]:
+        query = "SELECT id, game_number, pack, state, retailer FROM packs WHERE "
         if given.game is not None:
-            rows = self.conn.execute(
-                query + "id = ?", (pack_key(given.game, given.pack),)
-            ).fetchall()
+            rows = tx.execute(query + "id = ?", (pack_key(given.game, given.pack),))
         else:
-            rows = self.conn.execute(query + "pack = ?", (given.pack,)).fetchall()
+            rows = tx.execute(query + "pack = ?", (given.pack,))
         if not rows:
-            raise PrintpipeError(f"pack {given}: no such pack in {self.path}")
+            raise NoSuchPack(f"pack {given}: no such pack in {self.location}")
         if len(rows) > 1:
             raise PrintpipeError(f"pack {given} exists in several games: write it GGGG-PPPPPP")
-        key, game_number, pack, state = rows[0]
-        return key, f"{game_number:04d}-{pack:06d}", state
+        key, game_number, pack, state, owner = rows[0]
+        return key, f"{game_number:04d}-{pack:06d}", state, owner
 
     # -- import ----------------------------------------------------------------------------
 
@@ -830,22 +1120,36 @@ class Ledger:
         progress: Callable[[int], object] | None,
     ) -> str:
         """Load a verified manifest in one transaction (see :func:`import_manifest`)."""
+        key = self._require_key()
         header = manifest.header
         checker = RecordChecker(game, manifest)
         stats = {"new": 0}
         stamp = format_time(self.clock())
         definition = game.definition
 
-        with self._transaction(durable=True):
-            known = self.conn.execute(
+        with self.db.transaction(durable=True) as tx:
+            if isinstance(self.db, PostgresDatabase):
+                self.db.initialise_if_new(tx)
+            tx.lock(_lock_key("import", 0))
+            fingerprint = tx.one("SELECT value FROM ledger_meta WHERE key = 'key_fingerprint'")
+            if fingerprint is None:
+                tx.execute(
+                    "INSERT INTO ledger_meta VALUES ('key_fingerprint', ?)", (key.fingerprint,)
+                )
+            elif fingerprint[0] != key.fingerprint:
+                raise PrintpipeError(
+                    f"{key.source or 'the ledger key'} is not the key of validation database "
+                    f"{self.location}: use the keys folder it was imported with"
+                )
+            known = tx.one(
                 "SELECT id FROM manifests WHERE records_sha256 = ?", (manifest.records_sha256,)
-            ).fetchone()
+            )
             if known:
                 return f"manifest {manifest.path} already imported (same records): nothing to do"
-            cursor = self.conn.execute(
+            created = tx.one(
                 "INSERT INTO manifests (records_sha256, body_sha256, kind, game, game_number, "
                 "block, first_pack, last_pack, records, new_records, prize_eur, imported_at, "
-                "file) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
+                "file) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?) RETURNING id",
                 (
                     manifest.records_sha256,
                     manifest.body_sha256,
@@ -861,7 +1165,9 @@ class Ledger:
                     str(manifest.path),
                 ),
             )
-            manifest_id = cursor.lastrowid
+            assert created is not None
+            manifest_id = created[0]
+            block = int(header["block"])
 
             def on_lines(lines: list[bytes]) -> None:
                 parsed = checker.parse(lines)
@@ -870,42 +1176,51 @@ class Ledger:
                 if not len(parsed.keys):
                     return
                 keys = parsed.keys
+                records = key.record_hmacs(parsed.lines)
                 existing = dict(
-                    self.conn.execute(
-                        "SELECT id, record FROM tickets WHERE id BETWEEN ? AND ?",
+                    tx.execute(
+                        "SELECT id, record_hmac FROM tickets WHERE id BETWEEN ? AND ?",
                         (int(keys.min()), int(keys.max())),
-                    ).fetchall()
+                    )
                 )
                 fresh = np.ones(len(keys), dtype=bool)
                 if existing:
-                    for i, key in enumerate(keys.tolist()):
-                        record = existing.get(key)
+                    for i, ticket in enumerate(keys.tolist()):
+                        record = existing.get(ticket)
                         if record is None:
                             continue
-                        if record != parsed.lines[i].decode():
+                        if not hmac.compare_digest(bytes(record), records[i]):
                             raise PrintpipeError(
                                 f"manifest {manifest.path} refused: ticket "
-                                f"{record.split(',')[0]} differs from the one already imported"
+                                f"{ticket_of_key(ticket).serial} differs from the one already "
+                                "imported"
                             )
                         fresh[i] = False
+                messages = [
+                    f"{k:013d}{v:010d}".encode()
+                    for k, v in zip(keys.tolist(), parsed.virn.tolist(), strict=True)
+                ]
+                virns = key.virn_hmacs(messages)
                 rows = [
-                    (k, v, p, manifest_id, line.decode())
-                    for k, v, p, line, new in zip(
+                    (k, v, p, manifest_id, r)
+                    for k, v, p, r, new in zip(
                         keys.tolist(),
-                        parsed.virn.tolist(),
+                        virns,
                         parsed.prize_eur.tolist(),
-                        parsed.lines,
+                        records,
                         fresh.tolist(),
                         strict=True,
                     )
                     if new
                 ]
-                self.conn.executemany("INSERT INTO tickets VALUES (?, ?, ?, ?, ?)", rows)
+                tx.insert_rows(
+                    "tickets", ("id", "virn_hmac", "prize_eur", "manifest", "record_hmac"), rows
+                )
                 stats["new"] += len(rows)
-                block = int(header["block"])
                 packs = np.unique(parsed.pack_number).tolist()
-                self.conn.executemany(
-                    "INSERT OR IGNORE INTO packs VALUES (?, ?, ?, ?, 'issued', ?)",
+                tx.executemany(
+                    "INSERT INTO packs (id, game_number, pack, block, state, changed_at) "
+                    "VALUES (?, ?, ?, ?, 'issued', ?) ON CONFLICT (id) DO NOTHING",
                     [
                         (pack_key(definition.number, p), definition.number, p, block, stamp)
                         for p in packs
@@ -914,7 +1229,7 @@ class Ledger:
 
             decrypt_manifest(manifest, identity, on_lines)
             checker.finish()
-            self.conn.execute(
+            tx.execute(
                 "UPDATE manifests SET new_records = ? WHERE id = ?", (stats["new"], manifest_id)
             )
             summary = (
@@ -922,8 +1237,16 @@ class Ledger:
                 f"block {header['block']}, pack numbers {header['packs']['first_pack_number']:06d} "
                 f"to {header['packs']['last_pack_number']:06d}"
             )
-            self._log(terminal.value, "import", audit_text(manifest.path.name), None, summary)
+            self._log(tx, terminal.value, "import", audit_text(manifest.path.name), None, summary)
         return summary
+
+
+class ForeignPack(PrintpipeError):
+    """A pack not shipped to the asking terminal's retailer (the service answers 403)."""
+
+
+class NoSuchPack(PrintpipeError):
+    """No pack of that number in the ledger."""
 
 
 def _require_terminal(terminal: object) -> None:
@@ -931,66 +1254,28 @@ def _require_terminal(terminal: object) -> None:
         raise TypeError("terminal must be a printpipe.inputs.TerminalId (parse_terminal_id)")
 
 
-def _insert_default_settings(conn: sqlite3.Connection) -> None:
-    defaults = asdict(Settings())
-    conn.executemany(
-        "INSERT OR IGNORE INTO settings VALUES (?, ?)",
-        [(key, str(value)) for key, value in defaults.items()],
-    )
-
-
-def _upgrade_from_0(conn: sqlite3.Connection) -> None:
-    """Bring a ledger written before schema 1 to it, in one transaction.
-
-    Its wrong-VIRN counts were per ticket only; they are kept, against one pseudo-terminal
-    ``before-upgrade``, so they can no longer lock a ticket by themselves (they could be the
-    work of one terminal: the defect schema 1 fixes).  The office sees them in the audit log.
-    """
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        if conn.execute("PRAGMA user_version").fetchone()[0] == 0:  # nobody upgraded it meanwhile
-            conn.execute("ALTER TABLE virn_failures RENAME TO virn_failures_0")
-            for statement in SCHEMA_1.split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            stamp = now()
-            conn.execute(
-                "INSERT INTO virn_failures SELECT ticket, 'before-upgrade', failures, ? "
-                "FROM virn_failures_0",
-                (stamp,),
-            )
-            conn.execute("DROP TABLE virn_failures_0")
-            _insert_default_settings(conn)
-            conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
-            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-            conn.execute(
-                "INSERT INTO audit_log (at, terminal, action, input, ticket, answer) "
-                "VALUES (?, 'printpipe', 'upgrade', '', NULL, ?)",
-                (stamp, f"ledger layout 0 -> {SCHEMA_VERSION}"),
-            )
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-
-
 # -- one call per command -------------------------------------------------------------------
 
 
-def configure(db_path: Path, *, terminal: TerminalId, **changes: int | None) -> Settings:
-    """The ledger's settings, after the given changes (audited); with no change, the file is
+def configure(location: Location, *, terminal: TerminalId, **changes: int | None) -> Settings:
+    """The ledger's settings, after the given changes (audited); with no change, the ledger is
     opened read-only and not written."""
     changing = any(value is not None for value in changes.values())
-    with Ledger(db_path, read_only=not changing) as book:
+    with Ledger(location, read_only=not changing) as book:
         return book.configure(terminal=terminal, **changes)
 
 
 def record_refusal(
-    db_path: Path, *, action: str, terminal_text: str, given: str, reason: str
+    location: Location, *, action: str, terminal_text: str, given: str, reason: str
 ) -> None:
-    """Record in the ledger at ``db_path`` an input refused before anything was looked up."""
-    with Ledger(db_path) as book:
+    """Record in the ledger at ``location`` an input refused before anything was looked up."""
+    with Ledger(location) as book:
         book.record_refusal(action=action, terminal_text=terminal_text, given=given, reason=reason)
+
+
+def request_fingerprint(method: str, path: str, body: bytes) -> bytes:
+    """What an Idempotency-Key is bound to: the request's method, path and body."""
+    return hashlib.sha256(f"{method} {path}\n".encode() + body).digest()
 
 
 # -- creating and importing ----------------------------------------------------------------
@@ -999,23 +1284,25 @@ LOTTERY = TerminalId("lottery")
 
 
 def import_manifest(
-    db_path: Path,
+    location: Location,
     *,
     manifest: Manifest,
     game: Game,
     identity: x25519.Identity,
+    key: LedgerKey,
     terminal: TerminalId = LOTTERY,
     progress: Callable[[int], object] | None = None,
     clock: Callable[[], datetime] = utc_now,
 ) -> str:
-    """Load a verified manifest into the ledger at ``db_path``, creating it if absent.
+    """Load a verified manifest into the ledger at ``location``, creating it if absent.
 
     All or nothing: any failure (wrong key, a record that disagrees with the rules or with an
     already-imported manifest) leaves the ledger as it was.  The same manifest again is a
-    no-op; one that conflicts is refused.  A new ledger is built and filled under a temporary
-    name beside ``db_path``, then linked to ``db_path`` only if nothing is there yet: a
+    no-op; one that conflicts is refused.  A new SQLite ledger is built and filled under a
+    temporary name beside the file, then linked into place only if nothing is there yet: a
     failed import removes only its own temporary file, and if another import created the
-    ledger meanwhile, this one is imported into it.
+    ledger meanwhile, this one is imported into it.  A PostgreSQL database with no tables gets
+    the ledger's tables in the import's own transaction.
     """
     _require_terminal(terminal)
     if not game.definition.records.has_virn:
@@ -1025,21 +1312,27 @@ def import_manifest(
             f"manifest {manifest.path} refused: the records of {game.definition.id} carry "
             "no VIRN, its units are not validated by retailers"
         )
+    if isinstance(location, PostgresLocation):
+        db = PostgresDatabase(location, create=True)
+        book = Ledger._over(db, key=key, clock=clock, empty=db.empty)
+        with book:
+            return book._import(manifest, game, identity, terminal=terminal, progress=progress)
+    db_path = location
     if not os.path.lexists(db_path):
         tmp = partial_path(db_path)
         remove_sqlite_files(tmp)  # left by a crashed process of the same id
         try:
             try:
-                book = Ledger._build(tmp, clock=clock)
+                built = SqliteDatabase.build(tmp)
             except OSError as exc:
                 raise PrintpipeError(f"cannot create {db_path}: {exc.strerror}") from None
             try:
+                book = Ledger._over(built, key=key, clock=clock)
                 summary = book._import(
                     manifest, game, identity, terminal=terminal, progress=progress
                 )
-                book.conn.execute("PRAGMA journal_mode=WAL")
             finally:
-                book.close()  # the last connection: the WAL is checkpointed into the file
+                built.finish_build()  # the last connection: the WAL checkpointed into the file
             fd = os.open(tmp, os.O_RDONLY)
             try:
                 os.fsync(fd)
@@ -1056,5 +1349,5 @@ def import_manifest(
                 return summary
         finally:
             remove_sqlite_files(tmp)
-    with Ledger(db_path, clock=clock) as book:
+    with Ledger(db_path, key=key, clock=clock) as book:
         return book._import(manifest, game, identity, terminal=terminal, progress=progress)

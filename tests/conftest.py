@@ -105,3 +105,44 @@ def approvals_dir(tmp_path_factory, keys_dir) -> Path:
     key = load_signing_key(keys_dir, LOTTERY_SIGNING_KEY)
     approve_proof(work / "proof", signing_key=key, approvals_dir=work / "approvals")
     return work / "approvals"
+
+
+# -- the ledger on both databases ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """A PostgreSQL server for the session: ``.ci/run``'s (``PRINTPIPE_TEST_POSTGRES``), else a
+    throwaway one started here the same way (``tests/pgserver.py``) and stopped at the end."""
+    import tempfile
+
+    from tests import pgserver
+
+    given = os.environ.get(pgserver.ENV_VAR)
+    if given:
+        yield given
+        return
+    folder = Path(tempfile.mkdtemp(prefix="printpipe-pg-"))
+    os.chmod(folder, 0o711)  # the server's user passes through it to its data folder
+    try:
+        yield pgserver.start(folder / "server")
+    finally:
+        pgserver.stop(folder / "server")
+        folder.rmdir()
+
+
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def backend(request) -> str:
+    """Which database a ledger test runs on: every ledger and service test runs on both."""
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def ledgers(request, backend, tmp_path_factory):
+    """Makes ledger locations on this module's backend: ``ledgers.new()``, ``ledgers.copy(x)``."""
+    from tests.ledger_helpers import LedgerFactory
+
+    url = request.getfixturevalue("postgres_url") if backend == "postgresql" else None
+    factory = LedgerFactory(backend, tmp_path_factory.mktemp("ledgers"), url)
+    yield factory
+    factory.cleanup()

@@ -16,6 +16,7 @@ from printpipe.cli import main
 from printpipe.games.base import Game
 from printpipe.ids import TicketId
 from printpipe.keys import load_secrets
+from printpipe.ledger_store import Location, PostgresLocation
 from printpipe.plan import plan_block
 from printpipe.rng import derive_block_key
 from printpipe.store import BlockStore
@@ -70,3 +71,63 @@ def run_in_process(*args: str) -> subprocess.CompletedProcess:
     return subprocess.CompletedProcess(
         ["printpipe", *args], code, stdout.getvalue(), stderr.getvalue()
     )
+
+
+class LedgerFactory:
+    """Ledger locations on one backend: a new SQLite file or PostgreSQL database, or a copy of
+    one (a file copy; ``CREATE DATABASE ... TEMPLATE``)."""
+
+    def __init__(self, backend: str, folder: Path, postgres_url: str | None) -> None:
+        self.backend = backend
+        self.folder = folder
+        self.url = postgres_url
+        self.made: list[str] = []
+        self._count = 0
+
+    def new(self) -> Location:
+        if self.backend == "sqlite":
+            self._count += 1
+            return self.folder / f"ledger-{self._count}.sqlite"
+        from tests.pgserver import create_database
+
+        assert self.url is not None
+        url = create_database(self.url)
+        self.made.append(url)
+        return PostgresLocation(url)
+
+    def copy(self, location: Location) -> Location:
+        if isinstance(location, Path):
+            self._count += 1
+            target = self.folder / f"ledger-{self._count}.sqlite"
+            target.write_bytes(location.read_bytes())
+            return target
+        from tests.pgserver import create_database
+
+        assert self.url is not None
+        url = create_database(self.url, template=location.dsn.rsplit("/", 1)[1])
+        self.made.append(url)
+        return PostgresLocation(url)
+
+    def cleanup(self) -> None:
+        from tests.pgserver import drop_database
+
+        for url in self.made:
+            drop_database(url)
+
+
+def db_arg(location: Location) -> str:
+    """``--db`` for a location."""
+    return location.dsn if isinstance(location, PostgresLocation) else str(location)
+
+
+def ledger_exists(location: Location) -> bool:
+    """Whether a ledger is there: the file, or any table in the PostgreSQL database."""
+    if isinstance(location, Path):
+        return location.exists()
+    import psycopg
+
+    with psycopg.connect(location.dsn) as conn:
+        row = conn.execute(
+            "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = 'public'"
+        ).fetchone()
+    return bool(row and row[0])

@@ -20,6 +20,7 @@ from printpipe.games import game_template_dir, load_game
 from printpipe.games.base import symbol_code
 from printpipe.games.chien_chat import ChienChat
 from printpipe.inputs import TerminalId
+from printpipe.ledger_key import load_ledger_key
 from printpipe.render.imposition import impose, parse_sheet
 from printpipe.render.template import load_template
 from printpipe.validation import Ledger
@@ -109,7 +110,7 @@ def test_scanned_codes_get_the_prize_of_the_printed_symbols(printed_run):
     tickets = printed_tickets(press / job["files"][0]["path"], game)
     assert len(tickets) == 250 and len({code for code, *_ in tickets}) == 250
     amounts = set()
-    with Ledger(db) as ledger:
+    with Ledger(db, key=load_ledger_key(db.parent / "keys")) as ledger:
         for code, effigy, paws, bonus in tickets:
             prize = game.prize_eur(effigy, paws, bonus)  # the rules, on what is printed
             answer = ledger.validate(code, terminal=TerminalId("T-E2E"))
@@ -136,8 +137,9 @@ def test_a_scanned_winner_is_paid_once_through_the_cli(printed_run):
         for code, effigy, paws, bonus in tickets
         if code[4:10] == "000001" and 0 < game.prize_eur(effigy, paws, bonus) <= 150
     )
-    first = run_cli("claim", code, "--db", str(db), "--terminal", "T-1")
+    keys = ["--keys", str(db.parent / "keys")]
+    first = run_cli("claim", code, "--db", str(db), "--terminal", "T-1", *keys)
     assert first.returncode == 0 and first.stdout.startswith("PAID ")
-    again = run_cli("claim", code, "--db", str(db), "--terminal", "T-2")
+    again = run_cli("claim", code, "--db", str(db), "--terminal", "T-2", *keys)
     assert again.returncode != 0 and again.stdout.startswith("ALREADY PAID ")
     assert "T-1" in again.stdout

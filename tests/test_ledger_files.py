@@ -15,8 +15,10 @@ import pytest
 from printpipe.block import PackRange
 from printpipe.inputs import TerminalId
 from printpipe.keys import init_keys
+from printpipe.ledger_key import load_ledger_key
+from printpipe.ledger_store import APPLICATION_ID, SqliteDatabase
 from printpipe.manifest import BLOCK_MANIFEST
-from printpipe.validation import APPLICATION_ID, Ledger
+from printpipe.validation import Ledger
 from tests.conftest import run_cli
 from tests.ledger_helpers import generate_store, run_in_process
 
@@ -96,13 +98,14 @@ def test_a_failed_import_never_deletes_a_ledger_another_import_filled(
 ASKER = """
 import contextlib, io, sys, time
 from printpipe.cli import main
-db, terminal = sys.argv[1:3]
+db, terminal, keys = sys.argv[1:4]
 seen = set()
 sys.stdin.readline()  # start together
 deadline = time.monotonic() + 120
 while time.monotonic() < deadline:
     out, err = io.StringIO(), io.StringIO()
-    sys.argv = ["printpipe", "validate", "0412" + "0" * 21, "--db", db, "--terminal", terminal]
+    sys.argv = ["printpipe", "validate", "0412" + "0" * 21, "--db", db, "--terminal", terminal,
+                "--keys", keys]
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             main()
@@ -136,7 +139,7 @@ def test_a_ledger_being_created_is_never_seen_half_made(two_blocks, keys_dir, tm
             )
             for manifest in (good, other)
         ]
-        askers = [_popen(ASKER, str(db), f"T{i}") for i in range(3)]
+        askers = [_popen(ASKER, str(db), f"T{i}", str(keys_dir)) for i in range(3)]
         for proc in (*askers, *imports):
             assert proc.stdin is not None
             proc.stdin.write("go\n")
@@ -198,8 +201,8 @@ def test_a_file_that_is_not_a_ledger_is_refused_untouched(two_blocks, keys_dir, 
     before = _snapshot(folder)
     for path in files.values():
         for command in (
-            ["validate", "0" * 25, "--db", str(path)],
-            ["claim", "0" * 25, "--db", str(path), "--terminal", "T1"],
+            ["validate", "0" * 25, "--db", str(path), "--keys", str(keys_dir)],
+            ["claim", "0" * 25, "--db", str(path), "--terminal", "T1", "--keys", str(keys_dir)],
             ["ledger", "config", "--db", str(path)],
             ["ledger", "locks", "--db", str(path)],
             ["packs", "activate", "1", "--db", str(path)],
@@ -224,42 +227,43 @@ def test_read_only_commands_write_nothing_to_a_ledger(two_blocks, keys_dir, tmp_
         assert not wal.exists() or wal.stat().st_size == 0  # not one frame written
 
 
-def test_a_ledger_of_the_earlier_layout_is_upgraded_keeping_its_history(tmp_path):
-    """Ledgers written before issue 11 counted wrong VIRNs per ticket only."""
-    db = tmp_path / "old.sqlite"
-    conn = sqlite3.connect(db, isolation_level=None)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.executescript(
-        """
-        CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-        CREATE TABLE tickets (id INTEGER PRIMARY KEY, virn INTEGER NOT NULL,
-            prize_eur INTEGER NOT NULL, manifest INTEGER NOT NULL, record TEXT NOT NULL);
-        CREATE TABLE packs (id INTEGER PRIMARY KEY, game_number INTEGER NOT NULL,
-            pack INTEGER NOT NULL, block INTEGER NOT NULL, state TEXT NOT NULL,
-            changed_at TEXT NOT NULL);
-        CREATE TABLE virn_failures (ticket INTEGER PRIMARY KEY, failures INTEGER NOT NULL);
-        CREATE TABLE payments (ticket INTEGER PRIMARY KEY, amount_eur INTEGER NOT NULL,
-            paid_at TEXT NOT NULL, terminal TEXT NOT NULL);
-        CREATE TABLE audit_log (id INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL,
-            terminal TEXT NOT NULL, action TEXT NOT NULL, input TEXT NOT NULL, ticket TEXT,
-            answer TEXT NOT NULL);
-        INSERT INTO settings VALUES ('retailer_limit_eur', '200'), ('max_virn_failures', '5');
-        INSERT INTO virn_failures VALUES (412000001005, 5);
-        INSERT INTO audit_log (at, terminal, action, input, ticket, answer)
-            VALUES ('2024-01-01T00:00:00Z', 'T1', 'validate', 'x', NULL, 'INVALID CODE');
-        """
-    )
-    conn.close()
-    result = run_in_process("ledger", "locks", "--db", str(db))  # read-only: may not upgrade
-    assert result.returncode == 1 and "earlier printpipe" in result.stderr
-    out = run_in_process("ledger", "config", "--db", str(db), "--retailer-limit", "250")
-    assert out.returncode == 0 and "retailer limit 250 EUR" in out.stdout
-    with Ledger(db, read_only=True) as book:
-        rows = book.conn.execute("SELECT ticket, terminal, failures FROM virn_failures")
-        assert rows.fetchall() == [(412000001005, "before-upgrade", 5)]
-        actions = [r[0] for r in book.conn.execute("SELECT action FROM audit_log ORDER BY id")]
-        assert actions == ["validate", "upgrade", "configure"]
-        assert book.locks().tickets == []  # one (pseudo-)terminal's failures lock nothing
+def test_a_ledger_of_an_earlier_layout_is_refused_untouched_saying_how_to_rebuild(
+    tmp_path, keys_dir
+):
+    """Ledgers written before issue 12 hold VIRNs in clear: refused in one line, unchanged."""
+    folder = tmp_path / "old"
+    folder.mkdir()
+    for layout, application_id in ((0, 0), (1, APPLICATION_ID)):
+        db = folder / f"layout-{layout}.sqlite"
+        conn = sqlite3.connect(db, isolation_level=None)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.executescript(
+            """
+            CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+            CREATE TABLE tickets (id INTEGER PRIMARY KEY, virn INTEGER NOT NULL,
+                prize_eur INTEGER NOT NULL, manifest INTEGER NOT NULL, record TEXT NOT NULL);
+            CREATE TABLE audit_log (id INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL,
+                terminal TEXT NOT NULL, action TEXT NOT NULL, input TEXT NOT NULL, ticket TEXT,
+                answer TEXT NOT NULL);
+            INSERT INTO tickets VALUES (412000001005, 1234567890, 10, 1, 'x');
+            """
+        )
+        conn.execute(f"PRAGMA application_id={application_id}")
+        conn.execute(f"PRAGMA user_version={layout}")
+        conn.close()
+    before = _snapshot(folder)
+    for db in sorted(folder.glob("*.sqlite")):
+        for command in (
+            ["ledger", "locks", "--db", str(db)],
+            ["ledger", "config", "--db", str(db), "--retailer-limit", "250"],
+            ["validate", "0" * 25, "--db", str(db), "--keys", str(keys_dir)],
+            ["ledger", "verify-log", "--db", str(db)],
+        ):
+            result = run_in_process(*command)
+            lines = result.stderr.strip().splitlines()
+            assert result.returncode == 1 and len(lines) == 1, (command, result.stderr)
+            assert "earlier printpipe" in lines[0] and "printpipe ledger import" in lines[0]
+    assert _snapshot(folder) == before
 
 
 def test_validations_commit_normal_and_payments_full(two_blocks, keys_dir, tmp_path):
@@ -269,11 +273,13 @@ def test_validations_commit_normal_and_payments_full(two_blocks, keys_dir, tmp_p
     db = tmp_path / "ledger.sqlite"
     run_cli("ledger", "import", str(good), "--keys", str(keys_dir), "--db", str(db), check=True)
     seen = []
-    with Ledger(db) as book:
-        book.conn.set_trace_callback(lambda sql: seen.append(sql) if "synchronous" in sql else None)
-        assert book.conn.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
+    with Ledger(db, key=load_ledger_key(keys_dir)) as book:
+        assert isinstance(book.db, SqliteDatabase)
+        conn = book.db.conn
+        conn.set_trace_callback(lambda sql: seen.append(sql) if "synchronous" in sql else None)
+        assert conn.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
         book.validate("0" * 25, terminal=TerminalId("T1"))
-        assert book.conn.execute("PRAGMA synchronous").fetchone() == (1,)
+        assert conn.execute("PRAGMA synchronous").fetchone() == (1,)
         assert not [sql for sql in seen if "FULL" in sql]
         book.claim("0" * 25, terminal=TerminalId("T1"))
         assert [sql for sql in seen if "=" in sql] == [

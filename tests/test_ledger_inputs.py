@@ -4,9 +4,7 @@ cannot break the log."""
 
 from __future__ import annotations
 
-import sqlite3
 import string
-from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -25,8 +23,9 @@ from printpipe.inputs import (
 )
 from printpipe.manifest import BLOCK_MANIFEST
 from printpipe.store import BlockStore
+from printpipe.validation import Ledger
 from tests.conftest import run_cli
-from tests.ledger_helpers import generate_store, run_in_process, ticket_codes
+from tests.ledger_helpers import db_arg, generate_store, run_in_process, ticket_codes
 
 TERMINAL_CHARACTERS = set(string.ascii_letters + string.digits + "._:-")
 
@@ -77,14 +76,14 @@ def test_pack_numbers_and_reasons_are_parsed_or_refused_never_crash(text):
 
 
 @pytest.fixture(scope="module")
-def ledger(tmp_path_factory, game, keys_dir) -> tuple[Path, str, str]:
+def ledger(tmp_path_factory, ledgers, game, keys_dir):
     """A ledger of packs 1:3, pack 1 activated; a winner's code of pack 1 and a wrong one."""
     root = tmp_path_factory.mktemp("inputs")
     store_dir = generate_store(game, keys_dir, root / "blk", PackRange(1, 3))
-    db = root / "ledger.sqlite"
+    db = ledgers.new()
     run_cli("ledger", "import", str(store_dir / BLOCK_MANIFEST), "--keys", str(keys_dir),
-            "--db", str(db), "-q", check=True)  # fmt: skip
-    run_cli("packs", "activate", "1", "--db", str(db), check=True)
+            "--db", db_arg(db), "-q", check=True)  # fmt: skip
+    run_cli("packs", "activate", "1", "--db", db_arg(db), check=True)
     store = BlockStore.open(store_dir)
     tiers = store.read().tier
     row = next(r for r in range(store.pack_size) if tiers[r] > 0)
@@ -93,30 +92,26 @@ def ledger(tmp_path_factory, game, keys_dir) -> tuple[Path, str, str]:
     return db, code, wrong
 
 
-def _fresh(ledger, tmp_path) -> Path:
-    work = tmp_path / "ledger.sqlite"
-    work.write_bytes(ledger[0].read_bytes())
-    return work
+def _fresh(ledger, ledgers):
+    return ledgers.copy(ledger[0])
 
 
-def _rows(db: Path, query: str) -> list[tuple]:
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute(query).fetchall()
-    finally:
-        conn.close()
+def _rows(db, query: str) -> list[tuple]:
+    with Ledger(db, read_only=True) as book:
+        return book.query(query)
 
 
-def test_a_terminal_id_that_is_not_utf8_is_refused_and_audited(ledger, tmp_path):
+def test_a_terminal_id_that_is_not_utf8_is_refused_and_audited(ledger, ledgers, keys_dir):
     """The issue's reproduction 2: ``claim CODE --terminal $'X\\xff'`` crashed inside the
     transaction, rolling back the wrong-VIRN counter and the audit entry, and the traceback's
     line told a right VIRN from a wrong one."""
-    db, code, wrong = _fresh(ledger, tmp_path), ledger[1], ledger[2]
+    db, code, wrong = _fresh(ledger, ledgers), ledger[1], ledger[2]
+    keys = ["--keys", str(keys_dir)]
     bad = "X\udcff"  # what Python makes of the argument bytes X 0xff
     answers: dict[str, set[str]] = {}
     for given_code in (code, wrong):
         for command in ("claim", "validate"):
-            result = run_cli(command, given_code, "--db", str(db), "--terminal", bad)
+            result = run_cli(command, given_code, "--db", db_arg(db), "--terminal", bad, *keys)
             assert result.returncode == 2 and result.stdout == ""
             assert "Traceback" not in result.stderr
             assert len(result.stderr.strip().splitlines()) == 1, result.stderr
@@ -138,39 +133,43 @@ def test_a_terminal_id_that_is_not_utf8_is_refused_and_audited(ledger, tmp_path)
     ids=["ansi", "newline", "100-KB", "empty", "dash-first", "non-ascii"],
 )
 def test_a_terminal_id_out_of_its_alphabet_or_length_is_refused_and_logged_bounded(
-    ledger, tmp_path, terminal
+    ledger, ledgers, keys_dir, terminal
 ):
     """The issue's reproduction 4: 1 MB ids, ANSI escapes and newlines went into the log."""
-    db = _fresh(ledger, tmp_path)
-    result = run_in_process("validate", ledger[1], "--db", str(db), "--terminal", terminal)
+    db = _fresh(ledger, ledgers)
+    keys = ["--keys", str(keys_dir)]
+    result = run_in_process(
+        "validate", ledger[1], "--db", db_arg(db), "--terminal", terminal, *keys
+    )
     assert result.returncode == 2 and result.stdout == ""
     assert len(result.stderr.strip().splitlines()) == 1
     assert "terminal id" in result.stderr and "\x1b" not in result.stderr
-    rows = _rows(db, "SELECT terminal, input, answer FROM audit_log ORDER BY id DESC LIMIT 1")
+    rows = _rows(db, "SELECT terminal, input, answer FROM audit_log ORDER BY seq DESC LIMIT 1")
     for text in rows[0]:
         assert text.isascii() and text.isprintable() and len(text) <= AUDIT_TEXT_LIMIT * 10 + 40
     assert rows[0][0] == audit_text(terminal)
     assert _rows(db, "SELECT MAX(LENGTH(terminal)) FROM audit_log")[0][0] < 1000
 
 
-def test_every_other_refused_input_exits_2_and_is_audited(ledger, tmp_path):
-    db = _fresh(ledger, tmp_path)
+def test_every_other_refused_input_exits_2_and_is_audited(ledger, ledgers, keys_dir):
+    db = _fresh(ledger, ledgers)
+    keys = ["--keys", str(keys_dir)]
     serial = TicketId(412, 1, 0).serial
     wrong_check = f"{serial[:-1]}{(int(serial[-1]) + 1) % 10}"
     cases = [
-        ("packs", "activate", "12x", "--db", str(db)),
-        ("packs", "settle", "0412-0000001", "--db", str(db)),
-        ("ledger", "unlock", wrong_check, "--db", str(db), "--reason", "seen"),
-        ("ledger", "unlock", serial, "--db", str(db), "--reason", "two\nlines"),
-        ("ledger", "config", "--db", str(db), "--retailer-limit", "0"),
-        ("ledger", "config", "--db", str(db), "--terminal", "bad id"),
-        ("claim", ledger[1], "--db", str(db)),  # the terminal is required to pay
+        ("packs", "activate", "12x", "--db", db_arg(db)),
+        ("packs", "settle", "0412-0000001", "--db", db_arg(db)),
+        ("ledger", "unlock", wrong_check, "--db", db_arg(db), "--reason", "seen"),
+        ("ledger", "unlock", serial, "--db", db_arg(db), "--reason", "two\nlines"),
+        ("ledger", "config", "--db", db_arg(db), "--retailer-limit", "0"),
+        ("ledger", "config", "--db", db_arg(db), "--terminal", "bad id"),
+        ("claim", ledger[1], "--db", db_arg(db), *keys),  # the terminal is required to pay
     ]
     before = _rows(db, "SELECT COUNT(*) FROM audit_log")[0][0]
     for args in cases:
         result = run_in_process(*args)
         assert result.returncode == 2, (args, result.stderr)
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
-    actions = _rows(db, f"SELECT action FROM audit_log WHERE id > {before}")
+    actions = _rows(db, f"SELECT action FROM audit_log WHERE seq > {before}")
     assert actions == [("refuse",)] * len(cases)
     assert _rows(db, "SELECT state FROM packs WHERE pack = 1") == [("activated",)]

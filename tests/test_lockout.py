@@ -1,13 +1,12 @@
 """Lock-out (issue 11, defect 3): wrong VIRNs count only against payable tickets, a terminal
 that sends too many is throttled and reported, one terminal cannot lock a ticket, and the
-lottery's office unlocks a ticket after inspecting it, then pays its holder."""
+lottery's office unlocks a ticket after inspecting it, then pays its holder.  The ledger's
+tests run on both databases (the ``backend`` fixture)."""
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -16,6 +15,7 @@ from hypothesis import strategies as st
 from printpipe.block import PackRange
 from printpipe.ids import TicketId
 from printpipe.inputs import TerminalId, parse_pack_ref, parse_reason
+from printpipe.ledger_key import LedgerKey, load_ledger_key
 from printpipe.manifest import BLOCK_MANIFEST
 from printpipe.store import BlockStore
 from printpipe.validation import (
@@ -29,17 +29,18 @@ from printpipe.validation import (
     decide,
 )
 from tests.conftest import run_cli
-from tests.ledger_helpers import generate_store, run_in_process, ticket_codes
+from tests.ledger_helpers import db_arg, generate_store, run_in_process, ticket_codes
 
 START = datetime(2030, 1, 1, 8, 0, tzinfo=UTC)
 SETTINGS = Settings()
+TEST_KEY = LedgerKey(bytes(range(32)))
 
 # -- the policy, pure -----------------------------------------------------------------------
 
 ticket_ids = st.builds(TicketId, st.just(412), st.integers(1, 999_999), st.integers(0, 999))
 rows = st.builds(
     TicketRow,
-    virn=st.integers(0, 10**10 - 1),
+    virn_hmac=st.binary(min_size=32, max_size=32),
     prize_eur=st.sampled_from([0, 2, 150, 15_000]),
     failures=st.integers(0, 10),
     failing_terminals=st.integers(0, 4),
@@ -57,9 +58,16 @@ moments = st.integers(0, 72 * 60).map(lambda minutes: START + timedelta(minutes=
 def test_an_unsold_ticket_answers_the_same_whatever_its_virn_and_counts_nothing(
     ticket, row, counter, at, right
 ):
-    row = replace(row, pack_state="issued", failures=0, failing_terminals=0)
-    virn = row.virn if right else (row.virn + 1) % 10**10
-    decision = decide(ScannedCode(ticket, virn), row, counter, SETTINGS, at=at)
+    virn = 1234567890
+    row = replace(
+        row,
+        pack_state="issued",
+        failures=0,
+        failing_terminals=0,
+        virn_hmac=TEST_KEY.virn_hmac(ticket, virn if right else virn + 1),
+    )
+    scanned = ScannedCode(ticket, virn).keyed(TEST_KEY)
+    decision = decide(scanned, row, counter, SETTINGS, at=at)
     assert not decision.counts_failure
     assert decision.answer.text in ("PACK NOT ACTIVATED", f"TERMINAL THROTTLED {_until(counter)}")
 
@@ -73,8 +81,10 @@ def _until(counter: TerminalCounter) -> str:
 @given(ticket_ids, rows | st.none(), moments, st.booleans())
 def test_a_throttled_terminal_is_told_nothing_about_any_ticket(ticket, row, at, right):
     counter = TerminalCounter(SETTINGS.max_terminal_virn_failures, at - timedelta(minutes=1))
-    virn = (row.virn if right else row.virn + 1) if row else 5
-    decision = decide(ScannedCode(ticket, virn % 10**10), row, counter, SETTINGS, at=at)
+    virn = 5
+    if row is not None:
+        row = replace(row, virn_hmac=TEST_KEY.virn_hmac(ticket, virn if right else virn + 1))
+    decision = decide(ScannedCode(ticket, virn).keyed(TEST_KEY), row, counter, SETTINGS, at=at)
     assert decision.answer.text == f"TERMINAL THROTTLED {_until(counter)}"
     assert decision.answer.serial is None and not decision.counts_failure
 
@@ -90,14 +100,19 @@ def test_the_inventory_code_never_counts_and_never_tells_a_prize(ticket, row, co
 
 
 @pytest.fixture(scope="module")
-def base(tmp_path_factory, game, keys_dir) -> tuple[Path, list[tuple[TicketId, str, int]]]:
+def key(keys_dir) -> LedgerKey:
+    return load_ledger_key(keys_dir)
+
+
+@pytest.fixture(scope="module")
+def base(tmp_path_factory, ledgers, game, keys_dir):
     """A ledger of packs 1:3 with packs 1 and 2 activated; the tickets of packs 1 and 3."""
     root = tmp_path_factory.mktemp("lockout")
     store_dir = generate_store(game, keys_dir, root / "blk", PackRange(1, 3))
-    db = root / "ledger.sqlite"
+    db = ledgers.new()
     run_cli("ledger", "import", str(store_dir / BLOCK_MANIFEST), "--keys", str(keys_dir),
-            "--db", str(db), "-q", check=True)  # fmt: skip
-    run_cli("packs", "activate", "1", "2", "--db", str(db), check=True)
+            "--db", db_arg(db), "-q", check=True)  # fmt: skip
+    run_cli("packs", "activate", "1", "2", "--db", db_arg(db), check=True)
     store = BlockStore.open(store_dir)
     tickets = []
     for row in [*range(store.pack_size), *range(2 * store.pack_size, 3 * store.pack_size)]:
@@ -106,10 +121,8 @@ def base(tmp_path_factory, game, keys_dir) -> tuple[Path, list[tuple[TicketId, s
     return db, tickets
 
 
-def _copy(base, folder: Path) -> Path:
-    work = folder / "ledger.sqlite"
-    work.write_bytes(base[0].read_bytes())
-    return work
+def _copy(base, ledgers):
+    return ledgers.copy(base[0])
 
 
 def _wrong(ticket: TicketId, code: str, k: int = 1) -> str:
@@ -133,17 +146,17 @@ requests = st.lists(
 
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(requests)
-def test_lockout_counts_follow_the_documented_policy(base, tmp_path_factory, sequence):
+def test_lockout_counts_follow_the_documented_policy(base, ledgers, key, sequence):
     """A model of the policy (docs/validation.md), written out a second way, against the
     ledger: per-ticket and per-terminal counts, the lock, the throttle and its window."""
-    db = _copy(base, tmp_path_factory.mktemp("model"))
+    db = _copy(base, ledgers)
     ticket, code, prize = next(t for t in base[1] if t[2] > 0)
     clock = Clock()
     windows: dict[str, list] = {}  # terminal -> [window start, failures]
     per_terminal: dict[str, int] = {}  # wrong VIRNs counted against the ticket, by terminal
     wrong_answers = 0
     limit, window = SETTINGS.max_terminal_virn_failures, SETTINGS.terminal_window
-    with Ledger(db, clock=clock) as book:
+    with Ledger(db, key=key, clock=clock) as book:
         for who, right, minutes in sequence:
             clock.now += timedelta(minutes=minutes)
             state = windows.get(who)
@@ -168,7 +181,7 @@ def test_lockout_counts_follow_the_documented_policy(base, tmp_path_factory, seq
                 wrong_answers += 1
                 per_terminal[who] = per_terminal.get(who, 0) + 1
                 windows.setdefault(who, [clock.now, 0])[1] += 1
-        stored = dict(book.conn.execute("SELECT terminal, failures FROM virn_failures"))
+        stored = dict(book.query("SELECT terminal, failures FROM virn_failures"))
         assert stored == per_terminal and sum(stored.values()) == wrong_answers
         assert (len(book.locks().tickets) == 1) == (
             wrong_answers >= SETTINGS.max_virn_failures and len(per_terminal) >= 2
@@ -177,12 +190,12 @@ def test_lockout_counts_follow_the_documented_policy(base, tmp_path_factory, seq
             assert book.locks().tickets == []  # one terminal never locks a ticket
 
 
-def test_one_terminal_cannot_lock_a_pack(base, tmp_path):
+def test_one_terminal_cannot_lock_a_pack(base, ledgers, key, keys_dir):
     """The issue: one terminal locked a whole pack (36 winners) with 625 requests."""
-    db = _copy(base, tmp_path)
+    db = _copy(base, ledgers)
     pack_one = [t for t in base[1] if t[0].pack == 1]
     rogue = TerminalId("ROGUE")
-    with Ledger(db) as book:
+    with Ledger(db, key=key) as book:
         answers = [
             book.validate(_wrong(ticket, code, k), terminal=rogue).outcome
             for ticket, code, _ in pack_one
@@ -194,8 +207,8 @@ def test_one_terminal_cannot_lock_a_pack(base, tmp_path):
         locks = book.locks()
         assert locks.tickets == []
         assert [t.terminal for t in locks.terminals] == ["ROGUE"]  # reported
-        throttles = book.conn.execute("SELECT terminal FROM audit_log WHERE action = 'throttle'")
-        assert throttles.fetchall() == [("ROGUE",)]
+        throttles = book.query("SELECT terminal FROM audit_log WHERE action = 'throttle'")
+        assert throttles == [("ROGUE",)]
         for ticket, code, _ in pack_one:  # every holder is still answered
             assert book.validate(code, terminal=TerminalId("SHOP")).outcome in (
                 "WIN",
@@ -204,12 +217,12 @@ def test_one_terminal_cannot_lock_a_pack(base, tmp_path):
             ), ticket
 
 
-def test_a_throttle_ends_with_its_window(base, tmp_path):
-    db = _copy(base, tmp_path)
+def test_a_throttle_ends_with_its_window(base, ledgers, key, keys_dir):
+    db = _copy(base, ledgers)
     ticket, code, _ = base[1][0]
     clock = Clock()
     terminal = TerminalId("T1")
-    with Ledger(db, clock=clock) as book:
+    with Ledger(db, key=key, clock=clock) as book:
         for k in range(1, 4):
             assert book.validate(_wrong(ticket, code, k), terminal=terminal).outcome == (
                 "WRONG_VALIDATION_NUMBER"
@@ -228,59 +241,92 @@ def _serial_digits_code(ticket: TicketId, virn: int) -> str:
     return ticket.validation_code(virn)
 
 
-def test_the_issues_reproduction_the_holder_is_paid_at_the_office(base, tmp_path):
+def test_the_issues_reproduction_the_holder_is_paid_at_the_office(base, ledgers, key, keys_dir):
     """Five ``validate <serial digits + any VIRN + valid check>``, then ``claim W --terminal O
     --office``: before the fix, LOCKED for good."""
-    db = _copy(base, tmp_path)
+    db = _copy(base, ledgers)
     ticket, code, prize = next(t for t in base[1] if t[0].pack == 1 and t[2] > 0)
     answers = [
-        run_in_process("validate", _serial_digits_code(ticket, virn), "--db", str(db)).stdout
+        run_in_process(
+            "validate",
+            _serial_digits_code(ticket, virn),
+            "--db",
+            db_arg(db),
+            "--keys",
+            str(keys_dir),
+        ).stdout
         for virn in range(1, 6)
     ]
     assert [a.strip() for a in answers[:3]] == ["WRONG VALIDATION NUMBER"] * 3
     assert all(a.startswith("TERMINAL THROTTLED ") for a in answers[3:])
-    result = run_in_process("claim", code, "--db", str(db), "--terminal", "O", "--office")
+    result = run_in_process(
+        "claim", code, "--db", db_arg(db), "--keys", str(keys_dir), "--terminal", "O", "--office"
+    )
     assert (result.returncode, result.stdout.strip()) == (0, f"PAID {prize}")
 
 
-def test_unsold_tickets_cannot_be_locked(base, tmp_path):
-    db = _copy(base, tmp_path)
+def test_unsold_tickets_cannot_be_locked(base, ledgers, key, keys_dir):
+    db = _copy(base, ledgers)
     ticket, code, prize = next(t for t in base[1] if t[0].pack == 3 and t[2] > 0)  # issued
-    with Ledger(db) as book:
+    with Ledger(db, key=key) as book:
         for k, who in enumerate(("T1", "T2", "T3", "T1", "T2", "T3", "T4"), start=1):
             answer = book.validate(_wrong(ticket, code, k), terminal=TerminalId(who))
             assert answer.text == "PACK NOT ACTIVATED"
-        assert book.conn.execute("SELECT COUNT(*) FROM virn_failures").fetchone() == (0,)
+        assert book.query("SELECT COUNT(*) FROM virn_failures") == [(0,)]
         book.set_pack_state([parse_pack_ref("3")], state="activated", terminal=LOTTERY)
         assert book.validate(code, terminal=TerminalId("SHOP")).amount_eur == prize
 
 
-def test_the_office_reviews_unlocks_and_pays_a_ticket_two_terminals_locked(base, tmp_path):
-    db = _copy(base, tmp_path)
+def test_the_office_reviews_unlocks_and_pays_a_ticket_two_terminals_locked(
+    base, ledgers, key, keys_dir
+):
+    db = _copy(base, ledgers)
     ticket, code, prize = next(t for t in base[1] if t[0].pack == 1 and t[2] > 0)
     for k, who in enumerate(("X", "X", "X", "Y", "Y"), start=1):
-        out = run_in_process("validate", _wrong(ticket, code, k), "--db", str(db),
-                             "--terminal", who).stdout  # fmt: skip
+        out = run_in_process("validate", _wrong(ticket, code, k), "--db", db_arg(db),
+                             "--keys", str(keys_dir), "--terminal", who).stdout  # fmt: skip
         assert out.strip() == "WRONG VALIDATION NUMBER"
     for command in ("validate", "claim"):
-        result = run_in_process(command, code, "--db", str(db), "--terminal", "SHOP")
+        result = run_in_process(
+            command, code, "--db", db_arg(db), "--keys", str(keys_dir), "--terminal", "SHOP"
+        )
         assert result.stdout.strip() == "LOCKED"
-    result = run_in_process("claim", code, "--db", str(db), "--terminal", "OFFICE", "--office")
+    result = run_in_process(
+        "claim",
+        code,
+        "--db",
+        db_arg(db),
+        "--keys",
+        str(keys_dir),
+        "--terminal",
+        "OFFICE",
+        "--office",
+    )
     assert result.stdout.strip() == "LOCKED"  # the office unlocks first, on purpose
-    report = run_in_process("ledger", "locks", "--db", str(db)).stdout.splitlines()
+    report = run_in_process("ledger", "locks", "--db", db_arg(db)).stdout.splitlines()
     assert report[0].startswith(f"locked ticket {ticket.serial}: 5 wrong validation numbers")
     assert report[1].startswith("throttled terminal X: 3 wrong validation numbers")
     reason = "ticket inspected: genuine, unscratched"
-    result = run_in_process("ledger", "unlock", ticket.serial, "--db", str(db), "--terminal",
+    result = run_in_process("ledger", "unlock", ticket.serial, "--db", db_arg(db), "--terminal",
                             "OFFICE", "--reason", reason)  # fmt: skip
     assert result.returncode == 0 and result.stdout.startswith(f"ticket {ticket.serial}: unlocked")
-    result = run_in_process("claim", code, "--db", str(db), "--terminal", "OFFICE", "--office")
+    result = run_in_process(
+        "claim",
+        code,
+        "--db",
+        db_arg(db),
+        "--keys",
+        str(keys_dir),
+        "--terminal",
+        "OFFICE",
+        "--office",
+    )
     assert (result.returncode, result.stdout.strip()) == (0, f"PAID {prize}")
-    conn = sqlite3.connect(db)
-    unlock = conn.execute("SELECT terminal, input, ticket FROM audit_log WHERE action = 'unlock'")
-    assert unlock.fetchall() == [("OFFICE", reason, ticket.serial)]
-    conn.close()
-    again = run_in_process("ledger", "unlock", ticket.serial, "--db", str(db), "--reason", "x")
+    with Ledger(db, read_only=True) as book:
+        unlock = book.query("SELECT terminal, input, ticket FROM audit_log WHERE action = 'unlock'")
+        assert unlock == [("OFFICE", reason, ticket.serial)]
+        assert book.verify_log().ok
+    again = run_in_process("ledger", "unlock", ticket.serial, "--db", db_arg(db), "--reason", "x")
     assert again.returncode == 1 and "nothing to unlock" in again.stderr
     with pytest.raises(TypeError), Ledger(db) as book:
         book.unlock(ticket, reason="a plain string", terminal=LOTTERY)  # type: ignore[arg-type]

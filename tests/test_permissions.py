@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from printpipe.inputs import TerminalId
+from printpipe.ledger_key import load_ledger_key
 from printpipe.validation import Ledger
 from tests.conftest import run_cli
 
@@ -132,7 +133,9 @@ def test_the_ledger_and_its_wal_files_are_private_whatever_the_umask(
     run_cli("ledger", "import", str(block / "manifest.ppm"), "--keys", str(keys_dir), "--db",
             str(db), check=True)  # fmt: skip
     assert stat.S_IMODE(db.stat().st_mode) == 0o600
-    with Ledger(db) as book:  # a terminal at work: the WAL and its index exist
+    with Ledger(
+        db, key=load_ledger_key(keys_dir)
+    ) as book:  # a terminal at work: the WAL and its index exist
         book.validate("0" * 25, terminal=TerminalId("T1"))
         for side in ("-wal", "-shm"):
             assert stat.S_IMODE(db.with_name(db.name + side).stat().st_mode) == 0o600, side

@@ -1,9 +1,9 @@
-"""The validation database: import, pack states, validate, claim, locks, audit log, fuzz."""
+"""The validation ledger: import, pack states, validate, claim, locks, audit log, fuzz; every
+test on both databases (SQLite and PostgreSQL: the ``backend`` fixture)."""
 
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -26,11 +26,20 @@ from printpipe.keys import (
     load_public_key,
     load_signing_key,
 )
+from printpipe.ledger_key import load_ledger_key
+from printpipe.ledger_store import database_errors
 from printpipe.manifest import BLOCK_MANIFEST, verify_manifest, write_run_manifest
 from printpipe.store import BlockStore
 from printpipe.validation import LOTTERY, Ledger, import_manifest
 from tests.conftest import run_cli
-from tests.ledger_helpers import copy_store, generate_store, packs_of_every_tier, ticket_codes
+from tests.ledger_helpers import (
+    copy_store,
+    db_arg,
+    generate_store,
+    ledger_exists,
+    packs_of_every_tier,
+    ticket_codes,
+)
 
 
 def pack_refs(numbers):
@@ -64,17 +73,22 @@ def stores(tmp_path_factory, game, keys_dir) -> list[Path]:
     return stores
 
 
-def _import(db: Path, manifest: Path, keys: Path) -> subprocess.CompletedProcess:
-    return run_cli("ledger", "import", str(manifest), "--keys", str(keys), "--db", str(db))
+def _import(db, manifest: Path, keys: Path) -> subprocess.CompletedProcess:
+    return run_cli("ledger", "import", str(manifest), "--keys", str(keys), "--db", db_arg(db))
 
 
 @pytest.fixture(scope="module")
-def db(tmp_path_factory, stores, keys_dir) -> Path:
-    path = tmp_path_factory.mktemp("db") / "ledger.sqlite"
+def key(keys_dir):
+    return load_ledger_key(keys_dir)
+
+
+@pytest.fixture(scope="module")
+def db(ledgers, stores, keys_dir):
+    location = ledgers.new()
     for store in stores:
-        result = _import(path, store / BLOCK_MANIFEST, keys_dir)
+        result = _import(location, store / BLOCK_MANIFEST, keys_dir)
         assert result.returncode == 0, result.stderr
-    return path
+    return location
 
 
 def _samples(stores: list[Path], game) -> list[tuple[TicketId, str, str, int, Path]]:
@@ -99,13 +113,12 @@ def _rules_prize(game, store_dir: Path, ticket: TicketId) -> int:
     return int(evaluation.prize_eur[0])
 
 
-def test_round_trip_every_tier(db, stores, game, tmp_path):
-    work = tmp_path / "ledger.sqlite"
-    work.write_bytes(db.read_bytes())
+def test_round_trip_every_tier(db, ledgers, key, stores, game):
+    work = ledgers.copy(db)
     samples = _samples(stores, game)
     amounts = {prize for *_, prize, _ in samples}
     assert amounts == set(game.definition.tier_amounts.tolist())  # every tier, losers too
-    with Ledger(work) as book:
+    with Ledger(work, key=key) as book:
         for _ticket, code, inventory, _prize, _ in samples:
             assert book.validate(code, terminal=TerminalId("t")).text == "PACK NOT ACTIVATED"
             assert book.validate(inventory, terminal=TerminalId("t")).text == "PACK ISSUED"
@@ -125,9 +138,8 @@ def test_round_trip_every_tier(db, stores, game, tmp_path):
             assert str(prize) not in json.dumps(inv.as_json()).replace(ticket.serial, "")
 
 
-def test_cli_answers_specimens_bad_and_unknown_codes(db, stores, game, keys_dir, tmp_path):
-    work = tmp_path / "ledger.sqlite"
-    work.write_bytes(db.read_bytes())
+def test_cli_answers_specimens_bad_and_unknown_codes(db, ledgers, stores, game, keys_dir, tmp_path):
+    work = ledgers.copy(db)
     _ticket, code, inventory, _prize, _ = _samples(stores, game)[3]
     specimen = TicketId(412, 0, 5)
     unknown = TicketId(412, 999_999, 5)
@@ -144,26 +156,36 @@ def test_cli_answers_specimens_bad_and_unknown_codes(db, stores, game, keys_dir,
         code: "PACK NOT ACTIVATED",
     }
     for given_code, want in cases.items():
-        result = run_cli("validate", given_code, "--db", str(work), "--terminal", "T1")
+        result = run_cli(
+            "validate",
+            given_code,
+            "--db",
+            db_arg(work),
+            "--terminal",
+            "T1",
+            "--keys",
+            str(keys_dir),
+        )
         assert result.stdout.strip() == want, given_code
         assert result.returncode == 1 and "Traceback" not in result.stderr
-    result = run_cli("validate", inventory, "--db", str(work), "--json")
+    result = run_cli("validate", inventory, "--db", db_arg(work), "--json", "--keys", str(keys_dir))
     assert result.returncode == 0
     data = json.loads(result.stdout)
     assert data["text"] == "PACK ISSUED" and "amount_eur" not in data
-    result = run_cli("validate", code, "--db", str(tmp_path / "missing.sqlite"))
+    result = run_cli(
+        "validate", code, "--db", str(tmp_path / "missing.sqlite"), "--keys", str(keys_dir)
+    )
     assert result.returncode == 1 and "not found" in result.stderr
     assert not (tmp_path / "missing.sqlite").exists()
 
 
-def test_claim_pays_once_and_respects_the_retailer_limit(db, stores, game, tmp_path):
-    work = tmp_path / "ledger.sqlite"
-    work.write_bytes(db.read_bytes())
+def test_claim_pays_once_and_respects_the_retailer_limit(db, ledgers, key, stores, game):
+    work = ledgers.copy(db)
     samples = _samples(stores, game)
     small = next(s for s in samples if 0 < s[3] <= 150)
     big = next(s for s in samples if s[3] > 150)
     loser = next(s for s in samples if s[3] == 0)
-    with Ledger(work) as book:
+    with Ledger(work, key=key) as book:
         book.set_pack_state(
             pack_refs({f"{s[0].pack:06d}" for s in samples}), state="activated", terminal=LOTTERY
         )
@@ -185,56 +207,56 @@ def test_claim_pays_once_and_respects_the_retailer_limit(db, stores, game, tmp_p
         assert book.claim(loser[1], terminal=TerminalId("T1")).text == "NO WIN"
         book.configure(terminal=LOTTERY, retailer_limit_eur=1000)
         assert book.settings.retailer_limit_eur == 1000
-        payments = book.conn.execute("SELECT COUNT(*), SUM(amount_eur) FROM payments").fetchone()
-        assert payments == (2, small[3] + big[3])
-        actions = book.conn.execute("SELECT action, answer FROM audit_log").fetchall()
+        payments = book.query("SELECT COUNT(*), SUM(amount_eur) FROM payments")
+        assert [tuple(map(int, row)) for row in payments] == [(2, small[3] + big[3])]
+        actions = book.query("SELECT action, answer FROM audit_log")
         assert ("claim", f"PAID {small[3]}") in actions
-        for statement in ("UPDATE audit_log SET answer = 'x'", "DELETE FROM audit_log"):
-            with pytest.raises(sqlite3.DatabaseError, match="append-only"):
-                book.conn.execute(statement)
-        with pytest.raises(sqlite3.DatabaseError, match="append-only"):
-            book.conn.execute("DELETE FROM payments")
+        for statement in (
+            "UPDATE audit_log SET answer = 'x'",
+            "DELETE FROM audit_log",
+            "DELETE FROM payments",
+            "UPDATE payments SET amount_eur = 1",
+        ):
+            with pytest.raises(database_errors(), match="append-only"), book.db.transaction() as tx:
+                tx.execute(statement)
+        assert book.verify_log().ok
 
 
-def test_wrong_virns_from_two_terminals_lock_the_ticket(db, stores, game, tmp_path):
-    work = tmp_path / "ledger.sqlite"
-    work.write_bytes(db.read_bytes())
+def test_wrong_virns_from_two_terminals_lock_the_ticket(db, ledgers, key, stores, game):
+    work = ledgers.copy(db)
     ticket, code, _, _prize, _ = next(s for s in _samples(stores, game) if s[3] > 0)
     virn = int(code[13:23])
     wrong = [ticket.validation_code((virn + k) % 10**10) for k in (1, 2, 3)]
-    config = ["ledger", "config", "--db", str(work), "--max-virn-failures", "3"]
+    config = ["ledger", "config", "--db", db_arg(work), "--max-virn-failures", "3"]
     assert "lock after 3" in run_cli(*config, check=True).stdout
-    with Ledger(work) as book:
+    with Ledger(work, key=key) as book:
         book.set_pack_state(pack_refs([f"{ticket.pack:06d}"]), state="activated", terminal=LOTTERY)
         t1, t2 = TerminalId("T1"), TerminalId("T2")
         answers = [book.validate(c, terminal=t) for c, t in zip(wrong, (t1, t1, t2), strict=True)]
         assert [a.text for a in answers] == ["WRONG VALIDATION NUMBER"] * 3
         assert book.validate(code, terminal=t1).text == "LOCKED"
         assert book.claim(code, terminal=TerminalId("OFFICE"), office=True).text == "LOCKED"
-        failures = book.conn.execute("SELECT terminal, failures FROM virn_failures").fetchall()
+        failures = book.query("SELECT terminal, failures FROM virn_failures")
         assert sorted(failures) == [("T1", 2), ("T2", 1)]
 
 
-def test_pack_states_move_forward_only_all_or_none(db, tmp_path):
-    work = tmp_path / "ledger.sqlite"
-    work.write_bytes(db.read_bytes())
-    packs = ["packs", "--db", str(work)]
-    result = run_cli("packs", "settle", "--db", str(work), "000001")
+def test_pack_states_move_forward_only_all_or_none(db, ledgers, key):
+    work = ledgers.copy(db)
+    result = run_cli("packs", "settle", "--db", db_arg(work), "000001")
     assert result.returncode == 1 and "only an activated pack can be settled" in result.stderr
-    result = run_cli("packs", "activate", "--db", str(work), "000001", "777777")
+    result = run_cli("packs", "activate", "--db", db_arg(work), "000001", "777777")
     assert result.returncode == 1 and "777777" in result.stderr
-    with Ledger(work) as book:  # all or none: 000001 is still issued
-        assert book.conn.execute("SELECT state FROM packs WHERE pack = 1").fetchone() == ("issued",)
-    del packs
-    run_cli("packs", "activate", "--db", str(work), "000001", "0412-000002", check=True)
-    out = run_cli("packs", "settle", "--db", str(work), "1", check=True).stdout
+    with Ledger(work, key=key) as book:  # all or none: 000001 is still issued
+        assert book.query("SELECT state FROM packs WHERE pack = 1") == [("issued",)]
+    run_cli("packs", "activate", "--db", db_arg(work), "000001", "0412-000002", check=True)
+    out = run_cli("packs", "settle", "--db", db_arg(work), "1", check=True).stdout
     assert out.strip() == "pack 0412-000001: settled"
-    result = run_cli("packs", "activate", "--db", str(work), "1")
+    result = run_cli("packs", "activate", "--db", db_arg(work), "1")
     assert result.returncode == 1 and "is settled" in result.stderr
 
 
-def test_overlapping_manifests_must_agree(stores, keys_dir, game, tmp_path):
-    work = tmp_path / "ledger.sqlite"
+def test_overlapping_manifests_must_agree(ledgers, key, stores, keys_dir, game, tmp_path):
+    work = ledgers.new()
     base = stores[0]
     assert _import(work, base / BLOCK_MANIFEST, keys_dir).returncode == 0
     result = _import(work, base / BLOCK_MANIFEST, keys_dir)
@@ -247,7 +269,7 @@ def test_overlapping_manifests_must_agree(stores, keys_dir, game, tmp_path):
     assert (
         "(0 new)"
         in run_cli(
-            "ledger", "import", str(run), "--keys", str(keys_dir), "--db", str(work), check=True
+            "ledger", "import", str(run), "--keys", str(keys_dir), "--db", db_arg(work), check=True
         ).stdout
     )
     # A properly signed manifest whose VIRN for one ticket differs: refused, nothing added.
@@ -260,15 +282,18 @@ def test_overlapping_manifests_must_agree(stores, keys_dir, game, tmp_path):
     write_run_manifest(
         conflicting, BlockStore.open(changed), PackRange(1, 8), recipient, signing, []
     )
-    with Ledger(work) as book:
-        before = book.conn.execute("SELECT COUNT(*) FROM manifests").fetchone()
+    with Ledger(work, key=key) as book:
+        before = book.query("SELECT COUNT(*) FROM manifests")
     result = _import(work, conflicting, keys_dir)
     assert result.returncode == 1 and "differs from the one already imported" in result.stderr
-    with Ledger(work) as book:
-        assert book.conn.execute("SELECT COUNT(*) FROM manifests").fetchone() == before
+    with Ledger(work, key=key) as book:
+        assert book.query("SELECT COUNT(*) FROM manifests") == before
+        assert book.verify_log().ok
 
 
-def test_a_signed_manifest_whose_prize_breaks_the_rules_is_refused(stores, keys_dir, tmp_path):
+def test_a_signed_manifest_whose_prize_breaks_the_rules_is_refused(
+    ledgers, stores, keys_dir, tmp_path
+):
     changed = copy_store(stores[0], tmp_path / "cheat")
     tier = np.load(changed / "tier.npy", mmap_mode="r+")
     loser = int(np.flatnonzero(tier == 0)[0])
@@ -284,44 +309,46 @@ def test_a_signed_manifest_whose_prize_breaks_the_rules_is_refused(stores, keys_
         load_signing_key(keys_dir),
         [],
     )
-    work = tmp_path / "ledger.sqlite"
+    work = ledgers.new()
     result = _import(work, path, keys_dir)
     assert result.returncode == 1 and "by the rules" in result.stderr
     assert "Traceback" not in result.stderr
-    assert not work.exists(), "a refused first import leaves no database behind"
+    assert not ledger_exists(work), "a refused first import leaves no ledger behind"
 
 
-def test_import_with_the_wrong_identity_writes_no_rows(stores, tmp_path, keys_dir):
+def test_import_with_the_wrong_identity_writes_no_rows(ledgers, stores, tmp_path, keys_dir):
     from printpipe.keys import init_keys
 
     strangers = tmp_path / "strangers"
     init_keys(strangers)
-    work = tmp_path / "ledger.sqlite"
+    work = ledgers.new()
     result = run_cli(
         "ledger", "import", str(stores[0] / BLOCK_MANIFEST), "--keys", str(keys_dir),
-        "--identity", str(strangers / LOTTERY_IDENTITY), "--db", str(work),
+        "--identity", str(strangers / LOTTERY_IDENTITY), "--db", db_arg(work),
     )  # fmt: skip
     assert result.returncode == 1 and "identity" in result.stderr
-    assert not list(tmp_path.glob("ledger.sqlite*")), "a refused first import leaves nothing"
+    assert not ledger_exists(work), "a refused first import leaves nothing"
+    if isinstance(work, Path):
+        assert not list(work.parent.glob(f"*{work.name}*")), "not even a temporary file"
 
 
 CLAIMER = """
 import sys
 from printpipe.cli import main
-sys.argv = ["printpipe", "claim", sys.argv[1], "--db", sys.argv[2], "--terminal", sys.argv[3]]
+code, db, terminal, keys = sys.argv[1:5]
+sys.argv = ["printpipe", "claim", code, "--db", db, "--terminal", terminal, "--keys", keys]
 sys.stdin.readline()  # start together
 main()
 """
 
 
-def test_sixteen_concurrent_claims_pay_exactly_once(db, stores, game, tmp_path):
-    work = tmp_path / "ledger.sqlite"
-    work.write_bytes(db.read_bytes())
+def test_sixteen_concurrent_claims_pay_exactly_once(db, ledgers, key, keys_dir, stores, game):
+    work = ledgers.copy(db)
     ticket, code, _, prize, _ = next(s for s in _samples(stores, game) if 0 < s[3] <= 150)
-    run_cli("packs", "activate", "--db", str(work), f"{ticket.pack:06d}", check=True)
+    run_cli("packs", "activate", "--db", db_arg(work), f"{ticket.pack:06d}", check=True)
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", CLAIMER, code, str(work), f"T{i:02d}"],
+            [sys.executable, "-c", CLAIMER, code, db_arg(work), f"T{i:02d}", str(keys_dir)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -340,17 +367,17 @@ def test_sixteen_concurrent_claims_pay_exactly_once(db, stores, game, tmp_path):
     already = [a for a in answers if a.startswith("ALREADY PAID ")]
     assert len(paid) == 1 and len(already) == 15, answers
     assert [p.returncode for p in procs].count(0) == 1
-    with Ledger(work) as book:
-        assert book.conn.execute("SELECT COUNT(*) FROM payments").fetchone() == (1,)
-        claims = book.conn.execute("SELECT COUNT(*) FROM audit_log WHERE action = 'claim'")
-        assert claims.fetchone() == (16,)
+    with Ledger(work, key=key) as book:
+        assert book.query("SELECT COUNT(*) FROM payments") == [(1,)]
+        claims = book.query("SELECT COUNT(*) FROM audit_log WHERE action = 'claim'")
+        assert claims == [(16,)]
+        assert book.verify_log().ok
 
 
 @pytest.fixture(scope="module")
-def fuzz_book(db, stores, game, tmp_path_factory):
-    work = tmp_path_factory.mktemp("fuzz") / "ledger.sqlite"
-    work.write_bytes(db.read_bytes())
-    book = Ledger(work)
+def fuzz_book(db, ledgers, key, stores, game):
+    work = ledgers.copy(db)
+    book = Ledger(work, key=key)
     samples = _samples(stores, game)
     book.set_pack_state(
         pack_refs({f"{s[0].pack:06d}" for s in samples}), state="activated", terminal=LOTTERY
@@ -405,39 +432,40 @@ def test_fuzzed_codes_never_crash_and_never_give_a_wrong_prize(fuzz_book, data):
         assert answer.amount_eur is None
 
 
-def test_validate_errors_are_one_line(tmp_path):
+def test_validate_errors_are_one_line(tmp_path, keys_dir):
     bad = tmp_path / "not.sqlite"
     bad.write_bytes(b"not a database at all" * 100)
-    result = run_cli("validate", "1" * 25, "--db", str(bad))
+    result = run_cli("validate", "1" * 25, "--db", str(bad), "--keys", str(keys_dir))
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
     with pytest.raises(PrintpipeError):
         Ledger(tmp_path / "absent.sqlite")
 
 
-def test_verify_then_import_api(stores, keys_dir, game, tmp_path):
+def test_verify_then_import_api(ledgers, key, stores, keys_dir, game):
     manifest = verify_manifest(
         stores[0] / BLOCK_MANIFEST, load_public_key(keys_dir / PRODUCER_SIGNING_PUB)
     )
     identity = load_lottery_identity(keys_dir / LOTTERY_IDENTITY)
-    path = tmp_path / "l.sqlite"
-    text = import_manifest(path, manifest=manifest, game=game, identity=identity)
+    path = ledgers.new()
+    text = import_manifest(path, manifest=manifest, game=game, identity=identity, key=key)
     assert "1,000 records (1,000 new)" in text
-    with Ledger(path) as book:
-        assert book.conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    with Ledger(path, key=key) as book:
+        assert book.query("SELECT COUNT(*) FROM tickets") == [(1000,)]
+        if book.db.dialect == "sqlite":
+            assert book.query("PRAGMA journal_mode") == [("wal",)]
 
 
-def test_only_the_printed_forms_of_a_code_are_answered(db, stores, game, tmp_path):
+def test_only_the_printed_forms_of_a_code_are_answered(db, ledgers, key, stores, game):
     """Issue 11, defect 5: a non-canonical check or a padding byte is INVALID CODE."""
-    work = tmp_path / "ledger.sqlite"
-    work.write_bytes(db.read_bytes())
+    work = ledgers.copy(db)
     store = BlockStore.open(stores[0])
     rows = range(len(store.read().tier))
     ticket, code, _, _ = next(
         c for r in rows if (c := ticket_codes(store, game, r))[1][23:] in ("97", "98")
     )
     text = ticket.validation_text(int(code[13:23]))
-    with Ledger(work) as book:
+    with Ledger(work, key=key) as book:
         for given_code in (code, text, f" {code} ", text.replace(" ", "-")):
             assert (
                 book.validate(given_code, terminal=TerminalId("T")).text == "PACK NOT ACTIVATED"
@@ -453,3 +481,40 @@ def test_only_the_printed_forms_of_a_code_are_answered(db, stores, game, tmp_pat
             assert book.validate(given_code, terminal=TerminalId("T")).text == "INVALID CODE", repr(
                 given_code
             )
+
+
+@pytest.mark.parametrize("tamper", ["edit", "insert", "delete", "truncate"])
+def test_verify_log_names_the_first_entry_edited_inserted_or_deleted(db, ledgers, key, tamper):
+    """Someone with write access to the database, its triggers dropped, changes the log."""
+    work = ledgers.copy(db)
+    with Ledger(work, key=key) as book:
+        for code in ("1", "2", "3", "4"):
+            book.validate(code, terminal=TerminalId("T1"))
+        last = book.query("SELECT MAX(seq) FROM audit_log")[0][0]
+        target = last - 2
+        with book.db.transaction() as tx:
+            if book.db.dialect == "sqlite":
+                tx.execute("DROP TRIGGER audit_log_no_update")
+                tx.execute("DROP TRIGGER audit_log_no_delete")
+            else:
+                tx.execute("ALTER TABLE audit_log DISABLE TRIGGER USER")
+            if tamper == "edit":
+                tx.execute("UPDATE audit_log SET answer = 'WIN 15000' WHERE seq = ?", (target,))
+            elif tamper == "delete":
+                tx.execute("DELETE FROM audit_log WHERE seq = ?", (target,))
+            elif tamper == "truncate":
+                tx.execute("DELETE FROM audit_log WHERE seq >= ?", (target,))
+            else:  # a forged entry slipped in: the later ones moved up by one
+                rows = tx.execute("SELECT * FROM audit_log WHERE seq >= ? ORDER BY seq DESC",
+                                  (target,))  # fmt: skip
+                tx.execute("DELETE FROM audit_log WHERE seq >= ?", (target,))
+                for row in rows:
+                    tx.execute("INSERT INTO audit_log VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                               (row[0] + 1, *row[1:]))  # fmt: skip
+                forged = (target, rows[-1][1], "X", "claim", "x", None, "PAID 9", bytes(32))
+                tx.execute("INSERT INTO audit_log VALUES (?, ?, ?, ?, ?, ?, ?, ?)", forged)
+    result = run_cli("ledger", "verify-log", "--db", db_arg(work))
+    assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1
+    assert f"entry {target}" in result.stderr, result.stderr
+    untouched = run_cli("ledger", "verify-log", "--db", db_arg(db))
+    assert untouched.returncode == 0 and "every one chained" in untouched.stdout

@@ -1,7 +1,7 @@
 """The ``printpipe`` command: parse, call a stage, print. No logic of its own.
 
 One module per group of commands (``blocks``, ``press``, ``records``, ``ledger``,
-``commitment``); this module
+``commitment``, ``service``); this module
 holds the root group and :func:`main`, which turns every user error into one line.
 """
 
@@ -12,7 +12,7 @@ import sys
 import click
 
 from printpipe import __version__
-from printpipe.cli import blocks, commitment, ledger, press, records
+from printpipe.cli import blocks, commitment, ledger, press, records, service
 from printpipe.errors import PrintpipeError
 
 
@@ -60,5 +60,8 @@ for command in (
     ledger.claim,
     commitment.commitment,
     commitment.verify_proof,
+    service.serve,
+    service.terminals,
+    service.terminal,
 ):
     cli.add_command(command)

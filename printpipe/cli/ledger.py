@@ -1,4 +1,5 @@
-"""The lottery's validation database: import, settings, pack states, validate, claim, locks.
+"""The lottery's validation database: import, settings, pack states, validate, claim, locks,
+the audit log's check, and the terminals registered for the service.
 
 Parsing only.  Strings become typed values through the parameter types of ``cli/params.py``,
 which call the library's own parsers (``printpipe.inputs``); each command then calls the
@@ -11,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import sqlite3
 import sys
 from collections.abc import Callable
 from dataclasses import asdict
@@ -29,12 +29,14 @@ from printpipe.cli._common import (
     quiet_option,
     verified_manifest,
 )
-from printpipe.cli.params import PACK_REF, REASON, REFUSED, TERMINAL, TICKET_REF
+from printpipe.cli.params import LEDGER_LOCATION, PACK_REF, REASON, REFUSED, TERMINAL, TICKET_REF
 from printpipe.errors import PrintpipeError
 
 if TYPE_CHECKING:
     from printpipe.ids import TicketId
     from printpipe.inputs import PackRef, Reason, TerminalId
+    from printpipe.ledger_key import LedgerKey
+    from printpipe.ledger_store import Location
 
 
 class AuditedCommand(click.Command):
@@ -58,12 +60,13 @@ class AuditedCommand(click.Command):
 
 
 def _record_refusal(
-    db_path: Path, action: str, terminal: str, given: list[str], exc: click.UsageError
+    db_path: Location, action: str, terminal: str, given: list[str], exc: click.UsageError
 ) -> None:
+    from printpipe.ledger_store import database_errors
     from printpipe.validation import record_refusal
 
     # With no ledger to record it in, the refusal is still the one line shown.
-    with contextlib.suppress(PrintpipeError, sqlite3.Error):
+    with contextlib.suppress(PrintpipeError, *database_errors()):
         record_refusal(
             db_path,
             action=action,
@@ -73,15 +76,19 @@ def _record_refusal(
         )
 
 
-def _sqlite_errors(function: Callable[..., None]) -> Callable[..., None]:
-    """A database failure (locked too long, disk full, damaged file) is one line, not a trace."""
+def _database_errors(function: Callable[..., None]) -> Callable[..., None]:
+    """A database failure (locked too long, disk full, damaged file, server gone) is one line,
+    not a trace."""
 
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> None:
+        from printpipe.ledger_store import database_errors
+
         try:
             function(*args, **kwargs)
-        except sqlite3.Error as exc:
-            raise PrintpipeError(f"validation database: {exc}") from None
+        except database_errors() as exc:
+            message = " ".join(str(exc).split()) or type(exc).__name__
+            raise PrintpipeError(f"validation database: {message}") from None
 
     return wrapper
 
@@ -89,10 +96,10 @@ def _sqlite_errors(function: Callable[..., None]) -> Callable[..., None]:
 db_option = click.option(
     "--db",
     "db_path",
-    type=click.Path(path_type=Path, dir_okay=False),
+    type=LEDGER_LOCATION,
     required=True,
     is_eager=True,  # known before any other input is refused: see AuditedCommand
-    help="Validation database (SQLite file).",
+    help="Validation database: an SQLite file, or postgresql://USER@HOST:PORT/DATABASE.",
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="One JSON object per answer.")
 
@@ -118,25 +125,37 @@ def ledger() -> None:
 @producer_key_option
 @keys_option
 @quiet_option
-@_sqlite_errors
+@_database_errors
 def ledger_import(
     file: Path,
     identity: Path | None,
-    db_path: Path,
+    db_path: Location,
     producer_key: Path | None,
     keys_dir: Path,
     quiet: bool,
 ) -> None:
-    """Load manifest FILE into the database (created if absent); the same one twice: no-op."""
+    """Load manifest FILE into the database (created if absent); the same one twice: no-op.
+    VIRNs are stored as HMACs under KEYS/ledger.key (created if the folder has none)."""
+    from printpipe.keys import ensure_ledger_key
+    from printpipe.ledger_key import load_ledger_key
     from printpipe.progress import progress_bar
     from printpipe.validation import import_manifest
 
     verified = verified_manifest(file, keys_dir, producer_key)
     game = manifest_game(verified)
     key = lottery_identity(keys_dir, identity)
+    created = ensure_ledger_key(keys_dir)
+    if created is not None:
+        click.echo(f"created the ledger key {created}: keep it with the ledger's backups", err=True)
+    ledger_key = load_ledger_key(keys_dir)
     with progress_bar(int(verified.header["records"]), "import", "records", not quiet) as bar:
         summary = import_manifest(
-            db_path, manifest=verified, game=game, identity=key, progress=bar.update
+            db_path,
+            manifest=verified,
+            game=game,
+            identity=key,
+            key=ledger_key,
+            progress=bar.update,
         )
     click.echo(summary)
 
@@ -152,9 +171,9 @@ def _setting_option(flag: str, help_text: str) -> Callable[[Any], Any]:
 @_setting_option("--max-terminal-virn-failures", "Wrong VIRNs throttling a terminal.")
 @_setting_option("--terminal-window-hours", "How long a terminal's wrong VIRNs count.")
 @terminal_option("lottery", "Who changes the settings, for the log")
-@_sqlite_errors
+@_database_errors
 def ledger_config(
-    db_path: Path,
+    db_path: Location,
     retailer_limit: int | None,
     max_virn_failures: int | None,
     max_terminal_virn_failures: int | None,
@@ -178,8 +197,8 @@ def ledger_config(
 @ledger.command("locks")
 @db_option
 @json_option
-@_sqlite_errors
-def ledger_locks(db_path: Path, as_json: bool) -> None:
+@_database_errors
+def ledger_locks(db_path: Location, as_json: bool) -> None:
     """Locked tickets and throttled terminals, for the office to review (read-only)."""
     from printpipe.validation import Ledger
 
@@ -207,14 +226,34 @@ def ledger_locks(db_path: Path, as_json: bool) -> None:
 @db_option
 @click.option("--reason", type=REASON, required=True, help="Why, after inspecting the ticket.")
 @terminal_option("lottery", "The office terminal that unlocks, for the log")
-@_sqlite_errors
-def ledger_unlock(ticket: TicketId, db_path: Path, reason: Reason, terminal: TerminalId) -> None:
+@_database_errors
+def ledger_unlock(
+    ticket: TicketId, db_path: Location, reason: Reason, terminal: TerminalId
+) -> None:
     """Release a locked ticket (serial GGGG-PPPPPP-TTT-C) after the office has inspected it;
     its holder can then be paid at the office (claim --office)."""
     from printpipe.validation import Ledger
 
     with Ledger(db_path) as book:
         click.echo(book.unlock(ticket, reason=reason, terminal=terminal))
+
+
+@ledger.command("verify-log")
+@db_option
+@_database_errors
+def ledger_verify_log(db_path: Location) -> None:
+    """Recompute the audit log's hash chain (read-only): exit 0 if every entry follows the
+    one before, else name the first that does not (edited, inserted or deleted)."""
+    from printpipe.validation import Ledger
+
+    with Ledger(db_path, read_only=True) as book:
+        report = book.verify_log()
+    if not report.ok:
+        raise PrintpipeError(f"audit log of {db_path} broken: {report.problem}")
+    click.echo(
+        f"audit log of {db_path}: {report.entries:,} entries, every one chained to the one "
+        f"before; head {report.head.hex()}"
+    )
 
 
 @click.group()
@@ -226,8 +265,8 @@ def _pack_command(state: str) -> Callable[..., None]:
     @click.argument("pack_refs", nargs=-1, required=True, type=PACK_REF, metavar="PACK...")
     @db_option
     @terminal_option("lottery", "Who moves the packs, for the log")
-    @_sqlite_errors
-    def command(pack_refs: tuple[PackRef, ...], db_path: Path, terminal: TerminalId) -> None:
+    @_database_errors
+    def command(pack_refs: tuple[PackRef, ...], db_path: Location, terminal: TerminalId) -> None:
         from printpipe.validation import Ledger
 
         with Ledger(db_path) as book:
@@ -240,6 +279,26 @@ def _pack_command(state: str) -> Callable[..., None]:
 packs.command(
     "activate", cls=AuditedCommand, help="Activate packs (PPPPPP or GGGG-PPPPPP); all or none."
 )(_pack_command("activated"))
+
+
+@packs.command("ship", cls=AuditedCommand)
+@click.argument("pack_refs", nargs=-1, required=True, type=PACK_REF, metavar="PACK...")
+@db_option
+@click.option("--retailer", type=TERMINAL, required=True, help="The retailer receiving the packs.")
+@terminal_option("lottery", "Who ships the packs, for the log")
+@_database_errors
+def packs_ship(
+    pack_refs: tuple[PackRef, ...], db_path: Location, retailer: TerminalId, terminal: TerminalId
+) -> None:
+    """Ship issued packs to a retailer, all or none: only its terminals may then activate
+    them on receipt, validate and claim their tickets over the service."""
+    from printpipe.validation import Ledger
+
+    with Ledger(db_path) as book:
+        for line in book.ship_packs(pack_refs, retailer=retailer, terminal=terminal):
+            click.echo(line)
+
+
 packs.command(
     "settle",
     cls=AuditedCommand,
@@ -253,18 +312,27 @@ def _print_answer(answer: Any, as_json: bool, ok: bool) -> None:
         sys.exit(1)
 
 
+def _ledger_key(keys_dir: Path) -> LedgerKey:
+    from printpipe.ledger_key import load_ledger_key
+
+    return load_ledger_key(keys_dir)
+
+
 @click.command(cls=AuditedCommand, context_settings={"ignore_unknown_options": True})
 @click.argument("code")
 @db_option
 @terminal_option("unknown", "Terminal id, for the log")
+@keys_option
 @json_option
-@_sqlite_errors
-def validate(code: str, db_path: Path, terminal: TerminalId, as_json: bool) -> None:
+@_database_errors
+def validate(
+    code: str, db_path: Location, terminal: TerminalId, keys_dir: Path, as_json: bool
+) -> None:
     """Answer a scanned CODE: the validation code (25 digits, or as printed:
     GGGG-PPPPPP-TTT VVVVVVVVVV KK), or the inventory code or serial (pack state only)."""
     from printpipe.validation import Ledger
 
-    with Ledger(db_path) as book:
+    with Ledger(db_path, key=_ledger_key(keys_dir)) as book:
         answer = book.validate(code, terminal=terminal)
     _print_answer(answer, as_json, answer.ok)
 
@@ -274,12 +342,16 @@ def validate(code: str, db_path: Path, terminal: TerminalId, as_json: bool) -> N
 @db_option
 @terminal_option(None, "Terminal id, recorded with the payment")
 @click.option("--office", is_flag=True, help="The lottery's office: pays above the retailer limit.")
+@keys_option
 @json_option
-@_sqlite_errors
-def claim(code: str, db_path: Path, terminal: TerminalId, office: bool, as_json: bool) -> None:
-    """Pay the ticket of validation CODE, at most once (exit 0 only when paid now)."""
+@_database_errors
+def claim(
+    code: str, db_path: Location, terminal: TerminalId, office: bool, keys_dir: Path, as_json: bool
+) -> None:
+    """Pay the ticket of validation CODE, at most once (exit 0 only when paid now). The
+    lottery's own tool, beside its database; retailers' terminals use the service."""
     from printpipe.validation import Ledger
 
-    with Ledger(db_path) as book:
+    with Ledger(db_path, key=_ledger_key(keys_dir)) as book:
         answer = book.claim(code, terminal=terminal, office=office)
     _print_answer(answer, as_json, answer.outcome == "PAID")

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from printpipe.block import PackRange
     from printpipe.ids import TicketId
     from printpipe.inputs import PackRef, Reason, TerminalId
+    from printpipe.ledger_store import Location
     from printpipe.render.imposition import PressSheet
     from printpipe.render.template import Coating
 
@@ -163,6 +164,18 @@ class ReasonType(_Converted):
         return parse_reason(text)
 
 
+class LedgerLocationType(_Converted):
+    """``--db``: an SQLite file, or a PostgreSQL URL ``postgresql://...`` ->
+    ``ledger_store.Location``."""
+
+    name = "FILE|postgresql://..."
+
+    def parse(self, text: str) -> Location:
+        from printpipe.ledger_store import parse_location
+
+        return parse_location(text)
+
+
 PACK_RANGE = PackRangeType()
 BLOCK_RANGE = BlockRangeType()
 PRESS_SHEET = PressSheetType()
@@ -172,3 +185,4 @@ TERMINAL = TerminalIdType()
 PACK_REF = PackRefType()
 TICKET_REF = TicketRefType()
 REASON = ReasonType()
+LEDGER_LOCATION = LedgerLocationType()

@@ -1,0 +1,256 @@
+"""Benchmark of the validation service: 64 signed terminals over loopback against one
+``printpipe serve``, on SQLite and on PostgreSQL.
+
+For each database: a ledger of packs 1:400 (50,000 tickets) shipped to one retailer and
+activated, 64 registered terminals, then ``printpipe serve --workers 2`` (one per core) in a
+subprocess.  Each
+phase is run ``--repeat`` times and the median is quoted:
+
+- validations: every terminal sends real validation codes (right VIRNs) one after the other on
+  its own keep-alive connection, for ``--requests`` requests in all;
+- claims: each claim pays (or answers NO WIN for) a ticket no other claim touches, with its own
+  Idempotency-Key: the payment path, durable commit included.
+
+The client (``tests/storm.py``) signs every request before the clock starts and sends them from
+one asyncio loop; it reports its own CPU time over the phase's wall time (its share of one core)
+beside the server's (from /proc), so that it is seen not to be the bottleneck.  Targets (issue
+12): >= 1,500 validations/s with p99 <= 50 ms on each database.
+
+Usage: ``python bench/bench_service.py [--db sqlite,postgresql] [--requests 20000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from printpipe.block import PackRange
+from printpipe.games import load_game
+from printpipe.generate import generate_block
+from printpipe.ids import TicketId
+from printpipe.inputs import TerminalId, parse_pack_ref
+from printpipe.keys import (
+    LOTTERY_IDENTITY,
+    LOTTERY_RECIPIENT,
+    PRODUCER_SIGNING_PUB,
+    init_keys,
+    load_lottery_identity,
+    load_lottery_recipient,
+    load_public_key,
+    load_secrets,
+    load_signing_key,
+)
+from printpipe.ledger_key import load_ledger_key
+from printpipe.ledger_store import Location, PostgresLocation
+from printpipe.manifest import BLOCK_MANIFEST, verify_manifest
+from printpipe.service.signatures import RequestSigner, key_id_of, raw_public_key
+from printpipe.store import BlockStore
+from printpipe.validation import LOTTERY, Ledger, import_manifest
+from tests import pgserver
+from tests.storm import claim_request, storm, validate_request
+
+TERMINALS = 64
+RETAILER = "bench-shop"
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time of ``pid`` and its children (the server's workers), in seconds."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if stat.parent.name == str(pid) or fields[1] == str(pid):
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def build(location: Location, root: Path, packs: int) -> tuple[Path, list[tuple[str, bool]]]:
+    """Keys, a block of ``packs`` packs imported, shipped, activated; the tickets' codes."""
+    game = load_game("chien-chat")
+    keys = root / "keys"
+    init_keys(keys)
+    block = root / "block"
+    generate_block(
+        game,
+        secrets=load_secrets(keys),
+        signing_key=load_signing_key(keys),
+        block=1,
+        out=block,
+        packs=PackRange(1, packs),
+        show_progress=False,
+        manifest_recipient=load_lottery_recipient(keys / LOTTERY_RECIPIENT),
+    )
+    manifest = verify_manifest(block / BLOCK_MANIFEST, load_public_key(keys / PRODUCER_SIGNING_PUB))
+    key = load_ledger_key(keys)
+    import_manifest(
+        location,
+        manifest=manifest,
+        game=game,
+        identity=load_lottery_identity(keys / LOTTERY_IDENTITY),
+        key=key,
+    )
+    refs = [parse_pack_ref(str(p)) for p in range(1, packs + 1)]
+    with Ledger(location, key=key) as book:
+        book.ship_packs(refs, retailer=TerminalId(RETAILER), terminal=LOTTERY)
+        book.set_pack_state(refs, state="activated", terminal=LOTTERY)
+    store = BlockStore.open(block)
+    tickets = store.read()
+    codes = []
+    for row in range(len(tickets.tier)):
+        ticket = TicketId(game.definition.number, row // store.pack_size + 1, row % store.pack_size)
+        codes.append((ticket.validation_code(int(tickets.virn[row])), int(tickets.tier[row]) > 0))
+    return keys, codes
+
+
+def register(location: Location, keys: Path) -> list[RequestSigner]:
+    signers = []
+    with Ledger(location, key=load_ledger_key(keys)) as book:
+        for i in range(TERMINALS):
+            private = Ed25519PrivateKey.generate()
+            book.add_terminal(
+                TerminalId(f"bench-{i:02d}"),
+                public_key=raw_public_key(private.public_key()),
+                key_id=key_id_of(private.public_key()),
+                retailer=TerminalId(RETAILER),
+                role="retailer",
+                by=LOTTERY,
+            )
+            signers.append(RequestSigner(private))
+    return signers
+
+
+def start(location: Location, keys: Path, root: Path, workers: int) -> tuple[subprocess.Popen, str]:
+    url_file = root / "serve.url"
+    db = location.dsn if isinstance(location, PostgresLocation) else str(location)
+    log = open(root / "serve.log", "ab")  # noqa: SIM115 - the server's
+    server = subprocess.Popen(
+        [sys.executable, "-m", "printpipe", "serve", "--db", db, "--keys", str(keys),
+         "--port", "0", "--url-file", str(url_file), "--workers", str(workers)],
+        stdout=log, stderr=log,
+    )  # fmt: skip
+    log.close()
+    while not url_file.exists():
+        if server.poll() is not None:
+            raise SystemExit((root / "serve.log").read_text())
+        time.sleep(0.05)
+    return server, url_file.read_text().strip()
+
+
+def phase(
+    name: str, url: str, per_terminal: list[list[bytes]], server_pid: int
+) -> dict[str, float]:
+    cpu0, server0 = time.process_time(), cpu_seconds(server_pid)
+    outcomes, wall = storm(url, per_terminal)
+    client_cpu = time.process_time() - cpu0
+    server_cpu = cpu_seconds(server_pid) - server0
+    answered = [o for o in outcomes if o is not None]
+    bad = [o.status for o in answered if o.status not in (200,)]
+    latencies = np.array([o.latency_s for o in answered]) * 1000
+    result = {
+        "rate": len(answered) / wall,
+        "p50": float(np.percentile(latencies, 50)),
+        "p99": float(np.percentile(latencies, 99)),
+        "client": client_cpu / wall,
+        "server": server_cpu / wall,
+        "errors": len(bad) + len(outcomes) - len(answered),
+    }
+    print(
+        f"  {name}: {len(answered):,} in {wall:.2f} s = {result['rate']:,.0f}/s, "
+        f"p50 {result['p50']:.1f} ms, p99 {result['p99']:.1f} ms; client CPU "
+        f"{result['client']:.0%} of a core, server {result['server']:.0%}; "
+        f"non-200 {result['errors']}",
+        flush=True,
+    )
+    return result
+
+
+def run(backend: str, args: argparse.Namespace, root: Path) -> None:
+    pg_folder = None
+    if backend == "sqlite":
+        location: Location = root / "ledger.sqlite"
+    else:
+        pg_folder = Path(tempfile.mkdtemp(prefix="printpipe-bench-pg-"))
+        os.chmod(pg_folder, 0o711)
+        url = pgserver.start(pg_folder / "server", durable=True)
+        location = PostgresLocation(pgserver.create_database(url))
+    try:
+        started = time.perf_counter()
+        keys, codes = build(location, root, args.packs)
+        signers = register(location, keys)
+        print(f"{backend}: ledger of {len(codes):,} tickets ready in "
+              f"{time.perf_counter() - started:.0f} s", flush=True)  # fmt: skip
+        server, url = start(location, keys, root, args.workers)
+        rng = random.Random(7)
+        order = list(range(len(codes)))
+        rng.shuffle(order)
+        results: dict[str, list[dict[str, float]]] = {"validations": [], "claims": []}
+        try:
+            for attempt in range(args.repeat):
+                per_terminal = [
+                    [validate_request(s, url, codes[rng.randrange(len(codes))][0])
+                     for _ in range(args.requests // TERMINALS)]
+                    for s in signers
+                ]  # fmt: skip
+                results["validations"].append(
+                    phase(f"validations #{attempt + 1}", url, per_terminal, server.pid)
+                )
+                chosen = [order.pop() for _ in range(args.claims)]
+                per_terminal = [
+                    [claim_request(s, url, codes[i][0], uuid.uuid4().hex)
+                     for i in chosen[t::TERMINALS]]
+                    for t, s in enumerate(signers)
+                ]  # fmt: skip
+                results["claims"].append(
+                    phase(f"claims #{attempt + 1}", url, per_terminal, server.pid)
+                )
+        finally:
+            server.terminate()
+            server.wait(timeout=60)
+        for kind, runs in results.items():
+            median = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+            print(
+                f"{backend} {kind}, median of {len(runs)}: {median['rate']:,.0f}/s, "
+                f"p50 {median['p50']:.1f} ms, p99 {median['p99']:.1f} ms, client CPU "
+                f"{median['client']:.0%} of one core (server {median['server']:.0%})",
+                flush=True,
+            )
+    finally:
+        if pg_folder is not None:
+            pgserver.stop(pg_folder / "server")
+            pg_folder.rmdir()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--db", default="sqlite,postgresql")
+    parser.add_argument("--packs", type=int, default=400)
+    parser.add_argument("--requests", type=int, default=19_200, help="Validations per run.")
+    parser.add_argument("--claims", type=int, default=6_400, help="Claims per run.")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=2, help="printpipe serve --workers")
+    args = parser.parse_args()
+    print(f"load average before: {os.getloadavg()[0]:.2f} (2 cores)", flush=True)
+    for backend in args.db.split(","):
+        with tempfile.TemporaryDirectory() as tmp:
+            run(backend, args, Path(tmp))
+    print(f"load average after: {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()

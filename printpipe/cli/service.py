@@ -1,0 +1,261 @@
+"""The validation service: ``serve``, the terminals registered in the ledger (``terminals``),
+and the reference terminal client (``terminal``).
+
+Parsing only: each command calls ``printpipe.service.server``, ``printpipe.validation`` or
+``printpipe.terminal`` with keyword arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from printpipe.cli._common import keys_option
+from printpipe.cli.ledger import _database_errors, db_option, terminal_option
+from printpipe.cli.params import PACK_REF, REASON, TERMINAL
+
+if TYPE_CHECKING:
+    from printpipe.inputs import PackRef, Reason, TerminalId
+    from printpipe.ledger_store import Location
+    from printpipe.terminal import ServiceAnswer
+
+
+@click.command(context_settings={"ignore_unknown_options": False})
+@db_option
+@keys_option
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port", type=click.IntRange(0, 65535), default=8787, show_default=True,
+    help="Port to listen on (0: a free one; see --url-file).",
+)  # fmt: skip
+@click.option(
+    "--workers", type=click.IntRange(1, 64), default=1, show_default=True,
+    help="Server processes: one per core.",
+)  # fmt: skip
+@click.option(
+    "--url-file", type=click.Path(path_type=Path, dir_okay=False), default=None,
+    help="Write the service's URL there once it accepts connections.",
+)  # fmt: skip
+@click.option("--access-log", is_flag=True, help="Log one line per request.")
+@click.option(
+    "--detach", is_flag=True,
+    help="Run in the background; return once it listens (needs --url-file, --pid-file, --log).",
+)  # fmt: skip
+@click.option("--pid-file", type=click.Path(path_type=Path, dir_okay=False), default=None)
+@click.option("--log", "log_file", type=click.Path(path_type=Path, dir_okay=False), default=None)
+def serve(
+    db_path: Location,
+    keys_dir: Path,
+    host: str,
+    port: int,
+    workers: int,
+    url_file: Path | None,
+    access_log: bool,
+    detach: bool,
+    pid_file: Path | None,
+    log_file: Path | None,
+) -> None:
+    """The validation service for retailers' terminals: a signed JSON API over HTTP (/v1)."""
+    from printpipe.errors import InvalidInput
+    from printpipe.service import server
+
+    if detach:
+        if url_file is None or pid_file is None or log_file is None:
+            raise InvalidInput("--detach needs --url-file, --pid-file and --log")
+        argv = [a for a in sys.argv[1:] if a != "--detach"]
+        url = server.detach(argv, url_file=url_file, log_file=log_file, pid_file=pid_file)
+        click.echo(f"serving {url} in the background (pid in {pid_file}, log {log_file})")
+        return
+    server.serve(
+        location=db_path,
+        keys_dir=keys_dir,
+        host=host,
+        port=port,
+        workers=workers,
+        url_file=url_file,
+        access_log=access_log,
+    )
+
+
+@click.group()
+def terminals() -> None:
+    """Terminals allowed to use the service: their public keys, retailers and roles."""
+
+
+@terminals.command("add")
+@click.argument("terminal_id", type=TERMINAL, metavar="ID")
+@db_option
+@click.option(
+    "--public-key", type=click.Path(path_type=Path, dir_okay=False), required=True,
+    help="The terminal's public key (printpipe terminal keygen FILE wrote FILE.pub).",
+)  # fmt: skip
+@click.option("--retailer", type=TERMINAL, default=None, help="The retailer it belongs to.")
+@click.option(
+    "--role", type=click.Choice(["retailer", "office"]), default="retailer", show_default=True,
+    help="office: the lottery's own, acts on every pack and pays above the retailer limit.",
+)  # fmt: skip
+@terminal_option("lottery", "Who registers it, for the log")
+@_database_errors
+def terminals_add(
+    terminal_id: TerminalId,
+    db_path: Location,
+    public_key: Path,
+    retailer: TerminalId | None,
+    role: str,
+    terminal: TerminalId,
+) -> None:
+    """Register terminal ID with its public key, for a retailer (or the office)."""
+    from printpipe.service.signatures import key_id_of, public_key_from_file, raw_public_key
+    from printpipe.validation import Ledger
+
+    key = public_key_from_file(public_key)
+    with Ledger(db_path) as book:
+        record = book.add_terminal(
+            terminal_id,
+            public_key=raw_public_key(key),
+            key_id=key_id_of(key),
+            retailer=retailer,
+            role=role,
+            by=terminal,
+        )
+    click.echo(f"registered terminal {record.describe()}")
+
+
+@terminals.command("list")
+@db_option
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per terminal.")
+@_database_errors
+def terminals_list(db_path: Location, as_json: bool) -> None:
+    """The registered terminals (read-only)."""
+    from printpipe.validation import Ledger
+
+    with Ledger(db_path, read_only=True) as book:
+        records = book.terminals()
+    for record in records:
+        if as_json:
+            data = {k: v for k, v in asdict(record).items() if k != "public_key"}
+            click.echo(json.dumps(data, sort_keys=True))
+        else:
+            click.echo(record.describe())
+    if not records and not as_json:
+        click.echo("no terminal registered")
+
+
+@terminals.command("revoke")
+@click.argument("terminal_id", type=TERMINAL, metavar="ID")
+@db_option
+@click.option("--reason", type=REASON, required=True, help="Why, for the log.")
+@terminal_option("lottery", "Who revokes it, for the log")
+@_database_errors
+def terminals_revoke(
+    terminal_id: TerminalId, db_path: Location, reason: Reason, terminal: TerminalId
+) -> None:
+    """Revoke a terminal for good: every request it signs is refused (401) from now on."""
+    from printpipe.validation import Ledger
+
+    with Ledger(db_path) as book:
+        click.echo(book.revoke_terminal(terminal_id, reason=reason, by=terminal))
+
+
+@click.group()
+def terminal() -> None:
+    """The reference terminal: a key pair, and signed requests to the service."""
+
+
+@terminal.command("keygen")
+@click.argument("key_file", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE")
+def terminal_keygen(key_file: Path) -> None:
+    """A new Ed25519 key pair: FILE (private, 0600, stays on the terminal) and FILE.pub (for
+    printpipe terminals add)."""
+    from printpipe.service.signatures import generate_terminal_key
+
+    key_id = generate_terminal_key(key_file)
+    click.echo(f"wrote {key_file} and {key_file}.pub (key id {key_id})")
+
+
+server_option = click.option(
+    "--server", required=True, metavar="URL", help="The service, e.g. http://127.0.0.1:8787."
+)
+key_option = click.option(
+    "--key", "key_file", type=click.Path(path_type=Path, dir_okay=False), required=True,
+    help="The terminal's private key (printpipe terminal keygen).",
+)  # fmt: skip
+json_option = click.option("--json", "as_json", is_flag=True, help="The answer as JSON.")
+
+
+def _show(answer: ServiceAnswer, as_json: bool, ok: bool) -> None:
+    from printpipe.errors import PrintpipeError
+
+    if not answer.is_answer and answer.status != 200:
+        raise PrintpipeError(
+            f"the service refused the request (HTTP {answer.status}): {answer.text}"
+        )
+    click.echo(json.dumps(answer.data, sort_keys=True) if as_json else answer.text)
+    if not ok:
+        sys.exit(1)
+
+
+@terminal.command("validate")
+@click.argument("code")
+@server_option
+@key_option
+@json_option
+def terminal_validate(code: str, server: str, key_file: Path, as_json: bool) -> None:
+    """Ask the service what a scanned CODE is worth (never pays)."""
+    from printpipe.terminal import open_client
+
+    with open_client(server, key_file) as client:
+        answer = client.validate(code)
+    _show(answer, as_json, answer.ok)
+
+
+@terminal.command("claim")
+@click.argument("code")
+@server_option
+@key_option
+@click.option(
+    "--idempotency-key", default=None,
+    help="Reuse the key of an earlier attempt whose answer was lost (default: a new one).",
+)  # fmt: skip
+@json_option
+def terminal_claim(
+    code: str, server: str, key_file: Path, idempotency_key: str | None, as_json: bool
+) -> None:
+    """Pay the ticket of CODE through the service (retried with one Idempotency-Key; exit 0
+    only when paid)."""
+    from printpipe.terminal import open_client
+
+    with open_client(server, key_file) as client:
+        answer = client.claim(code, idempotency_key=idempotency_key)
+    _show(answer, as_json, answer.outcome == "PAID")
+
+
+@terminal.command("activate")
+@click.argument("pack", type=PACK_REF)
+@server_option
+@key_option
+def terminal_activate(pack: PackRef, server: str, key_file: Path) -> None:
+    """Activate a PACK received from the lottery (PPPPPP or GGGG-PPPPPP)."""
+    from printpipe.terminal import open_client
+
+    with open_client(server, key_file) as client:
+        answer = client.activate(str(pack))
+    _show(answer, False, answer.status == 200)
+
+
+@terminal.command("pack")
+@click.argument("pack", type=PACK_REF)
+@server_option
+@key_option
+def terminal_pack(pack: PackRef, server: str, key_file: Path) -> None:
+    """A pack's state (PPPPPP or GGGG-PPPPPP)."""
+    from printpipe.terminal import open_client
+
+    with open_client(server, key_file) as client:
+        answer = client.pack_state(str(pack))
+    _show(answer, False, answer.status == 200)

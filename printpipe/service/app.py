@@ -1,0 +1,475 @@
+"""The validation service's ASGI application (Starlette): ``/v1`` JSON API for terminals.
+
+Every request but ``/v1/health`` and ``/v1/openapi.json`` is signed by a registered terminal
+(``signatures.py``); its answers are the ledger's, from the same pure ``decide`` as the command
+line (``printpipe.validation``).  What a request may do follows from the terminal's
+registration, never from what it sends: a retailer's terminal acts only on the packs shipped
+to its retailer, and only an ``office`` terminal pays above the retailer limit.
+
+Errors are one line of JSON, ``{"error": KIND, "message": TEXT}``, with a 4xx status (503 when
+the database is unreachable); nothing a client sends makes a 500 or a traceback in the log.
+The ledger's calls run in a thread pool (one thread on SQLite, whose writer is single anyway;
+one per pooled connection on PostgreSQL), so the event loop only parses, verifies signatures
+and answers.  The contract: ``docs/validation-service.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import gc
+import json
+import logging
+import re
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from printpipe import __version__
+from printpipe.errors import InvalidInput, PrintpipeError
+from printpipe.inputs import TerminalId, audit_text, parse_pack_ref
+from printpipe.ledger_store import database_errors
+from printpipe.service.openapi import openapi_document
+from printpipe.service.signatures import Unauthorized, load_public_key, verify_request
+from printpipe.validation import (
+    Admission,
+    Answer,
+    ForeignPack,
+    IdempotentClaim,
+    KeyTakenOver,
+    Ledger,
+    NoSuchPack,
+    RequestRefused,
+    Terminal,
+    parse_time,
+    request_fingerprint,
+)
+
+log = logging.getLogger("printpipe.service")
+T = TypeVar("T")
+
+MAX_BODY_BYTES = 16 * 1024
+"""A request's body: a few dozen bytes in practice; anything past this is refused (413)."""
+IDEMPOTENCY_KEY = re.compile(r"[A-Za-z0-9._:-]{8,64}")
+MAINTENANCE_S = 5.0
+"""How often settings are re-read and expired nonces and claim keys purged."""
+JSON = "application/json"
+
+
+def _json_line(data: dict[str, Any]) -> bytes:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+
+
+def error_response(
+    status: int, kind: str, message: str, headers: dict[str, str] | None = None
+) -> Response:
+    body = _json_line({"error": kind, "message": " ".join(message.split())[:300]})
+    return Response(body, status_code=status, media_type=JSON, headers=headers)
+
+
+class Refusal(Exception):
+    """A request refused with a status, a kind and one line (audited when it was signed)."""
+
+    def __init__(
+        self, status: int, kind: str, message: str, headers: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status, self.kind, self.message, self.headers = status, kind, message, headers
+
+    def response(self) -> Response:
+        return error_response(self.status, self.kind, self.message, self.headers)
+
+
+def answer_status(answer: Answer) -> int:
+    if answer.outcome == "TERMINAL_THROTTLED":
+        return 429
+    if answer.outcome == "NOT_YOUR_PACK":
+        return 403
+    return 200
+
+
+def render_answer(answer: Answer) -> tuple[int, str]:
+    """What a claim stores under its Idempotency-Key, and every answer returns."""
+    return answer_status(answer), _json_line(answer.as_json()).decode()
+
+
+def _retry_after(body: dict[str, Any]) -> dict[str, str]:
+    until = body.get("until")
+    if not isinstance(until, str):
+        return {}
+    seconds = int((parse_time(until) - datetime.now(UTC)).total_seconds())
+    return {"Retry-After": str(max(1, seconds))}
+
+
+def answer_response(status: int, body: str, *, replayed: bool = False) -> Response:
+    headers = _retry_after(json.loads(body)) if status == 429 else {}
+    if replayed:
+        headers["Idempotent-Replayed"] = "true"
+    return Response(body.encode(), status_code=status, media_type=JSON, headers=headers)
+
+
+@dataclass
+class Caller:
+    """The terminal that signed a request, and the request's nonce to admit."""
+
+    terminal: Terminal
+    admission: Admission
+
+    @property
+    def id(self) -> TerminalId:
+        return TerminalId(self.terminal.id)
+
+    @property
+    def retailer(self) -> str | None:
+        """The packs it may act on: its retailer's (None: the office, every pack)."""
+        return None if self.terminal.office else self.terminal.retailer
+
+
+class Service:
+    """The application's state: the ledger, its thread pool, the terminals' keys."""
+
+    def __init__(self, ledger: Ledger, *, threads: int) -> None:
+        self.ledger = ledger
+        self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ledger")
+        self._keys: dict[str, tuple[Ed25519PublicKey, Terminal]] = {}
+
+    async def run(self, function: Callable[..., T], /, **kwargs: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, functools.partial(function, **kwargs))
+
+    async def maintain(self) -> None:
+        gc.collect()
+        gc.freeze()  # what start-up made is never collected: shorter collections later
+        while True:
+            await asyncio.sleep(MAINTENANCE_S)
+            with contextlib.suppress(Exception):  # a database restarting: try again later
+                await self.run(self.ledger.reload_settings)
+                await self.run(self.ledger.purge_expired)
+
+    # -- authentication ----------------------------------------------------------------------
+
+    async def caller(self, request: Request, body: bytes) -> Caller:
+        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.scope["headers"]]
+        path = request.scope.get("raw_path") or request.url.path.encode()
+        claimed = _claimed_key_id(headers)
+        if claimed is not None and claimed not in self._keys:
+            await self._load_key(claimed)
+
+        def public_key(key_id: str) -> Ed25519PublicKey | None:
+            known = self._keys.get(key_id)
+            return known[0] if known else None
+
+        try:
+            verified = verify_request(
+                method=request.method,
+                path=path.decode("latin-1"),
+                headers=headers,
+                body=body,
+                public_key=public_key,
+            )
+        except Unauthorized as exc:
+            raise Refusal(401, "unauthorized", str(exc)) from None
+        terminal = self._keys[verified.key_id][1]
+        return Caller(terminal, Admission(verified.key_id, verified.nonce, int(time.time())))
+
+    async def _load_key(self, key_id: str) -> None:
+        if len(key_id) > 128:
+            return
+        terminal = await self.run(self.ledger.terminal_by_key_id, key_id=key_id)
+        if terminal is not None and terminal.revoked_at is None:
+            self._keys[key_id] = (load_public_key(terminal.public_key), terminal)
+
+    def forget(self, key_id: str) -> None:
+        self._keys.pop(key_id, None)
+
+    async def refuse(self, caller: Caller, action: str, given: str, refusal: Refusal) -> Response:
+        """Audit a signed request refused before anything was looked up, and answer it."""
+        try:
+            await self.run(
+                self.ledger.record_refusal,
+                action=action,
+                terminal_text=caller.terminal.id,
+                given=given,
+                reason=f"{refusal.status} {refusal.message}",
+                admission=caller.admission,
+            )
+        except RequestRefused as exc:
+            return self.unauthorized(caller, exc)
+        return refusal.response()
+
+    def unauthorized(self, caller: Caller, exc: RequestRefused) -> Response:
+        self.forget(caller.admission.key_id)
+        return error_response(401, "unauthorized", str(exc))
+
+
+def _claimed_key_id(headers: list[tuple[str, str]]) -> str | None:
+    from printpipe.service.signatures import key_id_claimed
+
+    return key_id_claimed(headers)
+
+
+async def read_body(request: Request) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES):
+        raise Refusal(413, "too_large", f"a request body is at most {MAX_BODY_BYTES} bytes")
+    if declared is not None:  # bounded by the check above
+        return await request.body()
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise Refusal(413, "too_large", f"a request body is at most {MAX_BODY_BYTES} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def code_of(body: bytes) -> str:
+    """The ``code`` of a body ``{"code": "..."}`` (nothing else), or a 400 Refusal."""
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise Refusal(400, "bad_request", 'the body must be JSON: {"code": "..."}') from None
+    if not isinstance(data, dict) or set(data) != {"code"} or not isinstance(data["code"], str):
+        raise Refusal(400, "bad_request", 'the body must be {"code": "<scanned code>"}')
+    return str(data["code"])
+
+
+def empty_body(body: bytes) -> None:
+    if body.strip() not in (b"", b"{}"):
+        raise Refusal(400, "bad_request", "this request takes no body (or {})")
+
+
+Handler = Callable[[Service, Request, bytes, Caller], Awaitable[Response]]
+
+
+def signed(action: str) -> Callable[[Handler], Callable[[Request], Awaitable[Response]]]:
+    """An endpoint for signed requests: body read and bounded, signature verified (401), then
+    ``handler``; a refusal after authentication is audited."""
+
+    def wrap(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+        @functools.wraps(handler)
+        async def endpoint(request: Request) -> Response:
+            service: Service = request.app.state.service
+            try:
+                body = await read_body(request)
+                caller = await service.caller(request, body)
+            except Refusal as refusal:
+                return refusal.response()  # not authenticated: nothing is written
+            try:
+                return await handler(service, request, body, caller)
+            except Refusal as refusal:
+                given = audit_text(body.decode("utf-8", "replace"), limit=120)
+                return await service.refuse(caller, action, given, refusal)
+            except RequestRefused as exc:
+                return service.unauthorized(caller, exc)
+
+        return endpoint
+
+    return wrap
+
+
+@signed("validate")
+async def validations(service: Service, request: Request, body: bytes, caller: Caller) -> Response:
+    code = code_of(body)
+    answer = await service.run(
+        service.ledger.validate,
+        code=code,
+        terminal=caller.id,
+        retailer=caller.retailer,
+        admission=caller.admission,
+    )
+    return answer_response(*render_answer(answer))
+
+
+@signed("claim")
+async def claims(service: Service, request: Request, body: bytes, caller: Caller) -> Response:
+    key = request.headers.get("idempotency-key")
+    if key is None or IDEMPOTENCY_KEY.fullmatch(key) is None:
+        raise Refusal(
+            400, "bad_request", "a claim needs an Idempotency-Key of 8 to 64 of A-Z a-z 0-9 . _ : -"
+        )
+    code = code_of(body)
+    fingerprint = request_fingerprint("POST", request.url.path, body)
+    start = await service.run(
+        service.ledger.begin_claim,
+        terminal=caller.id,
+        key=key,
+        fingerprint=fingerprint,
+        admission=caller.admission,
+    )
+    if start.outcome == "replay":
+        assert start.status is not None and start.response is not None
+        return answer_response(start.status, start.response, replayed=True)
+    if start.outcome == "mismatch":
+        return error_response(
+            422, "idempotency_key_reused", "this Idempotency-Key was used for another request"
+        )
+    if start.outcome == "in_progress":
+        return error_response(
+            409,
+            "in_progress",
+            "a claim with this Idempotency-Key is still being processed: retry",
+            {"Retry-After": str(max(1, start.retry_after))},
+        )
+    assert start.token is not None
+    try:
+        answer = await service.run(
+            service.ledger.claim,
+            code=code,
+            terminal=caller.id,
+            office=caller.terminal.office,
+            retailer=caller.retailer,
+            idempotent=IdempotentClaim(caller.terminal.id, key, start.token, render_answer),
+        )
+    except KeyTakenOver:
+        return error_response(409, "in_progress", "this claim was taken over by a retry: retry")
+    return answer_response(*render_answer(answer))
+
+
+def _pack_ref(request: Request) -> Any:
+    try:
+        return parse_pack_ref(request.path_params["pack"])
+    except InvalidInput as exc:
+        raise Refusal(400, "bad_request", str(exc)) from None
+
+
+@signed("pack")
+async def pack_state(service: Service, request: Request, body: bytes, caller: Caller) -> Response:
+    empty_body(body)
+    ref = _pack_ref(request)
+    try:
+        label, state = await service.run(
+            service.ledger.pack_state,
+            given=ref,
+            retailer=caller.retailer,
+            admission=caller.admission,
+        )
+    except ForeignPack as exc:
+        raise Refusal(403, "not_your_pack", str(exc)) from None
+    except NoSuchPack as exc:
+        raise Refusal(404, "no_such_pack", str(exc)) from None
+    text = f"PACK {state.upper()}"
+    return Response(_json_line({"pack": label, "state": state, "text": text}), media_type=JSON)
+
+
+@signed("activate")
+async def activation(service: Service, request: Request, body: bytes, caller: Caller) -> Response:
+    empty_body(body)
+    ref = _pack_ref(request)
+    try:
+        lines = await service.run(
+            service.ledger.set_pack_state,
+            packs=[ref],
+            state="activated",
+            terminal=caller.id,
+            retailer=caller.retailer,
+            admission=caller.admission,
+        )
+    except ForeignPack as exc:
+        raise Refusal(403, "not_your_pack", str(exc)) from None
+    except NoSuchPack as exc:
+        raise Refusal(404, "no_such_pack", str(exc)) from None
+    except RequestRefused:
+        raise
+    except PrintpipeError as exc:  # e.g. a settled pack
+        raise Refusal(409, "pack_state", str(exc)) from None
+    label = lines[0].split(":")[0].removeprefix("pack ")
+    return Response(
+        _json_line({"pack": label, "state": "activated", "text": lines[0]}), media_type=JSON
+    )
+
+
+async def health(request: Request) -> Response:
+    service: Service = request.app.state.service
+    await service.run(service.ledger.query, sql="SELECT 1")
+    return Response(
+        _json_line({"status": "ok", "database": service.ledger.db.dialect, "version": __version__}),
+        media_type=JSON,
+    )
+
+
+async def openapi(request: Request) -> Response:
+    return Response(_json_line(openapi_document()), media_type=JSON)
+
+
+class Guard:
+    """The outermost layer: nothing escapes as a 500 or a traceback.  An unknown path or
+    method is a JSON 404/405; a database that fails is 503; anything else unexpected is logged
+    in one line and answered 503."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception as exc:
+            if isinstance(exc, database_errors()):
+                kind, text = "unavailable", "the ledger's database is unavailable: retry"
+                log.warning("database error: %s", " ".join(str(exc).split())[:300])
+            else:
+                kind, text = "unavailable", "the service failed to answer: retry"
+                log.error("unexpected %s: %s", type(exc).__name__, " ".join(str(exc).split()))
+            if not started:
+                response = error_response(503, kind, text, {"Retry-After": "1"})
+                await response(scope, receive, send)
+
+
+def _not_found(request: Request, exc: Exception) -> Response:
+    status = getattr(exc, "status_code", 404)
+    kind = {404: "not_found", 405: "method_not_allowed"}.get(status, "bad_request")
+    return error_response(status, kind, f"{request.method} {request.url.path}: {kind}")
+
+
+def create_app(ledger: Ledger, *, threads: int) -> ASGIApp:
+    """The service's ASGI application over an open ledger."""
+    service = Service(ledger, threads=threads)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        task = asyncio.create_task(service.maintain())
+        try:
+            yield
+        finally:
+            task.cancel()
+            service.executor.shutdown(wait=True)
+            ledger.close()
+
+    from starlette.exceptions import HTTPException
+
+    app = Starlette(
+        routes=[
+            Route("/v1/health", health, methods=["GET"]),
+            Route("/v1/openapi.json", openapi, methods=["GET"]),
+            Route("/v1/validations", validations, methods=["POST"]),
+            Route("/v1/claims", claims, methods=["POST"]),
+            Route("/v1/packs/{pack}", pack_state, methods=["GET"]),
+            Route("/v1/packs/{pack}/activation", activation, methods=["POST"]),
+        ],
+        exception_handlers={HTTPException: _not_found},
+        lifespan=lifespan,
+    )
+    app.state.service = service
+    return Guard(app)

@@ -1,0 +1,175 @@
+"""``printpipe serve``: the validation service on uvicorn (uvloop and httptools).
+
+Uvicorn is the reference ASGI server: one process per ``--workers``, graceful shutdown on
+SIGTERM (requests in flight are answered), and no access log unless asked (one line per
+request costs more than the answer).  The listening socket is bound here, before uvicorn
+starts, so that ``--port 0`` picks a free port, ``--url-file`` names it as soon as connections
+are accepted (they wait in the backlog), and every worker shares it.  ``--detach`` starts the
+same command in the background and returns once it listens (like ``pg_ctl start -w``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from printpipe.atomic import atomic_file
+from printpipe.errors import PrintpipeError
+from printpipe.ledger_store import Location, PostgresLocation, parse_location
+
+CONFIG_ENV = "PRINTPIPE_SERVE_CONFIG"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8787
+POSTGRES_CONNECTIONS = 8
+"""Connections (and ledger threads) per worker on PostgreSQL."""
+READY_TIMEOUT_S = 60.0
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """What each worker needs to open the ledger (passed to workers as JSON)."""
+
+    db: str
+    keys_dir: str
+    workers: int = 1
+
+    @property
+    def location(self) -> Location:
+        return parse_location(self.db)
+
+
+def create_app_from_environment() -> Any:
+    """Uvicorn's factory: each worker opens its own ledger (and PostgreSQL pool)."""
+    from printpipe.ledger_key import load_ledger_key
+    from printpipe.service.app import create_app
+    from printpipe.validation import Ledger
+
+    config = ServeConfig(**json.loads(os.environ[CONFIG_ENV]))
+    location = config.location
+    postgres = isinstance(location, PostgresLocation)
+    pool = POSTGRES_CONNECTIONS if postgres else 0
+    key = load_ledger_key(Path(config.keys_dir))
+    ledger = Ledger(location, key=key, pool_size=pool, shared=config.workers > 1)
+    return create_app(ledger, threads=pool if postgres else 1)
+
+
+def check_ledger(location: Location, keys_dir: Path) -> str:
+    """Open the ledger once, so that a wrong --db or --keys is one line before listening."""
+    from printpipe.ledger_key import load_ledger_key
+    from printpipe.validation import Ledger
+
+    with Ledger(location, key=load_ledger_key(keys_dir)) as book:
+        return book.db.dialect
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise PrintpipeError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}"
+
+
+def serve(
+    *,
+    location: Location,
+    keys_dir: Path,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    workers: int = 1,
+    url_file: Path | None = None,
+    access_log: bool = False,
+) -> None:
+    """Run the service until SIGINT or SIGTERM."""
+    import uvicorn
+
+    dialect = check_ledger(location, keys_dir)
+    sock = bind(host, port)
+    url = url_of(sock)
+    os.environ[CONFIG_ENV] = json.dumps(
+        asdict(ServeConfig(db=_db_text(location), keys_dir=str(keys_dir), workers=workers))
+    )
+    if url_file is not None:
+        with atomic_file(url_file) as handle:
+            handle.write(f"{url}\n".encode())
+    print(
+        f"printpipe: serving {url} (ledger {location}, {dialect}, {workers} worker"
+        f"{'s' if workers > 1 else ''}); stop with Ctrl-C or SIGTERM",
+        file=sys.stderr,
+        flush=True,
+    )
+    config = uvicorn.Config(
+        "printpipe.service.server:create_app_from_environment",
+        factory=True,
+        workers=workers,
+        loop="uvloop",
+        http="httptools",
+        lifespan="on",
+        access_log=access_log,
+        log_level="warning",
+        server_header=False,
+        date_header=False,
+        timeout_graceful_shutdown=10,
+    )
+    server = uvicorn.Server(config)
+    if workers > 1:
+        from uvicorn.supervisors import Multiprocess
+
+        Multiprocess(config, sockets=[sock]).run()
+    else:
+        server.run(sockets=[sock])
+    logging.shutdown()
+
+
+def _db_text(location: Location) -> str:
+    return location.dsn if isinstance(location, PostgresLocation) else str(location)
+
+
+def detach(argv: list[str], *, url_file: Path, log_file: Path, pid_file: Path) -> str:
+    """Start ``printpipe serve`` (``argv``, without --detach) in the background, logging to
+    ``log_file``; return its URL once it listens (its pid in ``pid_file``)."""
+    url_file.unlink(missing_ok=True)
+    with open(log_file, "ab") as log:
+        os.fchmod(log.fileno(), 0o600)
+        child = subprocess.Popen(
+            [sys.executable, "-m", "printpipe", *argv],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if url_file.exists():
+            with atomic_file(pid_file) as handle:
+                handle.write(f"{child.pid}\n".encode())
+            return url_file.read_text().strip()
+        if child.poll() is not None:
+            lines = log_file.read_text(errors="replace").strip().splitlines()
+            raise PrintpipeError(lines[-1] if lines else "the service exited at once")
+        time.sleep(0.05)
+    os.kill(child.pid, signal.SIGTERM)
+    raise PrintpipeError(
+        f"the service did not start within {READY_TIMEOUT_S:.0f} s: see {log_file}"
+    )

@@ -1,0 +1,267 @@
+"""The service's request signatures: HTTP Message Signatures (RFC 9421) with Ed25519.
+
+One profile, for every authenticated request (``docs/validation-service.md``):
+
+- covered components ``("@method" "@path" "content-digest")``, in that order; the body's
+  ``Content-Digest`` is ``sha-256`` (RFC 9530), present even for an empty body;
+- parameters ``created`` (UNIX seconds), ``keyid``, ``alg="ed25519"`` and ``nonce`` (16 to 64
+  characters among ``A-Z a-z 0-9 - _ = + /``), all required; label ``sig1``;
+- ``keyid`` is the terminal's key id: the RFC 7638 JWK thumbprint of its Ed25519 public key
+  (base64url SHA-256 of ``{"crv":"Ed25519","kty":"OKP","x":...}``), so a key file alone says
+  which registered terminal signs with it;
+- a request whose ``created`` is more than :data:`MAX_SKEW_S` seconds from the server's clock,
+  in either direction, is refused; its nonce is remembered long enough that a replay within
+  that window is refused too (by the ledger, shared by every worker).
+
+The signature base, parsing and verification are the ``http-message-signatures`` library's
+(a maintained RFC 9421 implementation); this module only fixes the profile and adapts messages.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import re
+import secrets
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from http_message_signatures import (
+    HTTPMessageSigner,
+    HTTPMessageVerifier,
+    HTTPSignatureKeyResolver,
+    InvalidSignature,
+    algorithms,
+)
+from http_message_signatures.exceptions import HTTPMessageSignaturesException
+
+from printpipe.errors import PrintpipeError
+
+COVERED = ("@method", "@path", "content-digest")
+_SIGNATURE_FIELDS = frozenset({"signature", "signature-input", "content-digest"})
+"""The only header fields the profile reads (the verifier normalises every field it is given)."""
+_COVERED_KEYS = [*(f'"{c}"' for c in COVERED), '"@signature-params"']
+LABEL = "sig1"
+MAX_SKEW_S = 60
+NONCE_RULE = re.compile(r"[A-Za-z0-9_=+/-]{16,64}")
+_KEYID = re.compile(r'keyid="([^"\\]{1,128})"')
+
+
+def key_id_of(public_key: Ed25519PublicKey) -> str:
+    """The RFC 7638 JWK thumbprint of an Ed25519 public key: a terminal's ``keyid``."""
+    raw = public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    x = base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+    jwk = json.dumps({"crv": "Ed25519", "kty": "OKP", "x": x}, separators=(",", ":"))
+    digest = hashlib.sha256(jwk.encode()).digest()
+    return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
+
+
+def raw_public_key(public_key: Ed25519PublicKey) -> bytes:
+    return public_key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+
+@dataclass
+class Message:
+    """A request as the library reads it: method, absolute URL, header fields."""
+
+    method: str
+    url: str
+    headers: Any
+
+
+class _FieldLines:
+    """Header fields of an incoming request, read-only, in wire order."""
+
+    def __init__(self, fields: Iterable[tuple[str, str]]) -> None:
+        self._fields = list(fields)
+
+    def items(self) -> list[tuple[str, str]]:
+        return self._fields
+
+    def __iter__(self) -> Any:
+        return iter(dict.fromkeys(name for name, _ in self._fields))
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and any(n.lower() == name.lower() for n, _ in self._fields)
+
+
+class _OneKey(HTTPSignatureKeyResolver):
+    def __init__(self, private: Ed25519PrivateKey | None = None) -> None:
+        self.private = private
+        self.public: dict[str, Ed25519PublicKey] = {}
+
+    def resolve_private_key(self, key_id: str) -> Ed25519PrivateKey:
+        assert self.private is not None
+        return self.private
+
+    def resolve_public_key(self, key_id: str) -> Ed25519PublicKey | None:
+        return self.public.get(key_id)
+
+
+# -- the terminal's side ------------------------------------------------------------------------
+
+
+class RequestSigner:
+    """Signs a terminal's requests with its Ed25519 key (``keyid``: :func:`key_id_of`)."""
+
+    def __init__(self, private_key: Ed25519PrivateKey) -> None:
+        self.key_id = key_id_of(private_key.public_key())
+        self._signer = HTTPMessageSigner(
+            signature_algorithm=algorithms.ED25519, key_resolver=_OneKey(private_key)
+        )
+
+    def headers(
+        self,
+        method: str,
+        url: str,
+        body: bytes,
+        *,
+        created: int | None = None,
+        nonce: str | None = None,
+    ) -> dict[str, str]:
+        """The Content-Digest, Signature-Input and Signature headers for one request."""
+        message = Message(method, url, {})
+        self._signer.sign(
+            message,
+            key_id=self.key_id,
+            created=datetime.fromtimestamp(created if created is not None else time.time(), UTC),
+            nonce=nonce or secrets.token_urlsafe(18),
+            label=LABEL,
+            covered_component_ids=COVERED,
+            body=body,
+        )
+        return dict(message.headers)
+
+
+def generate_terminal_key(path: Path) -> str:
+    """A new Ed25519 key pair for a terminal: ``PATH`` (private, PEM, 0600, never overwritten)
+    and ``PATH.pub`` (public, PEM); its key id."""
+    from printpipe.keys import _public_pem, _write_private
+
+    key = Ed25519PrivateKey.generate()
+    public = Path(f"{path}.pub")
+    for target in (path, public):
+        if target.exists():
+            raise PrintpipeError(f"{target} already exists: keys are never overwritten")
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    try:
+        _write_private(path, pem)
+        _write_private(public, _public_pem(key))
+    except OSError as exc:
+        raise PrintpipeError(f"cannot write {path}: {exc.strerror}") from None
+    return key_id_of(key.public_key())
+
+
+def load_terminal_key(path: Path) -> Ed25519PrivateKey:
+    from printpipe.keys import load_signing_key
+
+    return load_signing_key(path.parent, path.name)
+
+
+# -- the server's side --------------------------------------------------------------------------
+
+
+class Unauthorized(PrintpipeError):
+    """A request that is not signed as the profile says, or by no active terminal (401)."""
+
+
+class _Verifier(HTTPMessageVerifier):
+    max_clock_skew = timedelta(seconds=MAX_SKEW_S)
+
+
+@dataclass
+class Verified:
+    """A request whose signature verifies: who signed it, and its nonce."""
+
+    key_id: str
+    nonce: str
+    created: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def key_id_claimed(headers: Iterable[tuple[str, str]]) -> str | None:
+    """The ``keyid`` a request's Signature-Input names (unverified), to look its key up."""
+    for name, value in headers:
+        if name.lower() == "signature-input":
+            match = _KEYID.search(value)
+            return match.group(1) if match else None
+    return None
+
+
+def verify_request(
+    *,
+    method: str,
+    path: str,
+    headers: list[tuple[str, str]],
+    body: bytes,
+    public_key: Callable[[str], Ed25519PublicKey | None],
+) -> Verified:
+    """Check a request against the profile; raises :class:`Unauthorized` with a one-line
+    reason.  ``public_key(key_id)``: the active terminal's key, or None."""
+    if not any(name.lower() == "signature" for name, _ in headers):
+        raise Unauthorized("unsigned request: Signature and Signature-Input required (RFC 9421)")
+    resolver = _OneKey()
+    key_id = key_id_claimed(headers)
+    if key_id is None:
+        raise Unauthorized("the signature names no keyid")
+    key = public_key(key_id)
+    if key is None:
+        raise Unauthorized("no active terminal has this signature's key (unknown or revoked)")
+    resolver.public[key_id] = key
+    verifier = _Verifier(signature_algorithm=algorithms.ED25519, key_resolver=resolver)
+    signed = [(n, v) for n, v in headers if n.lower() in _SIGNATURE_FIELDS]
+    message = Message(method, "http://printpipe" + path, _FieldLines(signed))
+    try:
+        # coverage is checked below, once (the library's require_components re-parses the
+        # component list several times a request: half the cost of a verification)
+        results = verifier.verify(message, max_age=timedelta(0), body=body)
+    except (InvalidSignature, HTTPMessageSignaturesException) as exc:
+        reason = " ".join(str(exc).split())[:200] or "invalid signature"
+        raise Unauthorized(f"signature refused: {reason}") from None
+    except Exception:  # a header the library's parser chokes on: still a bad signature
+        raise Unauthorized("signature refused: malformed signature headers") from None
+    if len(results) != 1:
+        raise Unauthorized("exactly one signature expected")
+    params = results[0].parameters
+    nonce, created = params.get("nonce"), params.get("created")
+    if params.get("keyid") != key_id:
+        raise Unauthorized("the signature names no keyid")
+    if params.get("alg") != "ed25519":
+        raise Unauthorized('signature refused: alg="ed25519" required')
+    if not isinstance(nonce, str) or NONCE_RULE.fullmatch(nonce) is None:
+        raise Unauthorized("signature refused: a nonce of 16 to 64 characters is required")
+    if list(results[0].covered_components) != _COVERED_KEYS:
+        raise Unauthorized('signature refused: it must cover ("@method" "@path" "content-digest")')
+    assert isinstance(created, int)
+    return Verified(key_id, nonce, created)
+
+
+def load_public_key(raw: bytes) -> Ed25519PublicKey:
+    return Ed25519PublicKey.from_public_bytes(raw)
+
+
+def public_key_from_file(path: Path) -> Ed25519PublicKey:
+    from printpipe.keys import load_public_key as load_pem
+
+    return load_pem(path)
+
+
+__all__ = [
+    "COVERED",
+    "MAX_SKEW_S",
+    "RequestSigner",
+    "Unauthorized",
+    "generate_terminal_key",
+    "key_id_of",
+    "load_terminal_key",
+    "verify_request",
+]

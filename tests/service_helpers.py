@@ -1,0 +1,156 @@
+"""A validation service to test: a ledger (on the module's backend) of packs 1:8, packs shipped
+to two retailers, terminals registered with their keys, and ``printpipe serve`` running on a
+free port in a subprocess, as a lottery runs it."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from printpipe.block import PackRange
+from printpipe.games.base import Game
+from printpipe.ids import TicketId
+from printpipe.inputs import TerminalId, parse_pack_ref
+from printpipe.ledger_key import LedgerKey, load_ledger_key
+from printpipe.ledger_store import Location
+from printpipe.manifest import BLOCK_MANIFEST
+from printpipe.service.signatures import RequestSigner, key_id_of, raw_public_key
+from printpipe.store import BlockStore
+from printpipe.validation import LOTTERY, Ledger
+from tests.conftest import run_cli
+from tests.ledger_helpers import db_arg, generate_store, ticket_codes
+
+SHOP_1, SHOP_2 = "shop-1", "shop-2"
+RETAILER_LIMIT = 4
+"""Low, so that the few packs of a test surely hold prizes above it (paid by the office only)
+and below it (2 and 4 EUR: the commonest)."""
+STORM_TERMINALS = 64
+
+
+@dataclass
+class Ticket:
+    ticket: TicketId
+    code: str
+    inventory: str
+    prize: int
+
+
+@dataclass
+class World:
+    location: Location
+    keys_dir: Path
+    key: LedgerKey
+    folder: Path
+    tickets: list[Ticket]
+    signers: dict[str, RequestSigner] = field(default_factory=dict)
+    private: dict[str, Ed25519PrivateKey] = field(default_factory=dict)
+    url: str = ""
+    process: subprocess.Popen | None = None
+
+    def of_pack(self, pack: int, *, prize: str = "any") -> list[Ticket]:
+        chosen = [t for t in self.tickets if t.ticket.pack == pack]
+        if prize == "small":
+            return [t for t in chosen if 0 < t.prize <= RETAILER_LIMIT]
+        if prize == "big":
+            return [t for t in chosen if t.prize > RETAILER_LIMIT]
+        if prize == "none":
+            return [t for t in chosen if t.prize == 0]
+        return chosen
+
+    def ledger(self, *, read_only: bool = True) -> Ledger:
+        return Ledger(self.location, key=self.key, read_only=read_only)
+
+    def counts(self) -> dict[str, int]:
+        """Rows of every table a request could change."""
+        tables = ("audit_log", "payments", "virn_failures", "terminal_failures", "nonces",
+                  "idempotency", "packs WHERE state = 'activated'", "terminals")  # fmt: skip
+        with self.ledger() as book:
+            return {t: int(book.query(f"SELECT COUNT(*) FROM {t}")[0][0]) for t in tables}
+
+
+def build_world(
+    game: Game,
+    keys_dir: Path,
+    location: Location,
+    folder: Path,
+    *,
+    retailer_limit: int = RETAILER_LIMIT,
+) -> World:
+    """Packs 1:8; 1-4 shipped to shop-1 and activated, 5-6 to shop-2 (5 activated), 7-8 at
+    the lottery; terminals: till-1 (shop-1), till-2 (shop-2), office-1, and 64 storm
+    terminals of shop-1."""
+    store_dir = generate_store(game, keys_dir, folder / "blk", PackRange(1, 8))
+    run_cli("ledger", "import", str(store_dir / BLOCK_MANIFEST), "--keys", str(keys_dir),
+            "--db", db_arg(location), "-q", check=True)  # fmt: skip
+    store = BlockStore.open(store_dir)
+    tickets = [Ticket(*ticket_codes(store, game, row)) for row in range(len(store.read().tier))]
+    world = World(location, keys_dir, load_ledger_key(keys_dir), folder, tickets)
+    with Ledger(location, key=world.key) as book:
+        book.configure(terminal=LOTTERY, retailer_limit_eur=retailer_limit)
+        book.ship_packs([parse_pack_ref(p) for p in "1234"], retailer=TerminalId(SHOP_1),
+                        terminal=LOTTERY)  # fmt: skip
+        book.ship_packs([parse_pack_ref(p) for p in "56"], retailer=TerminalId(SHOP_2),
+                        terminal=LOTTERY)  # fmt: skip
+        book.set_pack_state([parse_pack_ref(p) for p in "12345"], state="activated",
+                            terminal=LOTTERY)  # fmt: skip
+        registered = [("till-1", SHOP_1, "retailer"), ("till-2", SHOP_2, "retailer"),
+                      ("office-1", None, "office")]  # fmt: skip
+        registered += [(f"storm-{i:02d}", SHOP_1, "retailer") for i in range(STORM_TERMINALS)]
+        for name, retailer, role in registered:
+            private = Ed25519PrivateKey.generate()
+            book.add_terminal(
+                TerminalId(name),
+                public_key=raw_public_key(private.public_key()),
+                key_id=key_id_of(private.public_key()),
+                retailer=TerminalId(retailer) if retailer else None,
+                role=role,
+                by=LOTTERY,
+            )
+            world.private[name] = private
+            world.signers[name] = RequestSigner(private)
+    return world
+
+
+def start_server(world: World, *, log_name: str = "serve.log", workers: int = 1) -> None:
+    url_file = world.folder / "serve.url"
+    url_file.unlink(missing_ok=True)
+    log = open(world.folder / log_name, "ab")  # noqa: SIM115 - the server's, closed with it
+    world.process = subprocess.Popen(
+        [sys.executable, "-m", "printpipe", "serve", "--db", db_arg(world.location),
+         "--keys", str(world.keys_dir), "--port", "0", "--url-file", str(url_file),
+         "--workers", str(workers)],
+        stdout=log,
+        stderr=log,
+        start_new_session=True,  # its own process group: a kill reaches every worker
+    )  # fmt: skip
+    log.close()
+    deadline = time.monotonic() + 60
+    while not url_file.exists():
+        if world.process.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError((world.folder / log_name).read_text())
+        time.sleep(0.05)
+    world.url = url_file.read_text().strip()
+
+
+def stop_server(world: World, *, kill: bool = False) -> None:
+    if world.process is None:
+        return
+    if world.process.poll() is None:
+        if kill:
+            os.killpg(world.process.pid, signal.SIGKILL)
+        else:
+            os.kill(world.process.pid, signal.SIGTERM)
+    world.process.wait(timeout=60)
+    world.process = None
+
+
+def server_log(world: World, name: str = "serve.log") -> str:
+    path = world.folder / name
+    return path.read_text(errors="replace") if path.exists() else ""

@@ -1,0 +1,152 @@
+"""Many signed terminals at once: pre-signed requests sent over raw keep-alive HTTP/1.1
+connections from one asyncio loop (the reliability tests and ``bench/bench_service.py``).
+
+Signing costs about as much as verifying, so requests are signed before the clock starts
+(each with its own nonce, ``created`` within the allowed skew); sending them is then a
+``write`` and a small parse per request, cheap enough that the client is never what limits
+the server (the bench reports its CPU share).  Each connection is one terminal: it sends its
+requests one after the other, waiting for each answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+from printpipe.service.signatures import RequestSigner
+
+
+@dataclass
+class Outcome:
+    """One request's fate: ``status`` None when no answer came (connection lost)."""
+
+    status: int | None
+    body: bytes
+    latency_s: float
+
+    def json(self) -> dict:
+        try:
+            data = json.loads(self.body)
+        except ValueError:
+            return {}
+        return data if isinstance(data, dict) else {}
+
+
+def signed_request(
+    signer: RequestSigner,
+    server: str,
+    method: str,
+    path: str,
+    body: bytes,
+    *,
+    extra: dict[str, str] | None = None,
+) -> bytes:
+    """The bytes of one signed HTTP/1.1 request."""
+    parts = urlsplit(server)
+    headers = signer.headers(method, server + path, body)
+    headers.update(extra or {})
+    lines = [f"{method} {path} HTTP/1.1", f"Host: {parts.netloc}"]
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    lines += ["Content-Type: application/json", f"Content-Length: {len(body)}", "", ""]
+    return "\r\n".join(lines).encode("latin-1") + body
+
+
+def claim_request(signer: RequestSigner, server: str, code: str, key: str) -> bytes:
+    body = json.dumps({"code": code}).encode()
+    return signed_request(
+        signer, server, "POST", "/v1/claims", body, extra={"Idempotency-Key": key}
+    )
+
+
+def validate_request(signer: RequestSigner, server: str, code: str) -> bytes:
+    body = json.dumps({"code": code}).encode()
+    return signed_request(signer, server, "POST", "/v1/validations", body)
+
+
+async def _read_response(reader: asyncio.StreamReader) -> tuple[int, bytes]:
+    head = await reader.readuntil(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    status = int(lines[0].split(" ", 2)[1])
+    length = 0
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        if name.strip().lower() == "content-length":
+            length = int(value.strip())
+    body = await reader.readexactly(length) if length else b""
+    return status, body
+
+
+async def _terminal(
+    host: str,
+    port: int,
+    requests: Sequence[bytes],
+    start: asyncio.Event,
+    out: list[Outcome | None],
+    offsets: Sequence[int],
+    on_answer: Callable[[], None] | None,
+) -> None:
+    try:
+        reader, writer = await asyncio.open_connection(host, port)
+    except OSError:
+        return
+    await start.wait()
+    try:
+        for request, slot in zip(requests, offsets, strict=True):
+            began = time.perf_counter()
+            writer.write(request)
+            status, body = await _read_response(reader)
+            out[slot] = Outcome(status, body, time.perf_counter() - began)
+            if on_answer is not None:
+                on_answer()
+    except (OSError, asyncio.IncompleteReadError, ValueError, IndexError):
+        pass  # the server went away: the rest stay unanswered
+    finally:
+        writer.close()
+        with contextlib.suppress(Exception):
+            await writer.wait_closed()
+
+
+async def storm_async(
+    server: str,
+    per_terminal: Sequence[Sequence[bytes]],
+    *,
+    timeout: float = 120.0,
+    on_answer: Callable[[], None] | None = None,
+) -> tuple[list[Outcome | None], float]:
+    """Send each terminal's requests on its own connection, all terminals released at once;
+    the outcomes in the order of the flattened lists (None: unanswered), and the wall time.
+    ``on_answer`` is called after each answer (a test kills the server from it)."""
+    parts = urlsplit(server)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 80
+    total = sum(len(r) for r in per_terminal)
+    out: list[Outcome | None] = [None] * total
+    start = asyncio.Event()
+    tasks, offset = [], 0
+    for requests in per_terminal:
+        slots = range(offset, offset + len(requests))
+        offset += len(requests)
+        tasks.append(
+            asyncio.create_task(_terminal(host, port, requests, start, out, slots, on_answer))
+        )
+    await asyncio.sleep(0.05)  # let every connection open
+    began = time.perf_counter()
+    start.set()
+    await asyncio.wait(tasks, timeout=timeout)
+    for task in tasks:
+        task.cancel()
+    return out, time.perf_counter() - began
+
+
+def storm(
+    server: str,
+    per_terminal: Sequence[Sequence[bytes]],
+    *,
+    timeout: float = 120.0,
+    on_answer: Callable[[], None] | None = None,
+) -> tuple[list[Outcome | None], float]:
+    return asyncio.run(storm_async(server, per_terminal, timeout=timeout, on_answer=on_answer))

@@ -1,0 +1,295 @@
+"""The validation service (issue 12) through a real ``printpipe serve``, on both databases:
+signed requests only, a terminal acting only on its retailer's packs, office-only payments
+above the limit, idempotent claims, throttling, one-line JSON errors; and the reference client.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+
+import httpx
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from printpipe.inputs import TerminalId
+from printpipe.service.app import create_app
+from printpipe.service.openapi import openapi_document
+from printpipe.service.signatures import RequestSigner
+from printpipe.terminal import TerminalClient
+from printpipe.validation import request_fingerprint, ticket_key
+from tests.conftest import run_cli
+from tests.ledger_helpers import db_arg
+from tests.service_helpers import World, build_world, server_log, start_server, stop_server
+
+
+@pytest.fixture(scope="module")
+def world(ledgers, game, keys_dir, tmp_path_factory):
+    world = build_world(game, keys_dir, ledgers.new(), tmp_path_factory.mktemp("service"))
+    start_server(world)
+    yield world
+    stop_server(world)
+    log = server_log(world)
+    assert "Traceback" not in log and "ERROR" not in log, log
+
+
+def ticket_id(ticket) -> int:
+    return ticket_key(ticket.ticket)
+
+
+def client(world: World, name: str, **options) -> TerminalClient:
+    return TerminalClient(world.url, key=world.private[name], **options)
+
+
+def signed(world: World, name: str, method: str, path: str, body: bytes, **extra: str):
+    headers = world.signers[name].headers(method, world.url + path, body)
+    headers.update(extra)
+    return httpx.request(method, world.url + path, content=body, headers=headers)
+
+
+def test_a_retailer_validates_and_claims_its_ticket_once(world):
+    ticket = world.of_pack(1, prize="small")[0]
+    with client(world, "till-1") as till:
+        assert till.validate(ticket.code).text == f"WIN {ticket.prize}"
+        assert till.validate(ticket.inventory).text == "PACK ACTIVATED"
+        key = uuid.uuid4().hex
+        paid = till.claim(ticket.code, idempotency_key=key)
+        assert (paid.status, paid.text, paid.replayed) == (200, f"PAID {ticket.prize}", False)
+        # the answer was lost: the same claim again is answered PAID, never paid twice
+        again = till.claim(ticket.code, idempotency_key=key)
+        assert (again.text, again.replayed) == (f"PAID {ticket.prize}", True)
+        assert again.data == paid.data
+        other = till.claim(ticket.code)  # a new claim of the same ticket
+        assert other.text == f"ALREADY PAID {paid.data['paid_at']} till-1"
+    body = json.dumps({"code": world.of_pack(1, prize="small")[1].code}).encode()
+    reused = signed(world, "till-1", "POST", "/v1/claims", body, **{"Idempotency-Key": key})
+    assert reused.status_code == 422 and reused.json()["error"] == "idempotency_key_reused"
+    with world.ledger() as book:
+        payments = book.query(
+            "SELECT terminal, amount_eur FROM payments WHERE ticket = ?", (ticket_id(ticket),)
+        )
+        assert payments == [("till-1", ticket.prize)]
+        claims = book.query(
+            "SELECT answer FROM audit_log WHERE action = 'claim' AND ticket = ?",
+            (ticket.ticket.serial,),
+        )
+        assert [a for (a,) in claims].count(f"PAID {ticket.prize}") == 1
+        assert book.verify_log().ok
+
+
+def test_a_claim_in_progress_answers_409_then_its_answer(world):
+    ticket = world.of_pack(2, prize="small")[0]
+    body = json.dumps({"code": ticket.code}).encode()
+    key = uuid.uuid4().hex
+    with world.ledger(read_only=False) as book:  # another worker holds the key
+        start = book.begin_claim(
+            terminal=TerminalId("till-1"),
+            key=key,
+            fingerprint=request_fingerprint("POST", "/v1/claims", body),
+        )
+    assert start.outcome == "proceed"
+    busy = signed(world, "till-1", "POST", "/v1/claims", body, **{"Idempotency-Key": key})
+    assert busy.status_code == 409 and int(busy.headers["Retry-After"]) >= 1
+    assert busy.json()["error"] == "in_progress"
+    with world.ledger() as book:  # nothing was paid: the holder of the key pays, or a retry
+        paid = book.query("SELECT COUNT(*) FROM payments WHERE ticket = ?", (ticket_id(ticket),))
+        assert paid == [(0,)]
+
+
+def test_unsigned_forged_expired_replayed_and_revoked_requests_get_401_and_change_nothing(
+    world, tmp_path
+):
+    ticket = world.of_pack(1, prize="small")[2]
+    body = json.dumps({"code": ticket.code}).encode()
+    path = "/v1/validations"
+    before = world.counts()
+    good = world.signers["till-1"].headers("POST", world.url + path, body)
+    attempts = {
+        "unsigned": {},
+        "no digest": {k: v for k, v in good.items() if k != "Content-Digest"},
+        "other body": good,  # sent with another body below
+        "expired": world.signers["till-1"].headers(
+            "POST", world.url + path, body, created=int(time.time()) - 61
+        ),
+        "future": world.signers["till-1"].headers(
+            "POST", world.url + path, body, created=int(time.time()) + 61
+        ),
+        "other path": world.signers["till-1"].headers("POST", world.url + "/v1/claims", body),
+        "unknown key": RequestSigner(Ed25519PrivateKey.generate()).headers(
+            "POST", world.url + path, body
+        ),
+        "garbage": {**good, "Signature": "sig1=:AAAA:", "Signature-Input": 'sig1=("x'},
+    }
+    for name, headers in attempts.items():
+        sent = body if name != "other body" else body.replace(b"0", b"1", 1)
+        response = httpx.post(world.url + path, content=sent, headers=headers)
+        assert response.status_code == 401, (name, response.text)
+        assert response.json()["error"] == "unauthorized" and "\n" not in response.text
+    assert world.counts() == before, "a refused request wrote something"
+    first = httpx.post(world.url + path, content=body, headers=good)
+    assert first.status_code == 200 and first.json()["text"] == f"WIN {ticket.prize}"
+    replay = httpx.post(world.url + path, content=body, headers=good)
+    assert replay.status_code == 401 and "replay" in replay.json()["message"]
+    # revoked: from the next request on
+    private = world.private["storm-63"]
+    with TerminalClient(world.url, key=private) as soon_stolen:
+        assert soon_stolen.validate(ticket.code).status == 200  # its key is cached now
+    result = run_cli("terminals", "revoke", "storm-63", "--db", db_arg(world.location),
+                     "--reason", "stolen")  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    after_revoke = world.counts()
+    with TerminalClient(world.url, key=private) as stolen:
+        refused = stolen.validate(world.of_pack(1)[0].code)
+    assert refused.status == 401 and world.counts() == after_revoke
+
+
+def test_a_terminal_acts_only_on_its_retailers_packs(world):
+    foreign_winner = world.of_pack(1, prize="small")[3]  # shop-1's pack
+    before = world.counts()
+    with client(world, "office-1") as office, client(world, "storm-00") as other_shop_1:
+        assert other_shop_1.validate(foreign_winner.code).text == f"WIN {foreign_winner.prize}"
+        assert office.validate(foreign_winner.code).ok
+    with TerminalClient(world.url, key=world.private["storm-01"]) as shop_1:
+        # pack 5 belongs to shop-2: shop-1's terminal gets 403 for everything about it
+        pack_5 = world.of_pack(5, prize="small")[0]
+        for answer in (shop_1.validate(pack_5.code), shop_1.claim(pack_5.code)):
+            assert answer.status == 403 and answer.text == "PACK OF ANOTHER RETAILER"
+        wrong = pack_5.ticket.validation_code((int(pack_5.code[13:23]) + 1) % 10**10)
+        assert shop_1.validate(wrong).status == 403  # not counted against the ticket
+        assert shop_1.activate("000006").status == 403
+        assert shop_1.pack_state("000005").status == 403
+        assert shop_1.activate("000007").status == 403  # still at the lottery
+    with world.ledger() as book:
+        assert book.query("SELECT COUNT(*) FROM payments WHERE ticket >= 412000005000") == [(0,)]
+        assert book.query("SELECT state FROM packs WHERE pack = 6") == [("issued",)]
+        refusals = book.query("SELECT COUNT(*) FROM audit_log WHERE action = 'refuse'")[0][0]
+    after = world.counts()
+    assert after["virn_failures"] == before["virn_failures"]
+    assert refusals >= 6
+
+
+def test_a_retailer_activates_its_pack_on_receipt_and_only_the_office_pays_big_prizes(world):
+    pack_6 = world.of_pack(6, prize="small")[0]
+    with client(world, "till-2") as till_2:
+        assert till_2.validate(pack_6.code).text == "PACK NOT ACTIVATED"
+        activated = till_2.activate("000006")
+        assert activated.status == 200 and activated.text == "pack 0412-000006: activated"
+        assert till_2.activate("000006").text == "pack 0412-000006: already activated"
+        assert till_2.pack_state("0412-000006").data["state"] == "activated"
+        assert till_2.validate(pack_6.code).text == f"WIN {pack_6.prize}"
+    big = next(t for p in (1, 2, 3, 4) for t in world.of_pack(p, prize="big"))
+    with client(world, "till-1") as till, client(world, "office-1") as office:
+        refused = till.claim(big.code)
+        assert refused.text == f"WIN {big.prize} - claim at the lottery"
+        assert office.claim(big.code).text == f"PAID {big.prize}"
+
+
+def test_a_terminal_over_its_limit_gets_429_with_retry_after_and_the_office_sees_it(world):
+    ticket = world.of_pack(3, prize="small")[0]
+    virn = int(ticket.code[13:23])
+    with client(world, "storm-02") as rogue:
+        answers = [
+            rogue.validate(ticket.ticket.validation_code((virn + k) % 10**10)) for k in (1, 2, 3)
+        ]
+        assert [a.text for a in answers] == ["WRONG VALIDATION NUMBER"] * 3
+        throttled = rogue.validate(ticket.code)
+    assert throttled.status == 429 and throttled.text.startswith("TERMINAL THROTTLED ")
+    raw = signed(world, "storm-02", "POST", "/v1/validations", b'{"code": "1"}')
+    assert raw.status_code == 200  # INVALID CODE: nothing about a ticket, not throttled
+    code = json.dumps({"code": ticket.code}).encode()
+    again = signed(world, "storm-02", "POST", "/v1/validations", code)
+    assert again.status_code == 429 and int(again.headers["Retry-After"]) > 3600
+    locks = run_cli("ledger", "locks", "--db", db_arg(world.location))
+    assert "throttled terminal storm-02: 3 wrong validation numbers" in locks.stdout
+    with world.ledger() as book:
+        throttles = book.query("SELECT terminal FROM audit_log WHERE action = 'throttle'")
+        assert ("storm-02",) in throttles
+
+
+def test_errors_are_one_line_of_json(world):
+    cases = [
+        ("GET", "/nowhere", b"", 404),
+        ("DELETE", "/v1/claims", b"", 405),
+        ("POST", "/v1/validations", b"x" * 1_000_000, 413),
+    ]
+    for method, path, body, status in cases:
+        response = httpx.request(method, world.url + path, content=body)
+        assert response.status_code == status, (path, response.text)
+        assert response.text.count("\n") == 0 and set(response.json()) == {"error", "message"}
+    before = world.counts()
+    for body in (b"{", b'{"code": 5}', b'{"code": "1", "x": 1}', "é".encode(), b"[]"):
+        response = signed(world, "storm-03", "POST", "/v1/validations", body)
+        assert response.status_code == 400 and response.json()["error"] == "bad_request"
+    missing_key = signed(world, "storm-03", "POST", "/v1/claims", b'{"code": "1"}')
+    assert missing_key.status_code == 400
+    after = world.counts()
+    assert after["audit_log"] == before["audit_log"] + 6  # each refusal audited, nothing else
+    assert after["payments"] == before["payments"]
+
+
+def test_health_and_the_openapi_document_describe_every_route(world):
+    health = httpx.get(world.url + "/v1/health").json()
+    assert health["status"] == "ok" and health["database"] in ("sqlite", "postgresql")
+    served = httpx.get(world.url + "/v1/openapi.json").json()
+    assert served == json.loads(json.dumps(openapi_document()))
+    with world.ledger() as book:
+        app = create_app(book, threads=1)
+    routes = {
+        (route.path, method)
+        for route in app.app.routes  # type: ignore[attr-defined]
+        for method in route.methods - {"HEAD"}
+    }
+    documented = {(path, m.upper()) for path, item in served["paths"].items() for m in item}
+    assert routes == documented
+
+
+def test_the_reference_client_on_the_command_line(world, tmp_path):
+    keyfile = tmp_path / "till.key"
+    result = run_cli("terminal", "keygen", str(keyfile))
+    assert result.returncode == 0 and (tmp_path / "till.key.pub").exists()
+    assert oct(keyfile.stat().st_mode & 0o777) == "0o600"
+    added = run_cli("terminals", "add", "till-9", "--db", db_arg(world.location), "--retailer",
+                    "shop-1", "--public-key", f"{keyfile}.pub")  # fmt: skip
+    assert added.returncode == 0 and "registered terminal till-9" in added.stdout
+    listed = run_cli("terminals", "list", "--db", db_arg(world.location))
+    assert "till-9: retailer shop-1" in listed.stdout
+    ticket = world.of_pack(4, prize="small")[0]
+    server = ["--server", world.url, "--key", str(keyfile)]
+    answer = run_cli("terminal", "validate", ticket.code, *server)
+    assert (answer.returncode, answer.stdout.strip()) == (0, f"WIN {ticket.prize}")
+    paid = run_cli("terminal", "claim", ticket.code, *server, "--idempotency-key", "k" * 16)
+    assert (paid.returncode, paid.stdout.strip()) == (0, f"PAID {ticket.prize}")
+    again = run_cli("terminal", "claim", ticket.code, *server, "--idempotency-key", "k" * 16)
+    assert (again.returncode, again.stdout.strip()) == (0, f"PAID {ticket.prize}")
+    other = run_cli("terminal", "claim", ticket.code, *server)
+    assert other.returncode == 1 and other.stdout.startswith("ALREADY PAID ")
+    strange = run_cli("terminal", "validate", ticket.code, "--server", world.url, "--key",
+                      str(tmp_path / "till.key.pub"))  # fmt: skip
+    assert strange.returncode == 1 and len(strange.stderr.strip().splitlines()) == 1
+
+
+def test_the_client_retries_a_lost_answer_with_the_same_key(world):
+    """A transport that drops the first answer: the claim is sent twice, paid once."""
+    ticket = world.of_pack(4, prize="small")[1]
+    sent: list[str] = []
+    real = httpx.HTTPTransport()
+
+    class Lossy(httpx.BaseTransport):
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            response = real.handle_request(request)
+            sent.append(request.headers["Idempotency-Key"])
+            if len(sent) == 1:
+                response.read()
+                raise httpx.ReadTimeout("answer lost", request=request)
+            return response
+
+    with TerminalClient(world.url, key=world.private["till-1"], transport=Lossy()) as till:
+        answer = till.claim(ticket.code)
+    assert answer.text == f"PAID {ticket.prize}" and answer.replayed
+    assert len(sent) == 2 and sent[0] == sent[1]
+    with world.ledger() as book:
+        serial = ticket.ticket.serial
+        assert book.query(
+            "SELECT COUNT(*) FROM audit_log WHERE action = 'claim' AND ticket = ?", (serial,)
+        ) == [(1,)]

@@ -1,0 +1,171 @@
+"""Property tests of the service's invariants: the RFC 9421 signature base in its canonical
+form, idempotent claims (one payment, one stored answer per key), and the audit log's hash
+chain (an edit, an insertion, a deletion or a truncation is named at its first entry)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import uuid
+
+import pytest
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from printpipe.audit_chain import GENESIS, canonical_entry, chain_hash, verify_chain
+from printpipe.inputs import TerminalId
+from printpipe.service.signatures import RequestSigner, Unauthorized, verify_request
+from printpipe.validation import Ledger, request_fingerprint, ticket_key
+from tests.service_helpers import build_world
+
+KEY = Ed25519PrivateKey.generate()
+SIGNER = RequestSigner(KEY)
+paths = st.lists(st.text("abcdefghijklmnopqrstuvwxyz0123456789-._~", min_size=1, max_size=12),
+                 min_size=1, max_size=4).map(lambda parts: "/" + "/".join(parts))  # fmt: skip
+nonces = st.text("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", min_size=16,
+                 max_size=64)  # fmt: skip
+
+
+def _base(method: str, path: str, digest: str, params: str) -> bytes:
+    """RFC 9421 section 2.5, written out by hand: one line per covered component, then the
+    signature parameters."""
+    return (
+        f'"@method": {method}\n"@path": {path}\n"content-digest": {digest}\n'
+        f'"@signature-params": {params}'
+    ).encode()
+
+
+@settings(max_examples=150, suppress_health_check=list(HealthCheck))
+@given(st.sampled_from(["GET", "POST"]), paths, st.binary(max_size=300), nonces,
+       st.integers(-50, 50))  # fmt: skip
+def test_the_signature_covers_the_canonical_base_and_verifies_only_unchanged(
+    method, path, body, nonce, skew
+):
+    import time
+
+    created = int(time.time()) + skew
+    headers = SIGNER.headers(method, "http://t" + path, body, created=created, nonce=nonce)
+    digest = "sha-256=:" + base64.b64encode(hashlib.sha256(body).digest()).decode() + ":"
+    assert headers["Content-Digest"] == digest  # RFC 9530
+    params = headers["Signature-Input"].removeprefix("sig1=")
+    assert params == (
+        f'("@method" "@path" "content-digest");created={created};keyid="{SIGNER.key_id}";'
+        f'alg="ed25519";nonce="{nonce}"'
+    )
+    match = re.fullmatch(r"sig1=:(.*):", headers["Signature"])
+    assert match is not None
+    signature = base64.b64decode(match[1])
+    KEY.public_key().verify(signature, _base(method, path, digest, params))  # independent
+    fields = list(headers.items())
+    verified = verify_request(
+        method=method, path=path, headers=fields, body=body, public_key=lambda _: KEY.public_key()
+    )
+    assert (verified.key_id, verified.nonce, verified.created) == (SIGNER.key_id, nonce, created)
+    for changed in (
+        {"method": "PUT" if method != "PUT" else "GET"},
+        {"path": path + "x"},
+        {"body": body + b"!"},
+    ):
+        request = {"method": method, "path": path, "body": body, **changed}
+        with pytest.raises(Unauthorized):
+            verify_request(**request, headers=fields, public_key=lambda _: KEY.public_key())
+    with pytest.raises(InvalidSignature):
+        KEY.public_key().verify(signature, _base(method, path + "x", digest, params))
+
+
+entries = st.lists(
+    st.tuples(st.sampled_from(["validate", "claim", "refuse"]), st.text(max_size=20)),
+    min_size=1,
+    max_size=25,
+)
+
+
+def _chain(items):
+    rows, previous = [], GENESIS
+    for seq, (action, sent) in enumerate(items, start=1):
+        fields = ("2030-01-01T00:00:00Z", "T1", action, sent, None, "ok")
+        previous = chain_hash(previous, seq, canonical_entry(*fields))
+        rows.append((seq, *fields, previous))
+    return rows
+
+
+@given(entries, st.data())
+def test_the_hash_chain_names_the_first_edited_inserted_or_deleted_entry(items, data):
+    rows = _chain(items)
+    head = (len(rows), rows[-1][-1])
+    assert verify_chain(rows, head_seq=head[0], head_hash=head[1]).ok
+    where = data.draw(st.integers(0, len(rows) - 1))
+    kind = data.draw(st.sampled_from(["edit", "insert", "delete", "renumber", "truncate"]))
+    tampered = list(rows)
+    if kind == "edit":
+        row = list(tampered[where])
+        row[4] = str(row[4]) + "x"  # the input
+        tampered[where] = tuple(row)
+        expected = where + 1
+    elif kind == "insert":  # a forged entry, the later ones renumbered, hashes kept
+        forged = (where + 1, "2030-01-01T00:00:00Z", "T9", "claim", "x", None, "PAID 1", GENESIS)
+        tampered = [
+            *rows[:where],
+            forged,
+            *[(r[0] + 1, *r[1:]) for r in rows[where:]],
+        ]
+        expected = where + 1
+    elif kind == "delete":
+        del tampered[where]
+        expected = where + 1
+    elif kind == "renumber":  # deleted, and the later entries renumbered to hide the gap
+        tampered = [*rows[:where], *[(r[0] - 1, *r[1:]) for r in rows[where + 1 :]]]
+        expected = where + 1
+    else:
+        tampered = rows[:where]
+        expected = where + 1
+    report = verify_chain(tampered, head_seq=head[0], head_hash=head[1])
+    assert not report.ok
+    assert report.first_bad == expected, (kind, where, report)
+
+
+@pytest.fixture(scope="module")
+def idempotency_world(ledgers, game, keys_dir, tmp_path_factory):
+    return build_world(game, keys_dir, ledgers.new(), tmp_path_factory.mktemp("idem"),
+                       retailer_limit=150)  # fmt: skip
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.lists(st.tuples(st.integers(0, 3), st.integers(0, 2)), min_size=1, max_size=12))
+def test_a_key_replays_its_first_answer_and_a_ticket_is_paid_once(idempotency_world, operations):
+    """Claims (key, body) in any order: a key's first request decides; the same body again
+    replays its answer, another body is refused; no ticket is paid twice."""
+    world = idempotency_world
+    winners = [t for t in world.of_pack(2) if 0 < t.prize <= 150][:3]
+    terminal = TerminalId("till-1")
+    run = uuid.uuid4()  # keys of their own for every example
+    first: dict[int, tuple[int, str]] = {}
+    with Ledger(world.location, key=world.key) as book:
+        from printpipe.service.app import render_answer
+        from printpipe.validation import IdempotentClaim
+
+        for key_index, body_index in operations:
+            key = f"{run.hex}-{key_index}"
+            code = winners[body_index].code
+            fingerprint = request_fingerprint("POST", "/v1/claims", code.encode())
+            start = book.begin_claim(terminal=terminal, key=key, fingerprint=fingerprint)
+            if key_index not in first:
+                assert start.outcome == "proceed" and start.token is not None
+                answer = book.claim(
+                    code,
+                    terminal=terminal,
+                    retailer="shop-1",
+                    idempotent=IdempotentClaim("till-1", key, start.token, render_answer),
+                )
+                first[key_index] = (body_index, render_answer(answer)[1])
+            elif first[key_index][0] == body_index:
+                assert start.outcome == "replay" and start.response == first[key_index][1]
+            else:
+                assert start.outcome == "mismatch"
+        for ticket in winners:
+            paid = book.query("SELECT COUNT(*) FROM payments WHERE ticket = ?",
+                              (ticket_key(ticket.ticket),))  # fmt: skip
+            assert paid[0][0] <= 1
