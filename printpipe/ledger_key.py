@@ -26,12 +26,13 @@ from printpipe.ids import TicketId
 VIRN_PURPOSE = b"printpipe ledger: virn"
 RECORD_PURPOSE = b"printpipe ledger: manifest record"
 FINGERPRINT_PURPOSE = b"printpipe ledger: key fingerprint"
+REQUEST_PURPOSE = b"printpipe ledger: claim request"
 
 
 class LedgerKey:
     """The ledger's HMAC key; its repr never shows it."""
 
-    __slots__ = ("_record", "_secret", "_virn", "fingerprint", "source")
+    __slots__ = ("_record", "_request", "_secret", "_virn", "fingerprint", "source")
 
     def __init__(self, secret: bytes, *, source: Path | None = None) -> None:
         if len(secret) != 32:
@@ -39,6 +40,7 @@ class LedgerKey:
         self._secret = secret
         self._virn = self.derive_from(secret, VIRN_PURPOSE)
         self._record = self.derive_from(secret, RECORD_PURPOSE)
+        self._request = self.derive_from(secret, REQUEST_PURPOSE)
         self.fingerprint = self.derive_from(secret, FINGERPRINT_PURPOSE)[:16].hex()
         self.source = source
 
@@ -65,6 +67,11 @@ class LedgerKey:
     def record_hmacs(self, lines: list[bytes]) -> list[bytes]:
         key = self._record
         return [hmac.digest(key, line, hashlib.sha256) for line in lines]
+
+    def request_hmac(self, request: bytes) -> bytes:
+        """What an Idempotency-Key is bound to: a claim's body holds a VIRN, so the ledger
+        keeps only an HMAC of it (an unkeyed hash of it gives the VIRN back by brute force)."""
+        return hmac.digest(self._request, request, hashlib.sha256)
 
     @staticmethod
     def same(a: bytes, b: bytes) -> bool:

@@ -37,7 +37,7 @@ from printpipe.audit_chain import ChainReport, canonical_entry, verify_chain
 from printpipe.errors import InvalidInput, PrintpipeError
 from printpipe.games.base import Game
 from printpipe.ids import SPECIMEN_PACK, TicketId, parse_inventory_code, parse_validation_code
-from printpipe.inputs import PackRef, Reason, TerminalId, audit_text
+from printpipe.inputs import AUDIT_TEXT_LIMIT, PackRef, Reason, TerminalId, audit_text
 from printpipe.ledger_key import LedgerKey
 from printpipe.ledger_store import (
     Database,
@@ -702,7 +702,7 @@ class Ledger:
         """
         _require_terminal(terminal)
         scanned = read_code(code)
-        given = audit_text(code)
+        given = logged_input(code)
         with self.db.transaction() as tx:
             self._admit(tx, admission)
             at = self.clock()
@@ -732,7 +732,7 @@ class Ledger:
         """
         _require_terminal(terminal)
         scanned = read_code(code)
-        given = audit_text(code)
+        given = logged_input(code)
         with self.db.transaction(durable=True) as tx:
             self._admit(tx, admission)
             if idempotent is not None:
@@ -795,6 +795,11 @@ class Ledger:
             paid_at=paid_at,
             terminal=terminal.value,
         )
+
+    def request_fingerprint(self, method: str, path: str, body: bytes) -> bytes:
+        """What an Idempotency-Key is bound to: the request's method, path and body, as an
+        HMAC under the ledger key (the body holds a VIRN)."""
+        return self._require_key().request_hmac(f"{method} {path}\n".encode() + body)
 
     def begin_claim(
         self,
@@ -887,7 +892,7 @@ class Ledger:
                 tx,
                 audit_text(terminal_text),
                 "refuse",
-                audit_text(f"{action}: {given}", limit=160),
+                logged_input(f"{action}: {given}", limit=160),
                 None,
                 audit_text(f"REFUSED {reason}", limit=200),
             )
@@ -924,7 +929,7 @@ class Ledger:
         """Release a ticket's wrong-VIRN count after the office has inspected the ticket.
 
         The counts are removed (the audit log keeps them, with the reason); the holder can then
-        be paid, at the office (``claim --office``).
+        be paid, at the office (``printpipe claim``, or an office terminal of the service).
         """
         _require_terminal(terminal)
         if not isinstance(reason, Reason):
@@ -1273,9 +1278,30 @@ def record_refusal(
         book.record_refusal(action=action, terminal_text=terminal_text, given=given, reason=reason)
 
 
-def request_fingerprint(method: str, path: str, body: bytes) -> bytes:
-    """What an Idempotency-Key is bound to: the request's method, path and body."""
-    return hashlib.sha256(f"{method} {path}\n".encode() + body).digest()
+TICKET_DIGITS = 13  # GGGG PPPPPP TTT: the first digits of both codes
+
+
+def logged_input(text: str, *, limit: int = AUDIT_TEXT_LIMIT) -> str:
+    """``text`` (a scanned code, a refused command line or request) as the audit log may hold
+    it: never a VIRN, then escaped and bounded (:func:`printpipe.inputs.audit_text`).
+
+    The inventory code or serial (the back of the ticket, public) is kept whole.  In anything
+    else every digit after the first 13 (``GGGG PPPPPP TTT``, the ticket, printed on its back)
+    is masked ``*``: a validation code's VIRN and check digits, whether the code was valid,
+    mistyped or malformed, are the ticket's secret, and a log is read by more people than the
+    ledger key.
+    """
+    if parse_inventory_code(text) is not None:
+        return audit_text(text, limit=limit)
+    seen = 0
+    masked = []
+    for char in text:
+        if char.isdigit():
+            seen += 1
+            if seen > TICKET_DIGITS:
+                char = "*"
+        masked.append(char)
+    return audit_text("".join(masked), limit=limit)
 
 
 # -- creating and importing ----------------------------------------------------------------

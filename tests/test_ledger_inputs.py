@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from printpipe.block import PackRange
 from printpipe.errors import InvalidInput
-from printpipe.ids import TicketId
+from printpipe.ids import TicketId, parse_inventory_code
 from printpipe.inputs import (
     AUDIT_TEXT_LIMIT,
     TERMINAL_ID_MAX_LENGTH,
@@ -23,7 +23,7 @@ from printpipe.inputs import (
 )
 from printpipe.manifest import BLOCK_MANIFEST
 from printpipe.store import BlockStore
-from printpipe.validation import Ledger
+from printpipe.validation import Ledger, logged_input
 from tests.conftest import run_cli
 from tests.ledger_helpers import db_arg, generate_store, run_in_process, ticket_codes
 
@@ -173,3 +173,60 @@ def test_every_other_refused_input_exits_2_and_is_audited(ledger, ledgers, keys_
     actions = _rows(db, f"SELECT action FROM audit_log WHERE seq > {before}")
     assert actions == [("refuse",)] * len(cases)
     assert _rows(db, "SELECT state FROM packs WHERE pack = 1") == [("activated",)]
+
+
+# -- the audit log never holds a VIRN ------------------------------------------------------------
+
+tickets = st.builds(
+    TicketId,
+    st.integers(0, 9999),
+    st.integers(0, 999_999),
+    st.integers(0, 999),
+)
+
+
+@given(tickets, st.integers(0, 10**10 - 1), st.sampled_from(["digits", "printed", "mistyped"]))
+def test_the_log_keeps_a_codes_ticket_and_masks_its_virn_whatever_its_form(ticket, virn, form):
+    code = ticket.validation_code(virn)
+    text = {
+        "digits": code,
+        "printed": ticket.validation_text(virn),
+        "mistyped": code[:-1] + str((int(code[-1]) + 1) % 10),  # check digit wrong: INVALID
+    }[form]
+    logged = logged_input(text)
+    assert "".join(c for c in logged if c.isdigit()) == code[:13]  # the ticket, nothing more
+    assert logged.count("*") == 12  # the VIRN and the check digits
+
+
+@given(st.text(st.characters(codec=None), max_size=200))
+def test_no_logged_text_holds_more_than_13_digits_of_anything_but_an_inventory_code(text):
+    logged = logged_input(text)
+    assert logged.isascii() and logged.isprintable()
+    if parse_inventory_code(text) is None and len(text) <= AUDIT_TEXT_LIMIT:
+        read_back = logged.encode().decode("unicode_escape")  # the escapes hold hex digits
+        assert sum(c.isdigit() for c in read_back) <= 13
+
+
+def test_validations_claims_and_refusals_leave_no_virn_in_the_log(ledger, ledgers, keys_dir):
+    """The issue: the audit log held every code as scanned, VIRN in clear; a log read by an
+    auditor (or leaked) gave the VIRN of every winner validated and not yet paid."""
+    db, code, wrong = _fresh(ledger, ledgers), ledger[1], ledger[2]
+    keys = ["--keys", str(keys_dir)]
+    spaced = f"{code[:4]}-{code[4:10]}-{code[10:13]} {code[13:23]} {code[23:]}"
+    for args in (
+        ("validate", code, "--terminal", "T1"),
+        ("validate", spaced, "--terminal", "T1"),
+        ("validate", wrong, "--terminal", "T1"),
+        ("validate", code[:-1] + str((int(code[-1]) + 1) % 10), "--terminal", "T1"),
+        ("validate", code, "--terminal", "bad id"),  # refused: the whole command line logged
+        ("claim", code, "--terminal", "T1"),
+    ):
+        run_in_process(*args, "--db", db_arg(db), *keys)
+    logged = _rows(db, "SELECT terminal, action, input, ticket, answer FROM audit_log")
+    assert {row[1] for row in logged} >= {"validate", "claim", "refuse"}
+    for virn in (code[13:23], wrong[13:23]):
+        assert not [row for row in logged if any(virn in str(field) for field in row)]
+    with Ledger(db, read_only=True) as book:
+        stored = book.query("SELECT fingerprint FROM idempotency")
+        assert book.verify_log().ok
+    assert stored == []  # the command line keeps no Idempotency-Key (the service's are HMACs)

@@ -242,8 +242,8 @@ def _serial_digits_code(ticket: TicketId, virn: int) -> str:
 
 
 def test_the_issues_reproduction_the_holder_is_paid_at_the_office(base, ledgers, key, keys_dir):
-    """Five ``validate <serial digits + any VIRN + valid check>``, then ``claim W --terminal O
-    --office``: before the fix, LOCKED for good."""
+    """Five ``validate <serial digits + any VIRN + valid check>``, then ``claim W --terminal O``
+    (the office, at the database): before the fix, LOCKED for good."""
     db = _copy(base, ledgers)
     ticket, code, prize = next(t for t in base[1] if t[0].pack == 1 and t[2] > 0)
     answers = [
@@ -260,7 +260,7 @@ def test_the_issues_reproduction_the_holder_is_paid_at_the_office(base, ledgers,
     assert [a.strip() for a in answers[:3]] == ["WRONG VALIDATION NUMBER"] * 3
     assert all(a.startswith("TERMINAL THROTTLED ") for a in answers[3:])
     result = run_in_process(
-        "claim", code, "--db", db_arg(db), "--keys", str(keys_dir), "--terminal", "O", "--office"
+        "claim", code, "--db", db_arg(db), "--keys", str(keys_dir), "--terminal", "O"
     )
     assert (result.returncode, result.stdout.strip()) == (0, f"PAID {prize}")
 
@@ -300,7 +300,6 @@ def test_the_office_reviews_unlocks_and_pays_a_ticket_two_terminals_locked(
         str(keys_dir),
         "--terminal",
         "OFFICE",
-        "--office",
     )
     assert result.stdout.strip() == "LOCKED"  # the office unlocks first, on purpose
     report = run_in_process("ledger", "locks", "--db", db_arg(db)).stdout.splitlines()
@@ -319,7 +318,6 @@ def test_the_office_reviews_unlocks_and_pays_a_ticket_two_terminals_locked(
         str(keys_dir),
         "--terminal",
         "OFFICE",
-        "--office",
     )
     assert (result.returncode, result.stdout.strip()) == (0, f"PAID {prize}")
     with Ledger(db, read_only=True) as book:

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from printpipe.audit_chain import GENESIS, canonical_entry, chain_hash, verify_chain
 from printpipe.inputs import TerminalId
 from printpipe.service.signatures import RequestSigner, Unauthorized, verify_request
-from printpipe.validation import Ledger, request_fingerprint, ticket_key
+from printpipe.validation import Ledger, ticket_key
 from tests.service_helpers import build_world
 
 KEY = Ed25519PrivateKey.generate()
@@ -150,7 +150,7 @@ def test_a_key_replays_its_first_answer_and_a_ticket_is_paid_once(idempotency_wo
         for key_index, body_index in operations:
             key = f"{run.hex}-{key_index}"
             code = winners[body_index].code
-            fingerprint = request_fingerprint("POST", "/v1/claims", code.encode())
+            fingerprint = book.request_fingerprint("POST", "/v1/claims", code.encode())
             start = book.begin_claim(terminal=terminal, key=key, fingerprint=fingerprint)
             if key_index not in first:
                 assert start.outcome == "proceed" and start.token is not None

@@ -222,6 +222,27 @@ def test_claim_pays_once_and_respects_the_retailer_limit(db, ledgers, key, store
         assert book.verify_log().ok
 
 
+def test_the_command_line_is_the_office_it_pays_big_prizes_and_takes_no_office_flag(
+    db, ledgers, stores, game, keys_dir
+):
+    """The command line at the database is the lottery's office (it holds the ledger and its
+    key): it pays above the retailer limit; the old ``--office`` flag is refused, nothing paid."""
+    work = ledgers.copy(db)
+    big = next(s for s in _samples(stores, game) if s[3] > 150)
+    keys = ["--keys", str(keys_dir)]
+    run_cli("packs", "activate", f"{big[0].pack:06d}", "--db", db_arg(work), check=True)
+    flagged = run_cli("claim", big[1], "--db", db_arg(work), "--terminal", "desk-1", "--office",
+                      *keys)  # fmt: skip
+    assert flagged.returncode == 2 and flagged.stdout == ""
+    assert len(flagged.stderr.strip().splitlines()) == 1
+    with Ledger(work, read_only=True) as book:
+        assert book.query("SELECT COUNT(*) FROM payments") == [(0,)]
+    paid = run_cli("claim", big[1], "--db", db_arg(work), "--terminal", "desk-1", *keys)
+    assert (paid.returncode, paid.stdout.strip()) == (0, f"PAID {big[3]}")
+    with Ledger(work, read_only=True) as book:
+        assert book.query("SELECT amount_eur, terminal FROM payments") == [(big[3], "desk-1")]
+
+
 def test_wrong_virns_from_two_terminals_lock_the_ticket(db, ledgers, key, stores, game):
     work = ledgers.copy(db)
     ticket, code, _, _prize, _ = next(s for s in _samples(stores, game) if s[3] > 0)

@@ -231,7 +231,7 @@ def ledger_unlock(
     ticket: TicketId, db_path: Location, reason: Reason, terminal: TerminalId
 ) -> None:
     """Release a locked ticket (serial GGGG-PPPPPP-TTT-C) after the office has inspected it;
-    its holder can then be paid at the office (claim --office)."""
+    its holder can then be paid at the office (printpipe claim)."""
     from printpipe.validation import Ledger
 
     with Ledger(db_path) as book:
@@ -340,18 +340,18 @@ def validate(
 @click.command(cls=AuditedCommand, context_settings={"ignore_unknown_options": True})
 @click.argument("code")
 @db_option
-@terminal_option(None, "Terminal id, recorded with the payment")
-@click.option("--office", is_flag=True, help="The lottery's office: pays above the retailer limit.")
+@terminal_option(None, "The office desk's id, recorded with the payment")
 @keys_option
 @json_option
 @_database_errors
 def claim(
-    code: str, db_path: Location, terminal: TerminalId, office: bool, keys_dir: Path, as_json: bool
+    code: str, db_path: Location, terminal: TerminalId, keys_dir: Path, as_json: bool
 ) -> None:
-    """Pay the ticket of validation CODE, at most once (exit 0 only when paid now). The
-    lottery's own tool, beside its database; retailers' terminals use the service."""
+    """Pay the ticket of validation CODE, at most once (exit 0 only when paid now), any prize:
+    the command line at the database is the lottery's office (it holds the ledger and its key).
+    Retailers' terminals use the service, where only an office terminal pays big prizes."""
     from printpipe.validation import Ledger
 
     with Ledger(db_path, key=_ledger_key(keys_dir)) as book:
-        answer = book.claim(code, terminal=terminal, office=office)
+        answer = book.claim(code, terminal=terminal, office=True)
     _print_answer(answer, as_json, answer.outcome == "PAID")

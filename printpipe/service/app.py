@@ -53,7 +53,6 @@ from printpipe.validation import (
     RequestRefused,
     Terminal,
     parse_time,
-    request_fingerprint,
 )
 
 log = logging.getLogger("printpipe.service")
@@ -300,7 +299,7 @@ async def claims(service: Service, request: Request, body: bytes, caller: Caller
             400, "bad_request", "a claim needs an Idempotency-Key of 8 to 64 of A-Z a-z 0-9 . _ : -"
         )
     code = code_of(body)
-    fingerprint = request_fingerprint("POST", request.url.path, body)
+    fingerprint = service.ledger.request_fingerprint("POST", request.url.path, body)
     start = await service.run(
         service.ledger.begin_claim,
         terminal=caller.id,
