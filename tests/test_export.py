@@ -514,6 +514,21 @@ def test_bad_template_names_the_zone(tmp_path, small_block, keys_dir, approvals_
     _assert_one_line_error(result, out, zone)
 
 
+def test_a_scratch_zone_too_small_for_its_coating_is_refused(tmp_path, small_block, keys_dir):
+    """2 mm of coating beyond the symbols needs 17.08 mm of a grid cell's 17: the coating
+    would reach over the cells around it, so the run stops before any file, naming the zone."""
+    text = (TEMPLATES / "ticket.toml").read_text()
+    assert "spread = 1.2" in text
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text.replace("spread = 1.2", "spread = 2.0"))
+    out = tmp_path / "print"
+    result = run_cli("export", str(small_block), "--out", str(out), "--keys", str(keys_dir),
+                     "--template", str(bad), "--unapproved")  # fmt: skip
+    _assert_one_line_error(
+        result, out, "zone front.grid cell 1: too small for its coating, spread 2 mm"
+    )
+
+
 def test_same_inputs_same_bytes(tmp_path, small_block, keys_dir, approvals_dir):
     """Two runs of the same job, dated by SOURCE_DATE_EPOCH, give the same bytes."""
     runs = []

@@ -3,7 +3,9 @@ into one image per ink, and checked the way a prepress operator looks at them.
 
 - ``ScratchOff`` covers everything the ``Variable`` plate images on a front with at least the
   template's spread on every side, and inks nothing else inside the tickets;
-- ``Blocking`` lies under every play area (all the coating hides);
+- ``Blocking`` lies under every play area (all the coating hides), and the light base of the
+  play areas (their blocking, and the process plates' white knock-out) stays inside the
+  coating on every side, corners included: no white rim nor white corner frames a coating;
 - ``ScratchOff`` is solid under the decoration (``ScratchDecor`` does not knock it out);
 - the register targets are on every plate, spots included;
 - pick-out: outside the coating, two tickets of the same variant differ on no plate, and
@@ -35,7 +37,8 @@ from tests.conftest import run_cli
 
 DPI = 127
 PX = DPI / 72  # pixels per point
-INKS = ("Cyan", "Magenta", "Yellow", "Black", "Blocking", "Variable", "ScratchOff", "ScratchDecor")
+PROCESS = ("Cyan", "Magenta", "Yellow", "Black")
+INKS = (*PROCESS, "Blocking", "Variable", "ScratchOff", "ScratchDecor")
 
 
 @pytest.fixture(scope="module")
@@ -56,11 +59,16 @@ def sheet(tmp_path_factory, game, keys_dir, approvals_dir):
          "-dLastPage=2", f"-sOutputFile={work}/p%d.tif", str(pdf)],
         check=True, timeout=300,
     )  # fmt: skip
-    plates = {
-        (page, ink): np.asarray(Image.open(work / f"p{page}({ink}).tif").convert("L")) < 128
+    # ink coverage 0 (paper) to 255 (solid): tiffsep writes each plate as a negative
+    coverage = {
+        (page, ink): 255 - np.asarray(Image.open(work / f"p{page}({ink}).tif").convert("L"))
         for page in (1, 2)
         for ink in INKS
     }
+    plates = {key: level > 127 for key, level in coverage.items()}
+    process = coverage[1, "Cyan"].copy()
+    for ink in PROCESS[1:]:
+        np.maximum(process, coverage[1, ink], out=process)
     template = load_template(game_template_dir("chien-chat") / "ticket.toml")
     canvas = new_canvas(work / "unused.pdf", (100, 100), template.fonts)
     texts = load_texts(game_template_dir("chien-chat") / "texts.toml")
@@ -69,13 +77,15 @@ def sheet(tmp_path_factory, game, keys_dir, approvals_dir):
     tickets = BlockStore.open(store).read()
     _, order = cut_and_stack(len(tickets), imposition.slots)
     variants = [int(tickets.variant[i]) for i in order[0]]
-    return Sheet(plates, template, renderer, imposition, variants)
+    return Sheet(plates, process, template, renderer, imposition, variants)
 
 
 @dataclass(frozen=True)
 class Sheet:
     plates: dict[tuple[int, str], np.ndarray]
     """(page, ink) -> inked pixels; page 1 the front, 2 the back."""
+    process: np.ndarray
+    """The front's process inks: each pixel's highest coverage of C, M, Y or K (0 to 255)."""
     template: Template
     renderer: TicketRenderer
     imposition: Imposition
@@ -164,6 +174,32 @@ def test_the_blocking_layer_lies_under_every_play_area(sheet):
         for zone in renderer.zones:
             r0, r1, c0, c1 = _box_px(zone.hidden, place, blocking.shape[0])
             assert blocking[r0 + 1 : r1 - 1, c0 + 1 : c1 - 1].all(), zone.name
+
+
+def _erode(mask: np.ndarray, r: int) -> np.ndarray:
+    return ~_dilate(~mask, r)
+
+
+def test_the_play_areas_light_base_stays_inside_the_coating_on_every_side(sheet):
+    """Misregistered by up to half its spread, the coating still covers the whole base: the
+    blocking plate lies that far inside the ScratchOff plate, corners included, and right
+    around every coating the process plates ink the artwork, never the paper's white of a
+    base that reaches past the coating (a white rim or white corners)."""
+    plates, template, imposition = sheet.plates, sheet.template, sheet.imposition
+    blocking, coating = plates[1, "Blocking"], plates[1, "ScratchOff"]
+    inside = _mask(coating.shape, _tickets(imposition, template, "front", coating.shape))
+    assert (blocking & inside).sum() > 10_000, "the front prints its blocking layer"
+    half_spread = round(template.coating["spread"] * DPI / 25.4 / 2)
+    assert half_spread >= 2
+    exposed = blocking & inside & ~_erode(coating, half_spread)
+    assert not exposed.any(), f"{exposed.sum()} px of blocking within half the spread of the edge"
+    # a ring of 0.8 mm around the coatings (the artwork nearest to them is farther: the
+    # artwork's white circle 1 mm above the grid, the label band's words 2 mm above the
+    # retailer's zone)
+    ring = _dilate(coating, 4) & ~coating & inside
+    assert ring.sum() > 10_000
+    paper = ring & (sheet.process < 13)  # under 5 % of any process ink: the paper shows
+    assert not paper.any(), f"{paper.sum()} px of paper white around the coatings"
 
 
 def test_the_decoration_does_not_knock_the_coating_out(sheet):

@@ -208,6 +208,9 @@ class FrontArt:
     """How to play, from the ticket texts, filled in with this variant's words."""
     paytable: tuple[tuple[str, str], ...]
     """The front's table of gains: (what is found, what it pays), top to bottom."""
+    bonus_label_room: float = 1.0
+    """The share of the bonus box's width its roof leaves the label (a pointed roof narrows
+    upwards): the label's type shrinks until it fits."""
     motif: Drawing | None = None
     """A small picture scattered over the background (e.g. paw prints), or none."""
     motif_colour: CMYK = (0, 0, 0, 0.1)

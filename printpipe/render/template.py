@@ -39,6 +39,12 @@ class Coating(StrEnum):
     NONE = "none"
 
 
+LABEL_GAP = 1.0
+"""Between the retailer zone's label band and its scratch zone, mm."""
+BONUS_INSET = (1.5, 0.2, 1.5, 0.8)
+"""The bonus box's scratch zone inside the box less its roof, mm: left, top (a gap below the
+roof), right, bottom (the box's floor).  The scratch zone's symbols are centred in it, so the
+coating, spread beyond them, stands clear of the roof and of the floor alike."""
 CODE128_MODULES = 189  # 25 digits: start C, 12 pairs, code B, 1 digit, check, stop (11 x 16 + 13)
 ITF_MODULES = 135  # 14 digits, narrow 1 wide 3: start 4 + 7 pairs x 18 + stop 5
 
@@ -95,13 +101,15 @@ class Template:
     # -- derived zones ------------------------------------------------------------------------
     @property
     def bonus_scratch(self) -> Rect:
-        """The bonus box's scratch zone: the box below its roof."""
-        return self.front["bonus"].inset(1.5, self.bonus_roof, 1.5, 1.2)
+        """The bonus box's scratch zone: the box below its roof, less :data:`BONUS_INSET`."""
+        left, top, right, bottom = BONUS_INSET
+        return self.front["bonus"].inset(left, self.bonus_roof + top, right, bottom)
 
     @property
     def validation_scratch(self) -> Rect:
-        """The retailer's scratch zone: the validation zone below its label."""
-        return self.front["validation"].inset(0, self.validation_label, 0, 0)
+        """The retailer's scratch zone: the validation zone below its label, a gap between
+        them (the coating's rounded corners stand clear of the label band)."""
+        return self.front["validation"].inset(0, self.validation_label + LABEL_GAP, 0, 0)
 
     def scratch_zones(self) -> tuple[Rect, ...]:
         """Every scratch zone of the front: the grid's cells, the bonus box, the validation zone."""

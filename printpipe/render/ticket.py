@@ -66,19 +66,24 @@ MARK_TINT = 0.6
 """The decoration's mark (e.g. a paw print) in a lighter tint than its words."""
 Box = tuple[float, float, float, float]
 """x, y, width, height in points from the trim's bottom-left corner."""
+FIT = 0.01
+"""What a scratch zone may lack of the coating's spread, points (rounding)."""
 
 
 @dataclass(frozen=True, slots=True)
 class ScratchZone:
-    """One scratch zone as laid out: what it hides, its coating, its blocking layer."""
+    """One scratch zone as laid out: what it hides, its coating, the light base of the play
+    area under it, and its blocking layer."""
 
     name: str
     hidden: Box
     """The bounding box of what the coating hides (symbols and captions, or the code)."""
     coating: Box
-    """The coating: the zone, grown where needed to spread ``spread`` beyond ``hidden``."""
-    blocking: Box
-    """The blocking layer: ``hidden`` grown by half the spread, inside the coating."""
+    """The coating: the zone, which holds ``hidden`` with ``spread`` to spare on every side."""
+    base: Box
+    """The play area's light base (static artwork) and its blocking layer: the coating less
+    its spread on every side, so at least ``hidden``, and the coating covers it with its
+    spread, corners included: nothing of the base frames the coating."""
     words: str
     """The decoration's words on the coating."""
     mark: bool
@@ -88,6 +93,13 @@ class ScratchZone:
 def _grow(box: Box, by: float) -> Box:
     x, y, w, h = box
     return (x - by, y - by, w + 2 * by, h + 2 * by)
+
+
+def _holds(outer: Box, inner: Box) -> bool:
+    """Whether ``inner`` lies inside ``outer`` (give or take :data:`FIT`)."""
+    x, y, w, h = outer
+    ix, iy, iw, ih = inner
+    return ix >= x - FIT and iy >= y - FIT and ix + iw <= x + w + FIT and iy + ih <= y + h + FIT
 
 
 def _union(*boxes: Box) -> Box:
@@ -293,15 +305,15 @@ class TicketRenderer:
         )
         bars_w = self.code128.width_modules * b["code128_module"] * MM
         digits_h = b["digits_pt"]
+        descent = digits_h * 0.25  # below the digits' baseline, which is 0.2 of them up
         stack = b["code128_height"] * MM + 1.0 * MM + digits_h
-        bottom = y + (h - stack) / 2
+        bottom = y + (h - stack + descent - digits_h * 0.2) / 2  # all it hides, centred
         bars_y = bottom + digits_h + 1.0 * MM
         bars_x = x + (w - bars_w) / 2
         self.code128_place = f"q 1 0 0 1 {bars_x:.2f} {bars_y:.2f} cm\n"
         text_w = stringWidth(sample.validation_text, digits_font, digits_h)
         self.validation_text_x = x + (w - text_w) / 2
         self.validation_text_y = bottom + digits_h * 0.2
-        descent = digits_h * 0.25
         self.code_box = _union(
             (bars_x, bars_y, bars_w, b["code128_height"] * MM),
             (self.validation_text_x, self.validation_text_y - descent, text_w, digits_h),
@@ -339,8 +351,9 @@ class TicketRenderer:
         return [(px - half, py, 2 * half, height) for px, py in places]
 
     def _scratch_zones(self) -> tuple[ScratchZone, ...]:
-        """Every scratch zone: what it hides, its coating and blocking boxes; refuses a coating
-        that would spread past the trim's safe area, in one line naming the zone."""
+        """Every scratch zone: what it hides, its coating (the zone itself) and its base;
+        refuses, in one line naming it, a zone too small to hold what it hides with the
+        coating's spread on every side (the coating would reach over the artwork around it)."""
         t = self.t
         spread = t.coating["spread"] * MM
         front = self.texts["front"]
@@ -367,17 +380,30 @@ class TicketRenderer:
                 False,
             )
         )
-        safe = (t.safe * MM, t.safe * MM, (t.width - 2 * t.safe) * MM, (t.height - 2 * t.safe) * MM)
         zones = []
         for name, zone, box, words, mark in hidden:
-            coating = _union(t.box(zone), _grow(box, spread))
-            if _union(coating, safe) != safe:
+            coating = t.box(zone)
+            needed = _grow(box, spread)
+            if not _holds(coating, needed):
                 raise PrintpipeError(
-                    f"ticket template {t.path}: zone {name}: its coating, spread "
-                    f"{t.coating['spread']:g} mm beyond what it hides, falls outside the safe area"
+                    f"ticket template {t.path}: zone {name}: too small for its coating, spread "
+                    f"{t.coating['spread']:g} mm beyond what it hides ({needed[2] / MM:.2f} x "
+                    f"{needed[3] / MM:.2f} mm needed, {zone.w:.2f} x {zone.h:.2f} mm given)"
                 )
-            zones.append(ScratchZone(name, box, coating, _grow(box, spread / 2), words, mark))
+            zones.append(ScratchZone(name, box, coating, _grow(coating, -spread), words, mark))
         return tuple(zones)
+
+    def _rounded(self, box: Box, corner: float) -> None:
+        """Fill ``box`` with corners of radius ``corner`` (at most half its height)."""
+        self.c.roundRect(*box, min(corner, box[3] / 2, box[2] / 2), stroke=0, fill=1)
+
+    def _bases(self) -> None:
+        """Every play area's light base, corners rounded so that the coating's, ``spread``
+        further out, cover them (an offset curve's radius grows by the offset)."""
+        corner = max(self.t.coating["corner"] - self.t.coating["spread"], 0) * MM
+        self.c.setFillColorCMYK(*WHITE)
+        for zone in self.zones:
+            self._rounded(zone.base, corner)
 
     # -- static forms ---------------------------------------------------------------------------
     def _text_fit(
@@ -445,20 +471,19 @@ class TicketRenderer:
         art.emblem(c)
         c.restoreState()
         self._text_fit(art.howto, t.box(t.front["howto"]), fonts["regular"], 6)
-        # the grid's cells and the bonus box: white under the coating
-        c.setFillColorCMYK(*WHITE)
-        for cell in t.grid_cells:
-            c.roundRect(*t.box(cell), 1.2 * MM, stroke=0, fill=1)
         x, y, w, h = t.box(t.front["bonus"])
         c.saveState()
         c.translate(x, y)
         roof = t.bonus_roof * MM
         art.bonus_box(c, w, h, roof)
         c.restoreState()
+        label_pt = min(roof * 0.55, 7)
+        room = w * art.bonus_label_room
+        while label_pt > 4 and stringWidth(art.bonus_label, fonts["bold"], label_pt) > room:
+            label_pt -= 0.1
         c.setFillColorCMYK(*WHITE)
-        c.setFont(fonts["bold"], min(roof * 0.55, 7))
-        c.drawCentredString(x + w / 2, y + h - roof + roof * 0.12, art.bonus_label)
-        c.rect(*t.box(t.bonus_scratch), stroke=0, fill=1)
+        c.setFont(fonts["bold"], label_pt)
+        c.drawCentredString(x + w / 2, y + h - roof + roof * 0.14, art.bonus_label)
         self._paytable(t.box(t.front["paytable"]), art)
         # validation zone: a label band, then the retailer's scratch zone
         x, y, w, h = t.box(t.front["validation"])
@@ -468,7 +493,7 @@ class TicketRenderer:
         c.setFillColorCMYK(*WHITE)
         c.setFont(fonts["bold"], min(label_h * 0.6, 6.5))
         c.drawCentredString(x + w / 2, y + h - label_h * 0.72, front["validation_label"])
-        c.rect(*t.box(t.validation_scratch), stroke=0, fill=1)
+        self._bases()  # the play areas' light bases, under their coating
         self._text_fit(front["legal"], t.box(t.front["legal"]), fonts["regular"], 5.5, centred=True)
         c.endForm()
         return name
@@ -634,16 +659,16 @@ class TicketRenderer:
         width, height = t.width * MM, t.height * MM
         self.blocking_form = "layer-blocking"
         c.beginForm(self.blocking_form, 0, 0, width, height)
-        c.addLiteral(
-            "".join("{:.2f} {:.2f} {:.2f} {:.2f} re\n".format(*z.blocking) for z in self.zones)
-            + "1 scn f"
-        )
+        c.addLiteral("1 scn")
+        base_corner = max(t.coating["corner"] - t.coating["spread"], 0) * MM
+        for zone in self.zones:
+            self._rounded(zone.base, base_corner)
         c.endForm()
         self.coating_form = "layer-coating"
         c.beginForm(self.coating_form, 0, 0, width, height)
         c.addLiteral("1 scn")
         for zone in self.zones:
-            c.roundRect(*zone.coating, min(corner, zone.coating[3] / 2), stroke=0, fill=1)
+            self._rounded(zone.coating, corner)
         c.endForm()
         self.decor_form = "layer-decor"
         mark = self.game.coating_mark()

@@ -98,44 +98,47 @@ def draw_paw(c: Canvas) -> None:
 
 
 def draw_kennel(c: Canvas, w: float, h: float, roof: float) -> None:
-    """A kennel filling w x h points: a roof of height ``roof`` across the whole width, over
-    walls set in from each side so that the roof's eaves overhang its posts, and a floor."""
-    eave = min(w * 0.04, 3.5)
+    """A kennel filling w x h points: walls across the whole width, a floor, and a roof in the
+    top ``roof``, exactly as wide as the walls: nothing sticks out past them, and nothing of
+    the roof reaches below ``h - roof``, where the scratch zone may begin."""
+    eaves = h - roof  # the roof's base, on the walls' top
     set_colour(c, BROWN)
-    c.rect(eave, 0, w - 2 * eave, h - roof + 0.5, stroke=0, fill=1)
+    c.rect(0, 0, w, eaves + 0.5, stroke=0, fill=1)
     set_colour(c, DARK_BROWN)
-    c.rect(eave, 0, w - 2 * eave, 1.6, stroke=0, fill=1)  # the floor
+    c.rect(0, 0, w, 1.6, stroke=0, fill=1)  # the floor
     set_colour(c, RED)
-    path = c.beginPath()
-    path.moveTo(0, h - roof - 1.5)
-    path.lineTo(w / 2, h)
-    path.lineTo(w, h - roof - 1.5)
-    path.close()
-    c.drawPath(path, stroke=0, fill=1)
+    polygon(c, ((0, eaves), (w / 2, h), (w, eaves)))
     set_colour(c, DARK_RED)
-    c.rect(0, h - roof - 1.5, w, 1.2, stroke=0, fill=1)  # the eaves' edge
+    c.rect(0, eaves, w, 1.2, stroke=0, fill=1)  # the roof's edge, along the walls' top
 
 
 def draw_basket(c: Canvas, w: float, h: float, roof: float) -> None:
-    """A wicker basket filling w x h points, its hood in the top ``roof``.
+    """A wicker basket filling w x h points, its hood in the top ``roof`` (nothing of it below
+    ``h - roof``, where the scratch zone may begin).
 
     The hood is filled dark, like the kennel's roof: the white "BONUS PANIER" label sits on
     it, and on the bare background of an open handle it could not be read.
     """
+    rim = h - roof  # the hood's base; the basket's body reaches 1 pt above it, under the hood
     set_colour(c, DARK_BROWN)
     hood = c.beginPath()
-    hood.moveTo(2, h - roof - 1)
-    hood.curveTo(6, h + roof * 0.25, w - 6, h + roof * 0.25, w - 2, h - roof - 1)
+    hood.moveTo(2, rim)
+    hood.curveTo(6, h + roof * 0.25, w - 6, h + roof * 0.25, w - 2, rim)
     hood.close()
     c.drawPath(hood, stroke=0, fill=1)
     set_colour(c, WICKER)
     c.setLineWidth(1.5)
-    c.bezier(2, h - roof - 1, 6, h + roof * 0.25, w - 6, h + roof * 0.25, w - 2, h - roof - 1)
-    c.roundRect(0, 0, w, h - roof + 1, 6, stroke=0, fill=1)
+    c.bezier(2, rim, 6, h + roof * 0.25, w - 6, h + roof * 0.25, w - 2, rim)
+    c.roundRect(0, 0, w, rim + 1, 6, stroke=0, fill=1)
     set_colour(c, DARK_BROWN)
     c.setLineWidth(0.6)
+    c.saveState()  # the weave stays inside the basket's rounded body
+    body = c.beginPath()
+    body.roundRect(0, 0, w, rim + 1, 6)
+    c.clipPath(body, stroke=0, fill=0)
     step = 5.0
     x = 2.0
     while x < w:
-        c.line(x, 0.5, x, h - roof)
+        c.line(x, 0, x, rim + 1)
         x += step
+    c.restoreState()

@@ -22,6 +22,9 @@ EMBLEMS = {"CHIEN": artwork.draw_dog, "CHAT": artwork.draw_cat}
 """Each effigy's picture (by effigy code)."""
 BONUS_BOXES = {"NICHE": artwork.draw_kennel, "PANIER": artwork.draw_basket}
 """Each bonus box's frame (by the effigy's ``bonus_box``)."""
+BONUS_LABEL_ROOM = {"NICHE": 0.5, "PANIER": 0.8}
+"""The share of each bonus box's width its roof leaves the label: the kennel's pointed roof
+half of it, the basket's rounded hood more."""
 BACKGROUNDS = {"CHIEN": (0, 0.12, 0.35, 0), "CHAT": (0.22, 0.08, 0, 0)}
 ACCENTS = {"CHIEN": (0, 0.6, 1, 0.1), "CHAT": (0.75, 0.45, 0, 0.1)}
 MOTIFS = {"CHIEN": (0, 0.2, 0.5, 0.02), "CHAT": (0.32, 0.13, 0, 0.02)}
@@ -56,6 +59,7 @@ def fronts(game: ChienChat, texts: Mapping[str, Any]) -> tuple[FrontArt, ...]:
                 emblem=EMBLEMS.get(effigy.code, artwork.draw_paw),
                 bonus_box=BONUS_BOXES.get(effigy.bonus_box, artwork.draw_kennel),
                 bonus_label=f"{front['bonus_label']} {effigy.bonus_box}",
+                bonus_label_room=BONUS_LABEL_ROOM.get(effigy.bonus_box, 0.5),
                 howto=howto,
                 paytable=tuple(rows),
                 motif=artwork.draw_paw,
