@@ -20,6 +20,7 @@ claims idempotent (:meth:`Ledger.begin_claim`, then :meth:`Ledger.claim` with th
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import hmac
 import os
@@ -27,18 +28,24 @@ import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 import numpy as np
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pyrage import x25519
 
-from printpipe.atomic import fsync_dir, partial_path
+from printpipe.atomic import fsync_dir, partial_path, write_atomic
 from printpipe.audit_chain import ChainReport, canonical_entry, verify_chain
+from printpipe.commitment.lottery import check_manifest_covers, manifest_commitment
+from printpipe.commitment.remaining import Remaining, write_remaining
+from printpipe.commitment.statement import Commitment, statement_difference
 from printpipe.errors import InvalidInput, PrintpipeError
 from printpipe.games.base import Game
 from printpipe.ids import SPECIMEN_PACK, TicketId, parse_inventory_code, parse_validation_code
 from printpipe.inputs import AUDIT_TEXT_LIMIT, PackRef, Reason, TerminalId, audit_text
 from printpipe.ledger_key import LedgerKey
+from printpipe.ledger_proofs import CommitmentLoad, Commitments, read_remaining, store_proof
 from printpipe.ledger_store import (
     Database,
     Location,
@@ -48,8 +55,10 @@ from printpipe.ledger_store import (
     Tx,
     open_database,
     remove_sqlite_files,
+    ticket_key,
+    ticket_of_key,
 )
-from printpipe.manifest import Manifest, RecordChecker, decrypt_manifest
+from printpipe.manifest import Manifest, ParsedRecords, RecordChecker, decrypt_manifest
 
 DEFAULT_RETAILER_LIMIT_EUR = 150
 DEFAULT_MAX_VIRN_FAILURES = 5
@@ -107,14 +116,6 @@ def parse_time(text: str) -> datetime:
 def now() -> str:
     """The current UTC time as the ledger writes it: ``YYYY-MM-DDTHH:MM:SSZ``."""
     return format_time(utc_now())
-
-
-def ticket_key(ticket: TicketId) -> int:
-    return ticket.game * 10**9 + ticket.pack * 10**3 + ticket.ticket
-
-
-def ticket_of_key(key: int) -> TicketId:
-    return TicketId(key // 10**9, key // 10**3 % 10**6, key % 10**3)
 
 
 def pack_key(game_number: int, pack: int) -> int:
@@ -498,6 +499,7 @@ class Ledger:
         self.read_only = db.read_only
         self.clock = clock
         self.key = key
+        self.commitments = Commitments()
         try:
             self.settings = Settings() if empty else self._read_settings()
             if key is not None and not empty:
@@ -772,6 +774,10 @@ class Ledger:
     ) -> Answer:
         paid_at = format_time(at)
         key = ticket_key(scanned.ticket)
+        loaded = self.commitments.of_ticket(tx, scanned.ticket)
+        if loaded is not None and loaded.closed_on is not None and at.date() > loaded.closed_on:
+            closed = loaded.closed_on.isoformat()
+            return Answer("BLOCK_CLOSED", f"BLOCK CLOSED {closed}", answer.serial)
         written = tx.one(
             "INSERT INTO payments VALUES (?, ?, ?, ?) ON CONFLICT (ticket) DO NOTHING "
             "RETURNING paid_at",
@@ -787,6 +793,18 @@ class Ledger:
                 paid_at=other[0],
                 terminal=other[1],
             )
+        extra: dict[str, Any] = {}
+        if loaded is not None:
+            assert row is not None and scanned.virn is not None
+            proof = store_proof(
+                tx,
+                loaded,
+                ticket=scanned.ticket,
+                prize_eur=row.prize_eur,
+                virn=scanned.virn,
+                key=self._require_key(),
+            )
+            extra["proof"] = proof.document()
         return Answer(
             "PAID",
             f"PAID {answer.amount_eur}",
@@ -794,12 +812,112 @@ class Ledger:
             amount_eur=answer.amount_eur,
             paid_at=paid_at,
             terminal=terminal.value,
+            extra=extra,
         )
 
     def request_fingerprint(self, method: str, path: str, body: bytes) -> bytes:
         """What an Idempotency-Key is bound to: the request's method, path and body, as an
         HMAC under the ledger key (the body holds a VIRN)."""
         return self._require_key().request_hmac(f"{method} {path}\n".encode() + body)
+
+    # -- the block's public commitment: proofs, prizes remaining, closure ------------------
+
+    def prove(self, code: str, *, terminal: TerminalId) -> tuple[str, bytes]:
+        """The stored inclusion proof of a paid ticket: (its serial, the proof's bytes).
+
+        Only for a paid ticket, and only with its validation code (the VIRN checked against
+        its HMAC): a proof reveals the ticket's VIRN and prize.  Every request is logged,
+        refused or not.
+        """
+        _require_terminal(terminal)
+        scanned = read_code(code)
+        if scanned is None or scanned.virn is None:
+            raise InvalidInput(
+                f"code {logged_input(code)!r} refused: a proof is asked with the ticket's "
+                "validation code (25 digits, or GGGG-PPPPPP-TTT VVVVVVVVVV KK)"
+            )
+        keyed = scanned.keyed(self._require_key())
+        ticket = scanned.ticket
+        serial = ticket.serial
+        with self.db.transaction() as tx:
+            found = tx.one(
+                "SELECT t.virn_hmac, p.paid_at, q.proof FROM tickets t "
+                "LEFT JOIN payments p ON p.ticket = t.id "
+                "LEFT JOIN payment_proofs q ON q.ticket = t.id WHERE t.id = ?",
+                (ticket_key(ticket),),
+            )
+            proof: bytes | None = None
+            if found is None:
+                problem = f"ticket {serial}: no such ticket in {self.location}"
+            elif keyed.virn_hmac is None or not hmac.compare_digest(
+                keyed.virn_hmac, bytes(found[0])
+            ):
+                problem = f"ticket {serial}: wrong validation number, no proof given"
+            elif found[1] is None:
+                problem = (
+                    f"ticket {serial} is not paid: the ledger gives a proof only for a paid "
+                    "ticket (a proof tells its prize)"
+                )
+            elif found[2] is None:
+                problem = (
+                    f"ticket {serial} was paid, but the ledger holds no commitment of its block "
+                    "(load it: printpipe ledger import BLOCK_MANIFEST --commitment COMMITMENT)"
+                )
+            else:
+                problem, proof = "", str(found[2]).encode()
+            answer = "PROOF GIVEN" if proof is not None else f"REFUSED {problem}"
+            self._log(tx, terminal.value, "prove", logged_input(code), serial, answer[:200])
+        if proof is None:
+            raise PrintpipeError(problem)
+        return serial, proof
+
+    def remaining(
+        self, *, game: str | None = None, block: int | None = None
+    ) -> tuple[Remaining, IO[bytes]]:
+        """The prizes remaining of a block's commitment, in one snapshot: per prize tier the
+        lots committed, paid and remaining, and the paid lots' proofs (one canonical JSON line
+        each, in a temporary file the caller closes)."""
+        with self.db.snapshot() as tx:
+            loaded = self.commitments.find(tx, game=game, block=block, where=str(self.location))
+            return read_remaining(tx, loaded, at=format_time(self.clock()))
+
+    def close_block(
+        self,
+        *,
+        game: str | None = None,
+        block: int | None = None,
+        closed_on: dt.date,
+        terminal: TerminalId,
+    ) -> str:
+        """Record that a committed block closed on ``closed_on`` (its sale ended and its claim
+        period ran out): from the day after, no ticket of it is paid (``BLOCK CLOSED``).  Once
+        recorded, the day is final."""
+        _require_terminal(terminal)
+        today = self.clock().date()
+        if closed_on > today:
+            raise InvalidInput(
+                f"a block is closed on a day already come: {closed_on.isoformat()} is after "
+                f"today ({today.isoformat()})"
+            )
+        with self.db.transaction(durable=True) as tx:
+            loaded = self.commitments.find(tx, game=game, block=block, where=str(self.location))
+            if loaded.closed_on is not None:
+                if loaded.closed_on == closed_on:
+                    return f"{loaded.name}: closed on {closed_on.isoformat()} already"
+                raise PrintpipeError(
+                    f"{loaded.name} was closed on {loaded.closed_on.isoformat()}: a closure "
+                    "is final"
+                )
+            tx.execute(
+                "UPDATE commitments SET closed_on = ? WHERE id = ?",
+                (closed_on.isoformat(), loaded.id),
+            )
+            report = (
+                f"{loaded.name}: closed on {closed_on.isoformat()}; no ticket of it is paid "
+                "after that day"
+            )
+            self._log(tx, terminal.value, "close", closed_on.isoformat(), None, report)
+        return report
 
     def begin_claim(
         self,
@@ -1123,10 +1241,13 @@ class Ledger:
         *,
         terminal: TerminalId,
         progress: Callable[[int], object] | None,
+        commitment: Commitment | None = None,
     ) -> str:
         """Load a verified manifest in one transaction (see :func:`import_manifest`)."""
         key = self._require_key()
         header = manifest.header
+        if commitment is not None:
+            check_manifest_covers(commitment, manifest, game)
         checker = RecordChecker(game, manifest)
         stats = {"new": 0}
         stamp = format_time(self.clock())
@@ -1149,9 +1270,16 @@ class Ledger:
             known = tx.one(
                 "SELECT id FROM manifests WHERE records_sha256 = ?", (manifest.records_sha256,)
             )
-            if known:
+            if known and commitment is not None:
+                loaded = tx.one("SELECT root FROM commitments WHERE manifest = ?", (known[0],))
+                if loaded is not None:
+                    return (
+                        f"manifest {manifest.path} already imported with its commitment "
+                        f"(root {bytes(loaded[0]).hex()}): nothing to do"
+                    )
+            elif known:
                 return f"manifest {manifest.path} already imported (same records): nothing to do"
-            created = tx.one(
+            created = known or tx.one(
                 "INSERT INTO manifests (records_sha256, body_sha256, kind, game, game_number, "
                 "block, first_pack, last_pack, records, new_records, prize_eur, imported_at, "
                 "file) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?) RETURNING id",
@@ -1174,8 +1302,7 @@ class Ledger:
             manifest_id = created[0]
             block = int(header["block"])
 
-            def on_lines(lines: list[bytes]) -> None:
-                parsed = checker.parse(lines)
+            def store(parsed: ParsedRecords) -> None:
                 if progress is not None:
                     progress(len(parsed.keys))
                 if not len(parsed.keys):
@@ -1232,15 +1359,44 @@ class Ledger:
                     ],
                 )
 
-            decrypt_manifest(manifest, identity, on_lines)
-            checker.finish()
+            with_tree = ""
+            if commitment is None:
+                decrypt_manifest(manifest, identity, lambda lines: store(checker.parse(lines)))
+                checker.finish()
+                seen = checker.seen
+            else:
+                load = CommitmentLoad(
+                    tx, commitment=commitment, manifest_id=manifest_id, key=key, stamp=stamp
+                )
+
+                def store_with_tree(parsed: ParsedRecords) -> None:
+                    store(parsed)
+                    load.on_batch(parsed)
+
+                rebuilt = manifest_commitment(
+                    manifest, game, identity, on_batch=store_with_tree, on_nodes=load.nodes
+                )
+                difference = statement_difference(rebuilt, commitment)
+                if difference:
+                    raise PrintpipeError(
+                        f"commitment {commitment.name} refused: the manifest's records give "
+                        f"{difference}"
+                    )
+                earlier = load.finish()
+                seen = rebuilt.tickets
+                with_tree = f"; its commitment (root {commitment.root.hex()}) and tree: every " + (
+                    "payment is proven"
+                    if not earlier
+                    else f"payment is proven, the {earlier:,} made before included"
+                )
             tx.execute(
-                "UPDATE manifests SET new_records = ? WHERE id = ?", (stats["new"], manifest_id)
+                "UPDATE manifests SET new_records = new_records + ? WHERE id = ?",
+                (stats["new"], manifest_id),
             )
             summary = (
-                f"imported {checker.seen:,} records ({stats['new']:,} new) of {definition.id} "
+                f"imported {seen:,} records ({stats['new']:,} new) of {definition.id} "
                 f"block {header['block']}, pack numbers {header['packs']['first_pack_number']:06d} "
-                f"to {header['packs']['last_pack_number']:06d}"
+                f"to {header['packs']['last_pack_number']:06d}{with_tree}"
             )
             self._log(tx, terminal.value, "import", audit_text(manifest.path.name), None, summary)
         return summary
@@ -1304,6 +1460,48 @@ def logged_input(text: str, *, limit: int = AUDIT_TEXT_LIMIT) -> str:
     return audit_text("".join(masked), limit=limit)
 
 
+def write_ticket_proof(
+    location: Location, *, code: str, key: LedgerKey, terminal: TerminalId, out: Path | None = None
+) -> tuple[str, Path]:
+    """Write a paid ticket's inclusion proof (:meth:`Ledger.prove`) to ``out`` (default
+    ``proof-SERIAL.json``), 0600, complete or absent: (the serial, where it went)."""
+    with Ledger(location, key=key) as book:
+        serial, proof = book.prove(code, terminal=terminal)
+    path = out or Path(f"proof-{serial}.json")
+    write_atomic(path, proof)
+    return serial, path
+
+
+def publish_remaining(
+    location: Location,
+    *,
+    out: Path,
+    signing_key: Ed25519PrivateKey,
+    game: str | None = None,
+    block: int | None = None,
+) -> Remaining:
+    """Write the prizes-remaining report of a block's commitment (``printpipe-remaining/1``),
+    read in one snapshot and signed with the lottery's key; the ledger is opened read-only."""
+    with Ledger(location, read_only=True) as book:
+        remaining, proofs = book.remaining(game=game, block=block)
+    with proofs:
+        write_remaining(out=out, remaining=remaining, proof_lines=proofs, signing_key=signing_key)
+    return remaining
+
+
+def close_block(
+    location: Location,
+    *,
+    closed_on: dt.date,
+    terminal: TerminalId,
+    game: str | None = None,
+    block: int | None = None,
+) -> str:
+    """Record a block's closure in the ledger (:meth:`Ledger.close_block`)."""
+    with Ledger(location) as book:
+        return book.close_block(game=game, block=block, closed_on=closed_on, terminal=terminal)
+
+
 # -- creating and importing ----------------------------------------------------------------
 
 LOTTERY = TerminalId("lottery")
@@ -1316,11 +1514,17 @@ def import_manifest(
     game: Game,
     identity: x25519.Identity,
     key: LedgerKey,
+    commitment: Commitment | None = None,
     terminal: TerminalId = LOTTERY,
     progress: Callable[[int], object] | None = None,
     clock: Callable[[], datetime] = utc_now,
 ) -> str:
     """Load a verified manifest into the ledger at ``location``, creating it if absent.
+
+    ``commitment``: the block's countersigned commitment (its signatures checked by the
+    caller), with the manifest of that block: the tree is rebuilt from the records and must be
+    the committed one; the ledger keeps its nodes and sealed salts, and from then on answers
+    every payment of the block with its inclusion proof (``printpipe.ledger_proofs``).
 
     All or nothing: any failure (wrong key, a record that disagrees with the rules or with an
     already-imported manifest) leaves the ledger as it was.  The same manifest again is a
@@ -1342,7 +1546,14 @@ def import_manifest(
         db = PostgresDatabase(location, create=True)
         book = Ledger._over(db, key=key, clock=clock, empty=db.empty)
         with book:
-            return book._import(manifest, game, identity, terminal=terminal, progress=progress)
+            return book._import(
+                manifest,
+                game,
+                identity,
+                terminal=terminal,
+                progress=progress,
+                commitment=commitment,
+            )
     db_path = location
     if not os.path.lexists(db_path):
         tmp = partial_path(db_path)
@@ -1355,7 +1566,12 @@ def import_manifest(
             try:
                 book = Ledger._over(built, key=key, clock=clock)
                 summary = book._import(
-                    manifest, game, identity, terminal=terminal, progress=progress
+                    manifest,
+                    game,
+                    identity,
+                    terminal=terminal,
+                    progress=progress,
+                    commitment=commitment,
                 )
             finally:
                 built.finish_build()  # the last connection: the WAL checkpointed into the file
@@ -1376,4 +1592,6 @@ def import_manifest(
         finally:
             remove_sqlite_files(tmp)
     with Ledger(db_path, key=key, clock=clock) as book:
-        return book._import(manifest, game, identity, terminal=terminal, progress=progress)
+        return book._import(
+            manifest, game, identity, terminal=terminal, progress=progress, commitment=commitment
+        )

@@ -15,6 +15,7 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from printpipe.block import PackRange
+from printpipe.commitment import COMMITMENT_FILE
 from printpipe.games.base import Game
 from printpipe.ids import TicketId
 from printpipe.inputs import TerminalId, parse_pack_ref
@@ -83,12 +84,17 @@ def build_world(
     *,
     retailer_limit: int = RETAILER_LIMIT,
 ) -> World:
-    """Packs 1:8; 1-4 shipped to shop-1 and activated, 5-6 to shop-2 (5 activated), 7-8 at
+    """Packs 1:8 with their countersigned commitment (every payment answered with its proof);
+    1-4 shipped to shop-1 and activated, 5-6 to shop-2 (5 activated), 7-8 at
     the lottery; terminals: till-1 (shop-1), till-2 (shop-2), office-1, and 64 storm
     terminals of shop-1."""
     store_dir = generate_store(game, keys_dir, folder / "blk", PackRange(1, 8))
+    commitment = store_dir / COMMITMENT_FILE
+    run_cli("commitment", "sign", str(commitment), "--manifest", str(store_dir / BLOCK_MANIFEST),
+            "--keys", str(keys_dir), "-q", check=True)  # fmt: skip
     run_cli("ledger", "import", str(store_dir / BLOCK_MANIFEST), "--keys", str(keys_dir),
-            "--db", db_arg(location), "-q", check=True)  # fmt: skip
+            "--db", db_arg(location), "--commitment", str(commitment), "-q",
+            check=True)  # fmt: skip
     store = BlockStore.open(store_dir)
     tickets = [Ticket(*ticket_codes(store, game, row)) for row in range(len(store.read().tier))]
     world = World(location, keys_dir, load_ledger_key(keys_dir), folder, tickets)

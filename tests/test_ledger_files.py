@@ -230,10 +230,11 @@ def test_read_only_commands_write_nothing_to_a_ledger(two_blocks, keys_dir, tmp_
 def test_a_ledger_of_an_earlier_layout_is_refused_untouched_saying_how_to_rebuild(
     tmp_path, keys_dir
 ):
-    """Ledgers written before issue 12 hold VIRNs in clear: refused in one line, unchanged."""
+    """Ledgers written before issue 12 hold VIRNs in clear, before issue 14 no commitments:
+    refused in one line, unchanged."""
     folder = tmp_path / "old"
     folder.mkdir()
-    for layout, application_id in ((0, 0), (1, APPLICATION_ID)):
+    for layout, application_id in ((0, 0), (1, APPLICATION_ID), (2, APPLICATION_ID)):
         db = folder / f"layout-{layout}.sqlite"
         conn = sqlite3.connect(db, isolation_level=None)
         conn.execute("PRAGMA journal_mode=WAL")

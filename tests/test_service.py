@@ -14,6 +14,8 @@ import httpx
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from printpipe.commitment import COMMITMENT_FILE, load_commitment
+from printpipe.commitment.inclusion import parse_proof, proof_problem
 from printpipe.inputs import TerminalId
 from printpipe.service.app import create_app
 from printpipe.service.openapi import openapi_document
@@ -63,6 +65,11 @@ def test_a_retailer_validates_and_claims_its_ticket_once(world):
         assert again.data == paid.data
         other = till.claim(ticket.code)  # a new claim of the same ticket
         assert other.text == f"ALREADY PAID {paid.data['paid_at']} till-1"
+    proof = parse_proof(json.dumps(paid.data["proof"]).encode())
+    commitment = load_commitment(world.folder / "blk" / COMMITMENT_FILE)
+    assert proof.ticket.serial == ticket.ticket.serial and proof.ticket.prize_eur == ticket.prize
+    assert proof_problem(proof, commitment) is None  # the winner's receipt, checked offline
+    assert "proof" not in other.data
     body = json.dumps({"code": world.of_pack(1, prize="small")[1].code}).encode()
     reused = signed(world, "till-1", "POST", "/v1/claims", body, **{"Idempotency-Key": key})
     assert reused.status_code == 422 and reused.json()["error"] == "idempotency_key_reused"
@@ -266,10 +273,18 @@ def test_the_reference_client_on_the_command_line(world, tmp_path):
     server = ["--server", world.url, "--key", str(keyfile)]
     answer = run_cli("terminal", "validate", ticket.code, *server)
     assert (answer.returncode, answer.stdout.strip()) == (0, f"WIN {ticket.prize}")
-    paid = run_cli("terminal", "claim", ticket.code, *server, "--idempotency-key", "k" * 16)
-    assert (paid.returncode, paid.stdout.strip()) == (0, f"PAID {ticket.prize}")
-    again = run_cli("terminal", "claim", ticket.code, *server, "--idempotency-key", "k" * 16)
-    assert (again.returncode, again.stdout.strip()) == (0, f"PAID {ticket.prize}")
+    paid = run_cli("terminal", "claim", ticket.code, *server, "--idempotency-key", "k" * 16,
+                   "--proof-out", str(tmp_path / "receipt.json"))  # fmt: skip
+    assert paid.returncode == 0 and paid.stdout.startswith(f"PAID {ticket.prize}\n")
+    assert oct((tmp_path / "receipt.json").stat().st_mode & 0o777) == "0o600"
+    again = run_cli("terminal", "claim", ticket.code, *server, "--idempotency-key", "k" * 16,
+                    "--proof-out", str(tmp_path / "again.json"))  # fmt: skip
+    assert (again.returncode, again.stdout.splitlines()[0]) == (0, f"PAID {ticket.prize}")
+    assert (tmp_path / "again.json").read_bytes() == (tmp_path / "receipt.json").read_bytes()
+    commitment = world.folder / "blk" / COMMITMENT_FILE
+    checked = run_cli("verify-proof", str(tmp_path / "receipt.json"), "--commitment",
+                      str(commitment), "--keys", str(world.keys_dir))  # fmt: skip
+    assert checked.returncode == 0 and f"wins {ticket.prize} EUR" in checked.stdout
     other = run_cli("terminal", "claim", ticket.code, *server)
     assert other.returncode == 1 and other.stdout.startswith("ALREADY PAID ")
     strange = run_cli("terminal", "validate", ticket.code, "--server", world.url, "--key",

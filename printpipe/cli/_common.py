@@ -11,6 +11,7 @@ from printpipe.errors import PrintpipeError
 from printpipe.keys import DEMO_KEYS_DIR, PRODUCER_SIGNING_PUB
 
 if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
     from pyrage import x25519
 
     from printpipe.games.base import Game
@@ -60,6 +61,13 @@ identity_option = click.option(
     default=None,
     help="The lottery's age identity [default: KEYS/lottery.age].",
 )
+
+
+def public_key(path: Path | None, keys_dir: Path, default: str) -> Ed25519PublicKey:
+    """A public key file: ``path``, else ``keys_dir/default``."""
+    from printpipe.keys import load_public_key
+
+    return load_public_key(path or keys_dir / default)
 
 
 def verified_manifest(path: Path, keys_dir: Path, producer_key: Path | None) -> Manifest:

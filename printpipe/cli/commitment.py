@@ -1,12 +1,11 @@
 """A block's public commitment: the lottery's countersignature, the reveal of a closed block,
 and the checks anyone can run offline with the two public keys (``verify-proof``,
-``commitment recount``)."""
+``verify-remaining``, ``commitment recount``)."""
 
 from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
@@ -17,13 +16,11 @@ from printpipe.cli._common import (
     lottery_key_option,
     manifest_game,
     producer_key_option,
+    public_key,
     quiet_option,
     verified_manifest,
 )
 from printpipe.keys import LOTTERY_SIGNING_KEY, LOTTERY_SIGNING_PUB, PRODUCER_SIGNING_PUB
-
-if TYPE_CHECKING:
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 FileArgument = click.Path(path_type=Path, dir_okay=False)
 
@@ -34,12 +31,6 @@ manifest_option = click.option(
     required=True,
     help="The block manifest (BLOCK_DIR/manifest.ppm): the lottery rebuilds the tree from it.",
 )
-
-
-def _public_key(path: Path | None, keys_dir: Path, default: str) -> Ed25519PublicKey:
-    from printpipe.keys import load_public_key
-
-    return load_public_key(path or keys_dir / default)
 
 
 @click.group()
@@ -62,8 +53,8 @@ def commitment_verify(
         describe(
             verified_commitment(
                 path=commitment_path,
-                producer_key=_public_key(producer_key, keys_dir, PRODUCER_SIGNING_PUB),
-                lottery_key=_public_key(lottery_key, keys_dir, LOTTERY_SIGNING_PUB),
+                producer_key=public_key(producer_key, keys_dir, PRODUCER_SIGNING_PUB),
+                lottery_key=public_key(lottery_key, keys_dir, LOTTERY_SIGNING_PUB),
             )
         )
     )
@@ -103,7 +94,7 @@ def commitment_sign(
         manifest=manifest,
         game=manifest_game(manifest),
         identity=lottery_identity(keys_dir, identity),
-        producer_key=_public_key(producer_key, keys_dir, PRODUCER_SIGNING_PUB),
+        producer_key=public_key(producer_key, keys_dir, PRODUCER_SIGNING_PUB),
         lottery_signing_key=load_signing_key(keys_dir, LOTTERY_SIGNING_KEY),
         out=out,
         show_progress=not quiet,
@@ -151,7 +142,7 @@ def commitment_reveal(
         manifest=manifest,
         game=manifest_game(manifest),
         identity=lottery_identity(keys_dir, identity),
-        producer_key=_public_key(producer_key, keys_dir, PRODUCER_SIGNING_PUB),
+        producer_key=public_key(producer_key, keys_dir, PRODUCER_SIGNING_PUB),
         lottery_signing_key=load_signing_key(keys_dir, LOTTERY_SIGNING_KEY),
         closed_on=closed_on.date(),
         show_progress=not quiet,
@@ -181,8 +172,8 @@ def commitment_recount(
     result = recount(
         reveal_path=reveal_path,
         commitment_path=commitment_path,
-        producer_key=_public_key(producer_key, keys_dir, PRODUCER_SIGNING_PUB),
-        lottery_key=_public_key(lottery_key, keys_dir, LOTTERY_SIGNING_PUB),
+        producer_key=public_key(producer_key, keys_dir, PRODUCER_SIGNING_PUB),
+        lottery_key=public_key(lottery_key, keys_dir, LOTTERY_SIGNING_PUB),
         show_progress=not quiet,
     )
     click.echo(result.describe(reveal_path))
@@ -208,7 +199,34 @@ def verify_proof(
     verified = verify_proof_file(
         proof_path=proof_path,
         commitment_path=commitment_path,
-        producer_key=_public_key(producer_key, keys_dir, PRODUCER_SIGNING_PUB),
-        lottery_key=_public_key(lottery_key, keys_dir, LOTTERY_SIGNING_PUB),
+        producer_key=public_key(producer_key, keys_dir, PRODUCER_SIGNING_PUB),
+        lottery_key=public_key(lottery_key, keys_dir, LOTTERY_SIGNING_PUB),
     )
     click.echo(verified.describe())
+
+
+@click.command("verify-remaining")
+@click.argument("report_path", metavar="REPORT", type=FileArgument)
+@click.option("--commitment", "commitment_path", type=FileArgument, required=True)
+@producer_key_option
+@lottery_key_option
+@keys_option
+def verify_remaining(
+    report_path: Path,
+    commitment_path: Path,
+    producer_key: Path | None,
+    lottery_key: Path | None,
+    keys_dir: Path,
+) -> None:
+    """Anyone, offline: check a prizes-remaining REPORT (printpipe ledger remaining) against
+    the block's commitment: the lottery's signature, every paid lot's proof, each ticket once,
+    and paid + remaining = committed in every tier."""
+    from printpipe.commitment.remaining import verify_remaining_file
+
+    verified = verify_remaining_file(
+        report_path=report_path,
+        commitment_path=commitment_path,
+        producer_key=public_key(producer_key, keys_dir, PRODUCER_SIGNING_PUB),
+        lottery_key=public_key(lottery_key, keys_dir, LOTTERY_SIGNING_PUB),
+    )
+    click.echo(verified.describe(report_path))

@@ -1,5 +1,6 @@
 """The lottery's validation database: import, settings, pack states, validate, claim, locks,
-the audit log's check, and the terminals registered for the service.
+the audit log's check, a paid ticket's inclusion proof, the prizes remaining, a block's
+closure.
 
 Parsing only.  Strings become typed values through the parameter types of ``cli/params.py``,
 which call the library's own parsers (``printpipe.inputs``); each command then calls the
@@ -10,6 +11,7 @@ command still records the refusal in the ledger's audit log (:class:`AuditedComm
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import functools
 import json
 import sys
@@ -24,6 +26,7 @@ from printpipe.cli._common import (
     identity_option,
     keys_option,
     lottery_identity,
+    lottery_key_option,
     manifest_game,
     producer_key_option,
     quiet_option,
@@ -118,11 +121,33 @@ def ledger() -> None:
     """The lottery's validation database: import manifests, settings, locks."""
 
 
+FileArgument = click.Path(path_type=Path, dir_okay=False)
+block_options = (
+    click.option("--game", default=None, help="The block's game id (when the ledger has several)."),
+    click.option(
+        "--block", type=click.IntRange(min=1), default=None,
+        help="The block number (when the ledger holds several commitments).",
+    ),
+)  # fmt: skip
+
+
+def _block_options(function: Callable[..., None]) -> Callable[..., None]:
+    for option in reversed(block_options):
+        function = option(function)
+    return function
+
+
 @ledger.command("import")
-@click.argument("file", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("file", type=FileArgument)
 @identity_option
 @db_option
+@click.option(
+    "--commitment", "commitment_path", type=FileArgument, default=None,
+    help="The block's countersigned commitment.json, FILE being that block's manifest: the "
+    "ledger keeps the tree and answers every payment with its inclusion proof.",
+)  # fmt: skip
 @producer_key_option
+@lottery_key_option
 @keys_option
 @quiet_option
 @_database_errors
@@ -130,18 +155,29 @@ def ledger_import(
     file: Path,
     identity: Path | None,
     db_path: Location,
+    commitment_path: Path | None,
     producer_key: Path | None,
+    lottery_key: Path | None,
     keys_dir: Path,
     quiet: bool,
 ) -> None:
     """Load manifest FILE into the database (created if absent); the same one twice: no-op.
     VIRNs are stored as HMACs under KEYS/ledger.key (created if the folder has none)."""
-    from printpipe.keys import ensure_ledger_key
+    from printpipe.cli._common import public_key
+    from printpipe.commitment.statement import verified_commitment
+    from printpipe.keys import LOTTERY_SIGNING_PUB, PRODUCER_SIGNING_PUB, ensure_ledger_key
     from printpipe.ledger_key import load_ledger_key
     from printpipe.progress import progress_bar
     from printpipe.validation import import_manifest
 
     verified = verified_manifest(file, keys_dir, producer_key)
+    commitment = None
+    if commitment_path is not None:
+        commitment = verified_commitment(
+            path=commitment_path,
+            producer_key=public_key(producer_key, keys_dir, PRODUCER_SIGNING_PUB),
+            lottery_key=public_key(lottery_key, keys_dir, LOTTERY_SIGNING_PUB),
+        )
     game = manifest_game(verified)
     key = lottery_identity(keys_dir, identity)
     created = ensure_ledger_key(keys_dir)
@@ -155,9 +191,60 @@ def ledger_import(
             game=game,
             identity=key,
             key=ledger_key,
+            commitment=commitment,
             progress=bar.update,
         )
     click.echo(summary)
+
+
+@ledger.command("remaining")
+@db_option
+@click.option("--out", type=FileArgument, required=True, help="The report to write.")
+@_block_options
+@keys_option
+@_database_errors
+def ledger_remaining(
+    db_path: Location, out: Path, game: str | None, block: int | None, keys_dir: Path
+) -> None:
+    """The prizes remaining of a committed block: per tier the lots committed, paid (each
+    with its proof) and still in the field, read in one snapshot and signed with
+    KEYS/lottery-signing.key (printpipe-remaining/1; check it: printpipe verify-remaining)."""
+    from printpipe.keys import LOTTERY_SIGNING_KEY, load_signing_key
+    from printpipe.validation import publish_remaining
+
+    remaining = publish_remaining(
+        db_path,
+        out=out,
+        signing_key=load_signing_key(keys_dir, LOTTERY_SIGNING_KEY),
+        game=game,
+        block=block,
+    )
+    click.echo(f"wrote {out}: {remaining.describe()}")
+
+
+@ledger.command("close", cls=AuditedCommand)
+@db_option
+@click.option(
+    "--closed-on", type=click.DateTime(formats=["%Y-%m-%d"]), required=True,
+    help="The day the block closed: its sale ended and its claim period ran out (YYYY-MM-DD).",
+)  # fmt: skip
+@_block_options
+@terminal_option("lottery", "Who closes the block, for the log")
+@_database_errors
+def ledger_close(
+    db_path: Location,
+    closed_on: dt.datetime,
+    game: str | None,
+    block: int | None,
+    terminal: TerminalId,
+) -> None:
+    """Record that a committed block closed: no ticket of it is paid after that day (BLOCK
+    CLOSED); then its leaves may be revealed (printpipe commitment reveal)."""
+    from printpipe.validation import close_block
+
+    click.echo(
+        close_block(db_path, closed_on=closed_on.date(), terminal=terminal, game=game, block=block)
+    )
 
 
 def _setting_option(flag: str, help_text: str) -> Callable[[Any], Any]:
@@ -306,10 +393,26 @@ packs.command(
 )(_pack_command("settled"))
 
 
-def _print_answer(answer: Any, as_json: bool, ok: bool) -> None:
+def _print_answer(answer: Any, as_json: bool, ok: bool, *, proof_out: Path | None = None) -> None:
     click.echo(json.dumps(answer.as_json(), sort_keys=True) if as_json else answer.text)
+    if proof_out is not None and ok:
+        write_answer_proof(answer.extra.get("proof"), proof_out)
     if not ok:
         sys.exit(1)
+
+
+def write_answer_proof(document: Any, out: Path) -> None:
+    """A paid claim's proof to ``out``, or a line saying why there is none."""
+    from printpipe.commitment.inclusion import write_proof_document
+
+    if document is None:
+        click.echo(
+            f"no proof written to {out}: the ledger holds no commitment of this ticket's block",
+            err=True,
+        )
+        return
+    write_proof_document(out, document, source="in the answer")
+    click.echo(f"wrote {out}: the ticket's inclusion proof")
 
 
 def _ledger_key(keys_dir: Path) -> LedgerKey:
@@ -337,21 +440,59 @@ def validate(
     _print_answer(answer, as_json, answer.ok)
 
 
+proof_out_option = click.option(
+    "--proof-out", type=FileArgument, default=None,
+    help="Write the paid ticket's inclusion proof there (0600): the winner's receipt.",
+)  # fmt: skip
+
+
 @click.command(cls=AuditedCommand, context_settings={"ignore_unknown_options": True})
 @click.argument("code")
 @db_option
 @terminal_option(None, "The office desk's id, recorded with the payment")
+@proof_out_option
 @keys_option
 @json_option
 @_database_errors
 def claim(
-    code: str, db_path: Location, terminal: TerminalId, keys_dir: Path, as_json: bool
+    code: str,
+    db_path: Location,
+    terminal: TerminalId,
+    proof_out: Path | None,
+    keys_dir: Path,
+    as_json: bool,
 ) -> None:
     """Pay the ticket of validation CODE, at most once (exit 0 only when paid now), any prize:
     the command line at the database is the lottery's office (it holds the ledger and its key).
-    Retailers' terminals use the service, where only an office terminal pays big prizes."""
+    Retailers' terminals use the service, where only an office terminal pays big prizes. A
+    paid ticket of a block whose commitment the ledger holds is answered with its inclusion
+    proof (in --json, and to --proof-out)."""
     from printpipe.validation import Ledger
 
     with Ledger(db_path, key=_ledger_key(keys_dir)) as book:
         answer = book.claim(code, terminal=terminal, office=True)
-    _print_answer(answer, as_json, answer.outcome == "PAID")
+    _print_answer(answer, as_json, answer.outcome == "PAID", proof_out=proof_out)
+
+
+@click.command(cls=AuditedCommand, context_settings={"ignore_unknown_options": True})
+@click.argument("code")
+@db_option
+@click.option(
+    "--out", type=FileArgument, default=None,
+    help="Where to write the proof [default: proof-SERIAL.json].",
+)  # fmt: skip
+@terminal_option("lottery", "Who asks, for the log")
+@keys_option
+@_database_errors
+def prove(
+    code: str, db_path: Location, out: Path | None, terminal: TerminalId, keys_dir: Path
+) -> None:
+    """Write the inclusion proof of a paid ticket, given its validation CODE: its serial,
+    prize, VIRN and salt, and the hashes up to the committed root (printpipe verify-proof
+    checks it). Refused for a ticket not paid: a proof tells the prize."""
+    from printpipe.validation import write_ticket_proof
+
+    serial, path = write_ticket_proof(
+        db_path, code=code, key=_ledger_key(keys_dir), terminal=terminal, out=out
+    )
+    click.echo(f"wrote {path}: the inclusion proof of paid ticket {serial}")

@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING
 import click
 
 from printpipe.cli._common import keys_option
-from printpipe.cli.ledger import _database_errors, db_option, terminal_option
+from printpipe.cli.ledger import (
+    _database_errors,
+    db_option,
+    proof_out_option,
+    terminal_option,
+    write_answer_proof,
+)
 from printpipe.cli.params import PACK_REF, REASON, TERMINAL
 
 if TYPE_CHECKING:
@@ -222,17 +228,25 @@ def terminal_validate(code: str, server: str, key_file: Path, as_json: bool) -> 
     "--idempotency-key", default=None,
     help="Reuse the key of an earlier attempt whose answer was lost (default: a new one).",
 )  # fmt: skip
+@proof_out_option
 @json_option
 def terminal_claim(
-    code: str, server: str, key_file: Path, idempotency_key: str | None, as_json: bool
+    code: str,
+    server: str,
+    key_file: Path,
+    idempotency_key: str | None,
+    proof_out: Path | None,
+    as_json: bool,
 ) -> None:
     """Pay the ticket of CODE through the service (retried with one Idempotency-Key; exit 0
-    only when paid)."""
+    only when paid); the answer of a paid ticket carries its inclusion proof (--proof-out)."""
     from printpipe.terminal import open_client
 
     with open_client(server, key_file) as client:
         answer = client.claim(code, idempotency_key=idempotency_key)
-    _show(answer, as_json, answer.outcome == "PAID")
+    _show(answer, as_json, answer.outcome == "PAID")  # exits unless paid
+    if proof_out is not None:
+        write_answer_proof(answer.data.get("proof"), proof_out)
 
 
 @terminal.command("activate")

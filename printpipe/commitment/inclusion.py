@@ -95,7 +95,12 @@ class InclusionProof:
         }
 
     def to_json(self) -> bytes:
-        return json.dumps(self.document(), indent=1, ensure_ascii=True).encode() + b"\n"
+        return encode_proof(self.document())
+
+
+def encode_proof(document: dict[str, Any]) -> bytes:
+    """A proof's file bytes, from its document."""
+    return json.dumps(document, indent=1, ensure_ascii=True).encode() + b"\n"
 
 
 def serial_place(serial: str) -> tuple[int, int, int] | None:
@@ -132,6 +137,14 @@ def make_proof(
 def write_proof(path: Path, proof: InclusionProof) -> None:
     """A proof file, complete or absent (it tells the ticket's prize: keep it to its owner)."""
     write_atomic(path, proof.to_json())
+
+
+def write_proof_document(path: Path, document: Any, *, source: str) -> InclusionProof:
+    """A proof received as a JSON document (a claim's answer) written to ``path``, once it
+    parses as a proof; its check against the commitment is ``verify-proof``'s."""
+    proof = parse_proof(encode_proof(document), source)
+    write_proof(path, proof)
+    return proof
 
 
 def parse_proof(data: bytes, name: str = "proof") -> InclusionProof:

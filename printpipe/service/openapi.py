@@ -193,6 +193,15 @@ def openapi_document() -> dict[str, Any]:
                         "paid_at": {"type": "string"},
                         "terminal": {"type": "string"},
                         "until": {"type": "string"},
+                        "proof": {
+                            "type": "object",
+                            "description": "A PAID ticket's inclusion proof "
+                            "(printpipe-inclusion-proof/1, docs/commitment.md): its serial, "
+                            "prize, VIRN and salt and the hashes up to the block's committed "
+                            "root; the winner's receipt, checked offline with "
+                            "`printpipe verify-proof`. Present once the ledger holds the "
+                            "block's commitment.",
+                        },
                     },
                     "required": ["outcome", "text", "ok"],
                 },

@@ -1,0 +1,313 @@
+"""The ledger's side of a block's public commitment: load it, prove each payment, report.
+
+Everything here runs inside a transaction of :class:`printpipe.validation.Ledger` (``tx``):
+
+- **Load** (``ledger import MANIFEST --commitment FILE``): the countersigned commitment in
+  ``commitments``; the tree rebuilt from the block manifest's records as they are imported
+  (``commitment.lottery.manifest_commitment``, the code of ``commitment sign``), its nodes and
+  the sealed salts written as they come (``printpipe.ledger_tree``); a manifest whose tree is
+  not the commitment's is refused with the whole import.  Tickets paid before their block's
+  commitment was loaded get their proof then: the manifest's records hold their VIRNs.
+- **Prove** (in the claim's transaction, once the payment is written): the ticket's serial and
+  prize, the VIRN from the scanned code, the unsealed salt and the stored path make its
+  ``printpipe-inclusion-proof/1``, checked against the committed root before it is stored
+  with the payment (``payment_proofs``, append-only).  Nothing else makes a proof: a proof
+  reveals its ticket's VIRN and prize, so the ledger gives one only for a paid ticket.
+- **Report** (``ledger remaining``): per prize tier, committed, paid (each lot with its stored
+  proof) and remaining, read in one snapshot (``printpipe.commitment.remaining``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import tempfile
+from dataclasses import dataclass, field
+from typing import IO
+
+import numpy as np
+
+from printpipe.commitment.inclusion import InclusionProof, TicketOpening, make_proof
+from printpipe.commitment.remaining import Remaining, prize_tiers, proof_line
+from printpipe.commitment.statement import Commitment, parse_commitment
+from printpipe.errors import PrintpipeError
+from printpipe.ids import TicketId
+from printpipe.ledger_key import LedgerKey
+from printpipe.ledger_store import Tx, ticket_key, ticket_of_key
+from printpipe.ledger_tree import TreeRows, new_salt_nonce, read_leaf_and_path, read_salt
+from printpipe.manifest import ParsedRecords
+from printpipe.merkle import leaf_hash, root_from_audit_path
+
+_SPOOL_BYTES = 16 << 20
+_PAGE_ROWS = 2000
+
+
+@dataclass(frozen=True)
+class LoadedCommitment:
+    """A commitment the ledger holds, with what its rows need."""
+
+    id: int
+    commitment: Commitment
+    salt_nonce: bytes
+    closed_on: dt.date | None
+
+    @property
+    def name(self) -> str:
+        c = self.commitment
+        return (
+            f"{c.game_id} block {c.block} (packs {c.first_pack_number:06d} to "
+            f"{c.last_pack_number:06d})"
+        )
+
+    def ticket_keys(self) -> tuple[int, int]:
+        """The first and last ticket keys (``ledger_store.ticket_key``) of its packs."""
+        c = self.commitment
+        return (
+            ticket_key(TicketId(c.game_number, c.first_pack_number, 0)),
+            ticket_key(TicketId(c.game_number, c.last_pack_number, c.pack_size - 1)),
+        )
+
+
+_SELECT = "SELECT id, document, salt_nonce, closed_on FROM commitments "
+
+
+@dataclass
+class Commitments:
+    """The commitments of one ledger, read from its ``commitments`` rows; their documents
+    are parsed once (they never change: only ``closed_on`` is read every time)."""
+
+    _parsed: dict[int, Commitment] = field(default_factory=dict)
+
+    def _loaded(self, row: tuple) -> LoadedCommitment:
+        key, document, nonce, closed_on = row
+        commitment = self._parsed.get(key)
+        if commitment is None:
+            commitment = parse_commitment(document.encode())
+            self._parsed[key] = commitment
+        closed = dt.date.fromisoformat(closed_on) if closed_on else None
+        return LoadedCommitment(int(key), commitment, bytes(nonce), closed)
+
+    def of_ticket(self, tx: Tx, ticket: TicketId) -> LoadedCommitment | None:
+        row = tx.one(
+            _SELECT + "WHERE game_number = ? AND first_pack <= ? AND last_pack >= ?",
+            (ticket.game, ticket.pack, ticket.pack),
+        )
+        return self._loaded(row) if row is not None else None
+
+    def find(self, tx: Tx, *, game: str | None, block: int | None, where: str) -> LoadedCommitment:
+        """The one commitment of ``game`` (an id) and ``block`` (None: any)."""
+        conditions: list[str] = ["1 = 1"]
+        params: list[object] = []
+        if game is not None:
+            conditions.append("game = ?")
+            params.append(game)
+        if block is not None:
+            conditions.append("block = ?")
+            params.append(block)
+        rows = tx.execute(
+            f"{_SELECT} WHERE {' AND '.join(conditions)} ORDER BY game, block, first_pack", params
+        )
+        if not rows:
+            wanted = " ".join(
+                part for part in (game or "", f"block {block}" if block is not None else "") if part
+            )
+            raise PrintpipeError(
+                f"the ledger {where} holds no commitment{' of ' + wanted if wanted else ''} "
+                "(load one: printpipe ledger import BLOCK_MANIFEST --commitment COMMITMENT)"
+            )
+        if len(rows) > 1:
+            names = ", ".join(self._loaded(row).name for row in rows)
+            raise PrintpipeError(
+                f"the ledger {where} holds several commitments ({names}): name one with "
+                "--game and --block"
+            )
+        return self._loaded(rows[0])
+
+
+# -- load --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Unproven:
+    ticket: TicketId
+    prize_eur: int
+    virn: int
+    salt: bytes
+
+
+class CommitmentLoad:
+    """Loads a commitment with its tree in an import's transaction: :meth:`on_batch` sees each
+    batch of checked records (after the import stored them), ``nodes`` is the tree's sink."""
+
+    def __init__(
+        self, tx: Tx, *, commitment: Commitment, manifest_id: int, key: LedgerKey, stamp: str
+    ) -> None:
+        overlapping = tx.one(
+            "SELECT game, block, first_pack, last_pack FROM commitments "
+            "WHERE game_number = ? AND first_pack <= ? AND last_pack >= ?",
+            (commitment.game_number, commitment.last_pack_number, commitment.first_pack_number),
+        )
+        if overlapping is not None:
+            game, block, first, last = overlapping
+            raise PrintpipeError(
+                f"commitment {commitment.name} refused: the ledger holds the commitment of "
+                f"{game} block {block}, packs {first:06d} to {last:06d}, which covers some of "
+                "its packs"
+            )
+        self.tx = tx
+        self.key = key
+        nonce = new_salt_nonce()
+        created = tx.one(
+            "INSERT INTO commitments (game, game_number, block, first_pack, last_pack, tickets, "
+            "root, document, salt_nonce, manifest, loaded_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+            (
+                commitment.game_id,
+                commitment.game_number,
+                commitment.block,
+                commitment.first_pack_number,
+                commitment.last_pack_number,
+                commitment.tickets,
+                commitment.root,
+                commitment.to_json().decode(),
+                nonce,
+                manifest_id,
+                stamp,
+            ),
+        )
+        assert created is not None
+        self.loaded = LoadedCommitment(int(created[0]), commitment, nonce, None)
+        self.nodes = TreeRows(tx, commitment=self.loaded.id, key=key, salt_nonce=nonce)
+        self._unproven: list[_Unproven] = []
+
+    def on_batch(self, parsed: ParsedRecords) -> None:
+        self.nodes.add_salts(parsed.salts)
+        keys = parsed.keys
+        if not len(keys):
+            return
+        paid = self.tx.execute(
+            "SELECT p.ticket FROM payments p LEFT JOIN payment_proofs q ON q.ticket = p.ticket "
+            "WHERE p.ticket BETWEEN ? AND ? AND q.ticket IS NULL",
+            (int(keys.min()), int(keys.max())),
+        )
+        for (key,) in paid:
+            i = int(np.searchsorted(keys, key))
+            if i < len(keys) and keys[i] == key:
+                self._unproven.append(
+                    _Unproven(
+                        ticket_of_key(int(key)),
+                        int(parsed.prize_eur[i]),
+                        int(parsed.virn[i]),
+                        bytes(parsed.salts[i]),
+                    )
+                )
+
+    def finish(self) -> int:
+        """Write the last rows, and prove the tickets paid before the tree was there; how
+        many were."""
+        self.nodes.finish()
+        for ticket in self._unproven:
+            store_proof(
+                self.tx,
+                self.loaded,
+                ticket=ticket.ticket,
+                prize_eur=ticket.prize_eur,
+                virn=ticket.virn,
+                key=self.key,
+                salt=ticket.salt,
+            )
+        return len(self._unproven)
+
+
+# -- prove -------------------------------------------------------------------------------------
+
+
+def store_proof(
+    tx: Tx,
+    loaded: LoadedCommitment,
+    *,
+    ticket: TicketId,
+    prize_eur: int,
+    virn: int,
+    key: LedgerKey,
+    salt: bytes | None = None,
+) -> InclusionProof:
+    """Make a paid ticket's proof from the stored tree, check it leads to the committed root,
+    and store it with the payment (in the payment's transaction)."""
+    commitment = loaded.commitment
+    index = commitment.leaf_index(ticket.pack, ticket.ticket)
+    if index is None:  # pragma: no cover - the commitment was found by the ticket's pack
+        raise PrintpipeError(f"ticket {ticket.serial} is not in {loaded.name}")
+    if salt is None:
+        salt = read_salt(
+            tx, commitment=loaded.id, index=index, key=key, salt_nonce=loaded.salt_nonce
+        )
+    opening = TicketOpening(
+        serial=ticket.serial,
+        prize_eur=prize_eur,
+        virn=f"{virn:010d}" if commitment.has_virn else None,
+        salt=salt,
+    )
+    own, path = read_leaf_and_path(tx, commitment=loaded.id, index=index, size=commitment.tickets)
+    hashed = leaf_hash(opening.leaf())
+    if (
+        own != hashed
+        or root_from_audit_path(hashed, index, commitment.tickets, path) != commitment.root
+    ):
+        raise PrintpipeError(
+            f"the ledger's tree of {loaded.name} does not prove ticket {ticket.serial}: "
+            "the ledger is damaged"
+        )
+    proof = make_proof(commitment, opening, path)
+    tx.execute(
+        "INSERT INTO payment_proofs (ticket, commitment, proof) VALUES (?, ?, ?)",
+        (ticket_key(ticket), loaded.id, proof.to_json().decode()),
+    )
+    return proof
+
+
+# -- report ------------------------------------------------------------------------------------
+
+
+def read_remaining(tx: Tx, loaded: LoadedCommitment, *, at: str) -> tuple[Remaining, IO[bytes]]:
+    """The prizes remaining of a commitment and its paid lots' proofs (one line each, in a
+    temporary file), read in the snapshot ``tx``."""
+    first, last = loaded.ticket_keys()
+    head = tx.one("SELECT seq, hash FROM audit_head WHERE id = 1")
+    assert head is not None
+    paid = {
+        int(amount): int(count)
+        for amount, count in tx.execute(
+            "SELECT amount_eur, COUNT(*) FROM payments WHERE ticket BETWEEN ? AND ? "
+            "GROUP BY amount_eur",
+            (first, last),
+        )
+    }
+    spool = tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES)  # noqa: SIM115 - returned
+    try:
+        proofs, after = 0, -1
+        while page := tx.execute(
+            "SELECT ticket, proof FROM payment_proofs WHERE commitment = ? AND ticket > ? "
+            "ORDER BY ticket LIMIT ?",
+            (loaded.id, after, _PAGE_ROWS),
+        ):
+            for _, proof in page:
+                spool.write(proof_line(proof))
+            proofs += len(page)
+            after = int(page[-1][0])
+        if proofs != sum(paid.values()):
+            raise PrintpipeError(
+                f"the ledger holds {proofs:,} proofs of the {sum(paid.values()):,} payments of "
+                f"{loaded.name}: it is damaged"
+            )
+    except BaseException:
+        spool.close()
+        raise
+    remaining = Remaining(
+        commitment=loaded.commitment,
+        at=at,
+        audit_entries=int(head[0]),
+        audit_head=bytes(head[1]),
+        closed_on=loaded.closed_on.isoformat() if loaded.closed_on else None,
+        tiers=prize_tiers(loaded.commitment, paid),
+    )
+    return remaining, spool
