@@ -1,21 +1,22 @@
-"""Benchmark: a block's commitment tree, and one inclusion proof written and verified.
+"""Benchmark: a block's commitment tree, and inclusion proofs from the ledger.
 
-On a full block (generated here, 1,500,000 tickets):
+On a full block (generated here with its block manifest, 1,500,000 tickets):
 
 - the tree: every leaf built and hashed from the store's columns, then the levels to the root
   (what ``generate`` adds to a block, and the audit and the lottery redo);
-- a proof written the way the ledger will write it (issue 14, second part; design in
-  ``docs/commitment.md``): the levels stored at import in SQLite, one row per node, each
-  node written as the tree is rebuilt (``TreeBuilder``'s ``on_nodes``: no level held), the salts
-  sealed with ChaCha20-Poly1305 under a key held outside the database; per proof, one query
-  for the path's nodes (``merkle.audit_path_nodes``), the salt unsealed, the proof assembled
-  (``make_proof``) and serialised; then the same proof written as a file (``write_proof``:
-  temporary name, fsync, rename);
-- a proof verified as ``printpipe verify-proof`` does: both files read, the commitment's two
-  signatures, the proof's fields and its path to the root; and the path alone.
+- the ledger import of the block manifest (SQLite), without its commitment and with it (the
+  tree rebuilt from the records, every node and the sealed salts stored: ``ledger import
+  --commitment``), in the same run: time, database size, each import's peak RSS;
+- a proof written: a claim's latency with its proof made and stored in the payment's
+  transaction, against the same claim on the ledger without the tree; and the proof alone
+  (path and salt read, salt unsealed, proof assembled and serialised); ``prove`` (the stored
+  proof, the request logged);
+- a proof verified as ``printpipe verify-proof`` does (both files read, the commitment's two
+  signatures, the fields, the path to the root), and the fields and path alone;
+- the prizes-remaining report of the paid lots: written (one snapshot, signed) and verified.
 
-Targets (issue 14): the tree <= 5 s; a proof written and a proof verified <= 1 ms (median).
-Prints medians and the process's peak RSS.
+Targets (issue 14): the tree <= 5 s; a proof written and a proof verified <= 1 ms (median); the
+import not much slower with the tree.  Prints medians and peak RSS.
 
     python bench/bench_commitment.py [--proofs 2000] [--game chien-chat]
 """
@@ -23,18 +24,15 @@ Prints medians and the process's peak RSS.
 from __future__ import annotations
 
 import argparse
-import os
+import contextlib
 import resource
-import sqlite3
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 
-from printpipe.block import PackRange
 from printpipe.commitment import (
     COMMITMENT_FILE,
     LOTTERY,
@@ -42,28 +40,49 @@ from printpipe.commitment import (
     load_commitment,
     make_proof,
     verify_proof_file,
-    write_proof,
 )
-from printpipe.commitment.inclusion import proof_problem
-from printpipe.commitment.tree import BATCH_PACKS, store_leaf_hash_batches, store_root
+from printpipe.commitment.inclusion import parse_proof, proof_problem
+from printpipe.commitment.remaining import verify_remaining_file
+from printpipe.commitment.tree import store_leaf_hash_batches
 from printpipe.games import load_game
 from printpipe.games.base import Game
 from printpipe.generate import generate_block
 from printpipe.ids import TicketId
+from printpipe.inputs import TerminalId
 from printpipe.keys import (
+    LOTTERY_IDENTITY,
+    LOTTERY_RECIPIENT,
     LOTTERY_SIGNING_KEY,
     LOTTERY_SIGNING_PUB,
     PRODUCER_SIGNING_PUB,
     init_keys,
+    load_lottery_identity,
+    load_lottery_recipient,
     load_public_key,
     load_secrets,
     load_signing_key,
 )
-from printpipe.merkle import TreeBuilder, audit_path_nodes
+from printpipe.ledger_key import load_ledger_key
+from printpipe.ledger_tree import read_leaf_and_path, read_salt
+from printpipe.manifest import BLOCK_MANIFEST, verify_manifest
+from printpipe.merkle import TreeBuilder
 from printpipe.store import BlockStore
+from printpipe.validation import LOTTERY as LOTTERY_TERMINAL
+from printpipe.validation import Ledger, import_manifest, publish_remaining
 
 
-def peak_rss_mb() -> float:
+def reset_peak() -> None:
+    """Linux resets the peak RSS it reports (VmHWM) when 5 is written to clear_refs."""
+    with contextlib.suppress(OSError):
+        Path("/proc/self/clear_refs").write_text("5")
+
+
+def peak_mb() -> float:
+    """The peak RSS since the last reset (the whole process's where that is not Linux)."""
+    with contextlib.suppress(OSError, StopIteration):
+        status = Path("/proc/self/status").read_text()
+        line = next(line for line in status.splitlines() if line.startswith("VmHWM:"))
+        return int(line.split()[1]) / 1024
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
@@ -91,45 +110,6 @@ def timed_tree(store: BlockStore, game: Game) -> tuple[float, float]:
     return leaves_s, levels_s + time.perf_counter() - started
 
 
-def build_ledger(path: Path, store: BlockStore, game: Game, sealing_key: bytes) -> float:
-    """The proposed ledger tables: every node of the tree as the tree is rebuilt (``on_nodes``:
-    no level is held), and each ticket's sealed salt, a batch at a time."""
-    started = time.perf_counter()
-    db = sqlite3.connect(path)
-    db.executescript(
-        """
-        CREATE TABLE merkle_nodes (level INTEGER, position INTEGER, hash BLOB NOT NULL,
-                                   PRIMARY KEY (level, position)) WITHOUT ROWID;
-        CREATE TABLE ticket_salts (place INTEGER PRIMARY KEY, sealed BLOB NOT NULL);
-        """
-    )
-
-    def insert_nodes(level: int, position: int, nodes: np.ndarray) -> None:
-        data = nodes.tobytes()
-        db.executemany(
-            "INSERT INTO merkle_nodes VALUES (?, ?, ?)",
-            ((level, position + i, data[32 * i : 32 * i + 32]) for i in range(len(nodes))),
-        )
-
-    aead = ChaCha20Poly1305(sealing_key)
-    stored = store.pack_range
-    with db:
-        store_root(store, game.definition, on_nodes=insert_nodes)
-        for first in range(stored.first, stored.last + 1, BATCH_PACKS):
-            batch = PackRange(first, min(first + BATCH_PACKS - 1, stored.last))
-            start = (first - stored.first) * store.pack_size
-            salts = np.asarray(store.read_salts(batch))
-            db.executemany(
-                "INSERT INTO ticket_salts VALUES (?, ?)",
-                (
-                    (place, aead.encrypt(place.to_bytes(12, "big"), bytes(salt), None))
-                    for place, salt in enumerate(salts, start)
-                ),
-            )
-    db.close()
-    return time.perf_counter() - started
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--game", default="chien-chat")
@@ -150,6 +130,7 @@ def main() -> None:
             block=1,
             out=work / "block",
             show_progress=False,
+            manifest_recipient=load_lottery_recipient(keys / LOTTERY_RECIPIENT),
         )
         generate_s = time.perf_counter() - started
         store = BlockStore.open(work / "block")
@@ -159,9 +140,8 @@ def main() -> None:
         tree_s = leaves_s + levels_s
         print(
             f"tree over {size:,} tickets: {tree_s:.2f} s (leaves built and hashed "
-            f"{leaves_s:.2f} s, "
-            f"levels {levels_s:.2f} s); generate, tree included, took {generate_s:.2f} s here: "
-            f"the tree is {tree_s / generate_s:.0%} of it [target <= 5 s]"
+            f"{leaves_s:.2f} s, levels {levels_s:.2f} s); generate with its manifest, tree "
+            f"included, took {generate_s:.2f} s here [target <= 5 s]"
         )
 
         # The countersigned commitment that proofs are checked against.
@@ -171,77 +151,145 @@ def main() -> None:
         )
         commitment_path.write_bytes(signed.to_json())
         commitment = load_commitment(commitment_path)
+        producer_key = load_public_key(keys / PRODUCER_SIGNING_PUB)
+        lottery_key = load_public_key(keys / LOTTERY_SIGNING_PUB)
+        manifest = verify_manifest(work / "block" / BLOCK_MANIFEST, producer_key)
+        identity = load_lottery_identity(keys / LOTTERY_IDENTITY)
+        key = load_ledger_key(keys)
 
-        sealing_key = os.urandom(32)
-        ledger = work / "ledger.sqlite"
-        import_s = build_ledger(ledger, store, game, sealing_key)
+        imports = {}
+        for name, with_tree in (("plain", False), ("tree", True)):
+            db = work / f"ledger-{name}.sqlite"
+            reset_peak()
+            started = time.perf_counter()
+            import_manifest(
+                db,
+                manifest=manifest,
+                game=game,
+                identity=identity,
+                key=key,
+                commitment=commitment if with_tree else None,
+            )
+            imports[name] = (time.perf_counter() - started, db.stat().st_size / 1e6, peak_mb())
+        (plain_s, plain_mb, plain_rss), (tree_s_, tree_mb, tree_rss) = imports.values()
         print(
-            f"ledger import of the tree and the sealed salts (SQLite, one row per node): "
-            f"{import_s:.1f} s, {ledger.stat().st_size / 1e6:,.0f} MB"
+            f"ledger import of the block manifest (SQLite): {plain_s:.1f} s, {plain_mb:,.0f} MB, "
+            f"peak RSS {plain_rss:,.0f} MB without the commitment; {tree_s_:.1f} s "
+            f"(x{tree_s_ / plain_s:.2f}), {tree_mb:,.0f} MB, peak RSS {tree_rss:,.0f} MB with "
+            "it (tree rebuilt and checked, nodes and sealed salts stored)"
         )
 
         tickets = store.read()
-        db = sqlite3.connect(f"file:{ledger}?mode=ro", uri=True)
-        aead = ChaCha20Poly1305(sealing_key)
-        places = rng.integers(0, size, args.proofs).tolist()
-        build, write, verify_file, verify_path = [], [], [], []
-        producer_key = load_public_key(keys / PRODUCER_SIGNING_PUB)
-        lottery_key = load_public_key(keys / LOTTERY_SIGNING_PUB)
-        for n, place in enumerate(places):
-            # What a claim gives the ledger: the ticket (serial) and its VIRN (scanned code),
-            # its prize (its row). The salt and the path come from the stored tables.
+        prizes = definition.tier_amounts[np.asarray(tickets.tier)]
+        winners = np.flatnonzero(prizes > 0)
+        places = rng.choice(winners, args.proofs, replace=False).tolist()
+
+        def code_of(place: int) -> str:
             pack = store.printed_pack(1 + place // store.pack_size)
-            serial = TicketId(definition.number, pack, place % store.pack_size).serial
-            prize = int(definition.tier_amounts[int(tickets.tier[place])])
-            virn = f"{int(tickets.virn[place]):010d}"
-            started = time.perf_counter()
-            nodes = audit_path_nodes(place, size)
-            marks = ",".join("(?, ?)" for _ in nodes)
-            rows = db.execute(
-                f"WITH wanted(level, position) AS (VALUES {marks}) "
-                "SELECT n.level, n.hash FROM wanted w CROSS JOIN merkle_nodes n "
-                "ON n.level = w.level AND n.position = w.position",
-                [x for node in nodes for x in node],
-            ).fetchall()
-            by_level = dict(rows)
-            (sealed,) = db.execute(
-                "SELECT sealed FROM ticket_salts WHERE place = ?", (place,)
-            ).fetchone()
-            salt = aead.decrypt(place.to_bytes(12, "big"), sealed, None)
-            proof = make_proof(
-                commitment,
-                TicketOpening(serial, prize, virn, salt),
-                [by_level[level] for level, _ in nodes],
-            )
-            data = proof.to_json()
-            build.append(time.perf_counter() - started)
-            assert data
-            path = work / f"proof-{n % 10}.json"
-            started = time.perf_counter()
-            write_proof(path, proof)
-            write.append(time.perf_counter() - started)
+            ticket = TicketId(definition.number, pack, place % store.pack_size)
+            return ticket.validation_code(int(tickets.virn[place]))
+
+        codes = [code_of(place) for place in places]
+        office = TerminalId("office")
+        claims: dict[str, list[float]] = {}
+        for name in ("plain", "tree"):
+            with Ledger(work / f"ledger-{name}.sqlite", key=key) as book:
+                with book.db.transaction() as tx:
+                    tx.execute("UPDATE packs SET state = 'activated'")
+                samples = []
+                for code in codes:
+                    started = time.perf_counter()
+                    answer = book.claim(code, terminal=office, office=True)
+                    samples.append(time.perf_counter() - started)
+                    assert answer.outcome == "PAID", answer.text
+                claims[name] = samples
+        with Ledger(work / "ledger-tree.sqlite", key=key) as book:
+            ((commitment_id, nonce),) = book.query("SELECT id, salt_nonce FROM commitments")
+            alone = []
+            with book.db.snapshot() as tx:
+                for place in places:
+                    started = time.perf_counter()
+                    pack = store.printed_pack(1 + place // store.pack_size)
+                    ticket = TicketId(definition.number, pack, place % store.pack_size)
+                    _, path = read_leaf_and_path(
+                        tx, commitment=commitment_id, index=place, size=size
+                    )
+                    salt = read_salt(
+                        tx, commitment=commitment_id, index=place, key=key, salt_nonce=bytes(nonce)
+                    )
+                    opening = TicketOpening(
+                        ticket.serial, int(prizes[place]), f"{int(tickets.virn[place]):010d}", salt
+                    )
+                    data = make_proof(commitment, opening, path).to_json()
+                    alone.append(time.perf_counter() - started)
+                    assert data
+            proves = []
+            proof_files = []
+            for n, code in enumerate(codes[:200]):
+                started = time.perf_counter()
+                _, data = book.prove(code, terminal=LOTTERY_TERMINAL)
+                proves.append(time.perf_counter() - started)
+                if n < 10:
+                    proof_file = work / f"proof-{n}.json"
+                    proof_file.write_bytes(data)
+                    proof_files.append(proof_file)
+        extra = statistics.median(claims["tree"]) - statistics.median(claims["plain"])
+        print(
+            f"a proof written, {args.proofs:,} random winners paid, median: a claim "
+            f"{median_ms(claims['tree'])} with its proof made, checked and stored in the payment's "
+            f"transaction, {median_ms(claims['plain'])} without (+{extra * 1000:.3f} ms); the "
+            f"proof alone {median_ms(alone)} (path and salt read, salt unsealed, JSON) "
+            f"[target <= 1 ms]; prove (stored proof, logged) {median_ms(proves)}"
+        )
+        verify_file, verify_path = [], []
+        for n in range(args.proofs):
+            proof_file = proof_files[n % len(proof_files)]
             started = time.perf_counter()
             verify_proof_file(
-                proof_path=path,
+                proof_path=proof_file,
                 commitment_path=commitment_path,
                 producer_key=producer_key,
                 lottery_key=lottery_key,
             )
             verify_file.append(time.perf_counter() - started)
+            proof = parse_proof(proof_file.read_bytes())
             started = time.perf_counter()
             assert proof_problem(proof, commitment) is None
             verify_path.append(time.perf_counter() - started)
-        print(
-            f"a proof written, {args.proofs:,} random tickets, median: "
-            f"{median_ms(build)} from the ledger tables to its JSON bytes [target <= 1 ms]; "
-            f"{median_ms(write)} more to write it as a file (temporary name, fsync, rename)"
-        )
         print(
             f"a proof verified, median: {median_ms(verify_file)} as verify-proof does it (read "
             f"both files, two signatures, fields, path) [target <= 1 ms]; "
             f"{median_ms(verify_path)} for the fields and the path alone"
         )
-        print(f"peak RSS {peak_rss_mb():,.0f} MB")
+        report = work / "remaining.txt"
+        reset_peak()
+        started = time.perf_counter()
+        publish_remaining(
+            work / "ledger-tree.sqlite",
+            out=report,
+            signing_key=load_signing_key(keys, LOTTERY_SIGNING_KEY),
+        )
+        write_s = time.perf_counter() - started
+        write_rss = peak_mb()
+        reset_peak()
+        started = time.perf_counter()
+        verify_remaining_file(
+            report_path=report,
+            commitment_path=commitment_path,
+            producer_key=producer_key,
+            lottery_key=lottery_key,
+        )
+        verify_s = time.perf_counter() - started
+        per_lot = report.stat().st_size / args.proofs
+        print(
+            f"prizes remaining with {args.proofs:,} paid lots: written in {write_s:.2f} s (peak "
+            f"RSS {write_rss:,.0f} MB), verified in {verify_s:.2f} s (peak RSS {peak_mb():,.0f} "
+            f"MB), {report.stat().st_size / 1e6:.1f} MB ({per_lot:,.0f} bytes a lot); every "
+            f"winner of the block paid ({len(winners):,} lots) would be about "
+            f"{len(winners) * per_lot / 1e6:,.0f} MB, "
+            f"{write_s / args.proofs * len(winners):,.0f} s to write and "
+            f"{verify_s / args.proofs * len(winners):,.0f} s to verify"
+        )
 
 
 if __name__ == "__main__":
