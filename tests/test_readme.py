@@ -9,8 +9,10 @@ commands run one after the other in one shell, in an empty folder, with this int
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -43,6 +45,16 @@ def expectation(answer: str) -> tuple[re.Pattern[str] | None, int]:
     return re.compile(r".*?".join(pieces), flags=re.S), status
 
 
+def _stop_what_was_left_running(folder: Path) -> None:
+    """A walkthrough that failed between ``serve --detach`` and its ``kill`` leaves the server
+    running: stop it (only a process whose working folder is this test's)."""
+    for pid_file in folder.glob("*.pid"):
+        with contextlib.suppress(ValueError, OSError):
+            pid = int(pid_file.read_text())
+            if Path(f"/proc/{pid}/cwd").resolve() == folder.resolve():
+                os.kill(pid, signal.SIGTERM)
+
+
 def test_the_walkthroughs_give_the_answers_the_readme_shows(tmp_path):
     commands = walkthrough_commands()
     assert len(commands) >= 15, "the walkthroughs were not found in the README"
@@ -50,9 +62,12 @@ def test_the_walkthroughs_give_the_answers_the_readme_shows(tmp_path):
     for i, (command, _) in enumerate(commands):
         script.append(f"{{ {command} ; }} >out-{i} 2>&1; echo $? >rc-{i}")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    subprocess.run(
-        ["bash", "-c", "\n".join(script)], cwd=tmp_path, env=env, check=True, timeout=600
-    )
+    try:
+        subprocess.run(
+            ["bash", "-c", "\n".join(script)], cwd=tmp_path, env=env, check=True, timeout=600
+        )
+    finally:
+        _stop_what_was_left_running(tmp_path)
     for i, (command, answer) in enumerate(commands):
         output = (tmp_path / f"out-{i}").read_text()
         status = int((tmp_path / f"rc-{i}").read_text())
