@@ -565,6 +565,14 @@ class Ledger:
         """Append an entry, chained to the one before (under the head row's lock)."""
         stamp = format_time(at or self.clock())
         entry = canonical_entry(stamp, terminal, action, given, ticket, answer)
+        if tx.dialect == "postgresql":  # one statement (SQLite has no UPDATE in a WITH)
+            tx.execute(
+                f"WITH head AS ({_APPEND_AUDIT}) INSERT INTO audit_log "
+                "(seq, at, terminal, action, input, ticket, answer, hash) "
+                "SELECT seq, ?, ?, ?, ?, ?, ?, hash FROM head",
+                (entry, stamp, terminal, action, given, ticket, answer),
+            )
+            return
         head = tx.one(_APPEND_AUDIT, (entry,))
         assert head is not None
         seq, digest = head
@@ -615,16 +623,19 @@ class Ledger:
         inside the transaction, so nothing it did is kept."""
         if admission is None:
             return
+        # One statement on the way of every request: the nonce is recorded only for a
+        # terminal registered and not revoked (read in this transaction).
         fresh = tx.one(
-            "INSERT INTO nonces VALUES (?, ?, ?) ON CONFLICT (key_id, nonce) DO NOTHING "
+            "INSERT INTO nonces SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM terminals "
+            "WHERE key_id = ? AND revoked_at IS NULL) ON CONFLICT (key_id, nonce) DO NOTHING "
             "RETURNING 1",
-            (admission.key_id, admission.nonce, admission.seen_at),
+            (admission.key_id, admission.nonce, admission.seen_at, admission.key_id),
         )
         if fresh is None:
+            row = tx.one("SELECT revoked_at FROM terminals WHERE key_id = ?", (admission.key_id,))
+            if row is None or row[0] is not None:
+                raise RevokedTerminal("the signing terminal is revoked or unknown")
             raise ReplayedRequest("this request's nonce was seen already (a replay)")
-        row = tx.one("SELECT revoked_at FROM terminals WHERE key_id = ?", (admission.key_id,))
-        if row is None or row[0] is not None:
-            raise RevokedTerminal("the signing terminal is revoked or unknown")
 
     def _lookup(
         self, tx: Tx, ticket: TicketId, terminal: TerminalId
