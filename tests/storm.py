@@ -5,13 +5,16 @@ Signing costs about as much as verifying, so requests are signed before the cloc
 (each with its own nonce, ``created`` within the allowed skew); sending them is then a
 ``write`` and a small parse per request, cheap enough that the client is never what limits
 the server (the bench reports its CPU share).  Each connection is one terminal: it sends its
-requests one after the other, waiting for each answer.
+requests one after the other, waiting for each answer: at once (the most the server answers),
+or each at its due time (``Pace``: a given rate offered, the latency counted from when the
+request was due, so a late answer is not hidden by the requests it delayed).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -19,6 +22,18 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from printpipe.service.signatures import RequestSigner
+
+
+@dataclass(frozen=True)
+class Pace:
+    """Requests offered at ``rate`` per second in all, spread evenly over the terminals."""
+
+    rate: float
+
+    def due(self, terminal: int, terminals: int, index: int) -> float:
+        """When (seconds after the start) request ``index`` of ``terminal`` is due."""
+        every = terminals / self.rate
+        return (terminal / terminals + index) * every
 
 
 @dataclass
@@ -89,6 +104,8 @@ async def _terminal(
     out: list[Outcome | None],
     offsets: Sequence[int],
     on_answer: Callable[[], None] | None,
+    due: Callable[[int], float] | None,
+    origin: list[float],
 ) -> None:
     try:
         reader, writer = await asyncio.open_connection(host, port)
@@ -96,8 +113,12 @@ async def _terminal(
         return
     await start.wait()
     try:
-        for request, slot in zip(requests, offsets, strict=True):
+        for index, (request, slot) in enumerate(zip(requests, offsets, strict=True)):
             began = time.perf_counter()
+            if due is not None:
+                began = origin[0] + due(index)
+                if began > time.perf_counter():
+                    await asyncio.sleep(began - time.perf_counter())
             writer.write(request)
             status, body = await _read_response(reader)
             out[slot] = Outcome(status, body, time.perf_counter() - began)
@@ -117,24 +138,32 @@ async def storm_async(
     *,
     timeout: float = 120.0,
     on_answer: Callable[[], None] | None = None,
+    pace: Pace | None = None,
 ) -> tuple[list[Outcome | None], float]:
     """Send each terminal's requests on its own connection, all terminals released at once;
     the outcomes in the order of the flattened lists (None: unanswered), and the wall time.
-    ``on_answer`` is called after each answer (a test kills the server from it)."""
+    ``on_answer`` is called after each answer (a test kills the server from it); ``pace``:
+    each request sent when due, not as soon as the one before is answered."""
     parts = urlsplit(server)
     host, port = parts.hostname or "127.0.0.1", parts.port or 80
     total = sum(len(r) for r in per_terminal)
     out: list[Outcome | None] = [None] * total
     start = asyncio.Event()
     tasks, offset = [], 0
-    for requests in per_terminal:
+    origin = [0.0]
+    for number, requests in enumerate(per_terminal):
         slots = range(offset, offset + len(requests))
         offset += len(requests)
+        due = None
+        if pace is not None:
+            due = functools.partial(pace.due, number, len(per_terminal))
         tasks.append(
-            asyncio.create_task(_terminal(host, port, requests, start, out, slots, on_answer))
+            asyncio.create_task(
+                _terminal(host, port, requests, start, out, slots, on_answer, due, origin)
+            )
         )
     await asyncio.sleep(0.05)  # let every connection open
-    began = time.perf_counter()
+    began = origin[0] = time.perf_counter()
     start.set()
     await asyncio.wait(tasks, timeout=timeout)
     for task in tasks:
@@ -148,5 +177,8 @@ def storm(
     *,
     timeout: float = 120.0,
     on_answer: Callable[[], None] | None = None,
+    pace: Pace | None = None,
 ) -> tuple[list[Outcome | None], float]:
-    return asyncio.run(storm_async(server, per_terminal, timeout=timeout, on_answer=on_answer))
+    return asyncio.run(
+        storm_async(server, per_terminal, timeout=timeout, on_answer=on_answer, pace=pace)
+    )
