@@ -29,13 +29,13 @@ import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, BinaryIO
+from typing import IO, Any
 
-from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from printpipe.atomic import atomic_file
 from printpipe.commitment.inclusion import parse_proof, proof_problem
+from printpipe.commitment.signed_file import SignedFileFormat
 from printpipe.commitment.statement import Commitment, load_commitment, verify_commitment
 from printpipe.commitment.strict import (
     Malformed,
@@ -50,27 +50,27 @@ from printpipe.errors import PrintpipeError
 from printpipe.merkle import HASH_SIZE
 
 REMAINING_FORMAT = "printpipe-remaining/1"
-_MAGIC = f"{REMAINING_FORMAT}\n".encode()
-_SIGNATURE_PREFIX = b"signature "
-_HEADER_KEYS = {
-    "format",
-    "game",
-    "block",
-    "tickets",
-    "root",
-    "at",
-    "closed_on",
-    "audit_log",
-    "tiers",
-    "paid",
-    "proofs_sha256",
-}
-_MAX_HEADER_BYTES = 1 << 16
+_FILE = SignedFileFormat(
+    name=REMAINING_FORMAT,
+    what="prizes-remaining report",
+    header_keys=frozenset(
+        {
+            "format",
+            "game",
+            "block",
+            "tickets",
+            "root",
+            "at",
+            "closed_on",
+            "audit_log",
+            "tiers",
+            "paid",
+            "proofs_sha256",
+        }
+    ),
+    max_header_bytes=1 << 16,
+)
 _MAX_PROOF_LINE = 8192
-
-
-def _signed_header(header_line: bytes) -> bytes:
-    return f"{REMAINING_FORMAT} lottery\n".encode() + header_line
 
 
 @dataclass(frozen=True)
@@ -164,11 +164,9 @@ def write_remaining(
     while block := proof_lines.read(1 << 20):
         digest.update(block)
     header_line = canonical_json(remaining.header(digest.digest()))
-    signature = signing_key.sign(_signed_header(header_line))
     proof_lines.seek(0)
     with atomic_file(out) as handle:
-        handle.write(_MAGIC + header_line + b"\n")
-        handle.write(_SIGNATURE_PREFIX + signature.hex().encode() + b"\n")
+        _FILE.write_head(handle, header_line, signing_key=signing_key)
         while block := proof_lines.read(1 << 20):
             handle.write(block)
 
@@ -187,26 +185,7 @@ def proof_line(proof_json: bytes | str) -> bytes:
 
 
 def _refuse(path: Path, problem: str) -> PrintpipeError:
-    return PrintpipeError(f"prizes-remaining report {path} refused: {problem}")
-
-
-def _read_header(handle: BinaryIO, path: Path) -> tuple[dict[str, Any], bytes, bytes]:
-    if handle.read(len(_MAGIC)) != _MAGIC:
-        raise _refuse(path, f"it is not a {REMAINING_FORMAT} file")
-    header_line = handle.readline(_MAX_HEADER_BYTES)
-    signature_line = handle.readline(len(_SIGNATURE_PREFIX) + 130)
-    if not header_line.endswith(b"\n") or not signature_line.startswith(_SIGNATURE_PREFIX):
-        raise _refuse(path, "its header or signature line is damaged")
-    try:
-        header = exact_object(strict_json(header_line), _HEADER_KEYS, "its header")
-        signature = hex_bytes(
-            signature_line[len(_SIGNATURE_PREFIX) :].rstrip(b"\n").decode(), 64, "its signature"
-        )
-    except Malformed as exc:
-        raise _refuse(path, str(exc)) from None
-    except (UnicodeDecodeError, ValueError, RecursionError):
-        raise _refuse(path, "its header is not JSON") from None
-    return header, header_line.rstrip(b"\n"), signature
+    return _FILE.refuse(path, problem)
 
 
 def _stated(header: dict[str, Any], commitment: Commitment, path: Path) -> Remaining:
@@ -292,18 +271,7 @@ def verify_remaining_file(
     commitment = load_commitment(commitment_path)
     verify_commitment(commitment, producer_key, lottery_key)
     path = report_path
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed below
-    except OSError as exc:
-        raise PrintpipeError(
-            f"cannot read prizes-remaining report {path}: {exc.strerror}"
-        ) from None
-    with handle:
-        header, header_line, signature = _read_header(handle, path)
-        try:
-            lottery_key.verify(signature, _signed_header(header_line))
-        except InvalidSignature:
-            raise _refuse(path, "the lottery's signature of its header does not verify") from None
+    with _FILE.open_verified(path, lottery_key=lottery_key) as (header, handle):
         remaining = _stated(header, commitment, path)
         paid = _count_proofs(handle, commitment, path, header["proofs_sha256"])
     stated = {t.amount_eur: t.paid for t in remaining.tiers}

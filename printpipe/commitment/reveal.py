@@ -29,16 +29,15 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
-from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from pyrage import x25519
 
 from printpipe.atomic import atomic_file
 from printpipe.commitment.leaves import ticket_leaves
 from printpipe.commitment.lottery import check_manifest_covers, manifest_commitment
+from printpipe.commitment.signed_file import SignedFileFormat
 from printpipe.commitment.statement import (
     Commitment,
     load_commitment,
@@ -48,9 +47,6 @@ from printpipe.commitment.statement import (
 from printpipe.commitment.strict import (
     Malformed,
     canonical_json,
-    exact_object,
-    hex_bytes,
-    strict_json,
     text,
     whole_number,
 )
@@ -68,15 +64,15 @@ CLOSURE = (
     "The lottery declares this block closed on closed_on: none of its tickets is sold or paid "
     "after that day. Each row is one leaf of the committed tree, in block order."
 )
-_MAGIC = f"{REVEAL_FORMAT}\n".encode()
-_SIGNATURE_PREFIX = b"signature "
-_HEADER_KEYS = {"format", "game", "block", "tickets", "root", "closed_on", "closure", "columns"}
-_MAX_HEADER_BYTES = 4096
+_FILE = SignedFileFormat(
+    name=REVEAL_FORMAT,
+    what="reveal",
+    header_keys=frozenset(
+        {"format", "game", "block", "tickets", "root", "closed_on", "closure", "columns"}
+    ),
+    max_header_bytes=4096,
+)
 BATCH_LINES = 100_000
-
-
-def _signed_header(header_line: bytes) -> bytes:
-    return f"{REVEAL_FORMAT} lottery\n".encode() + header_line
 
 
 @dataclass(frozen=True)
@@ -134,10 +130,8 @@ def write_reveal(
             "columns": COLUMNS,
         }
     )
-    signature = lottery_signing_key.sign(_signed_header(header_line))
     with atomic_file(out) as handle:
-        handle.write(_MAGIC + header_line + b"\n")
-        handle.write(_SIGNATURE_PREFIX + signature.hex().encode() + b"\n")
+        _FILE.write_head(handle, header_line, signing_key=lottery_signing_key)
         handle.write((",".join(COLUMNS) + "\n").encode())
 
         def on_batch(parsed: ParsedRecords) -> None:
@@ -181,26 +175,7 @@ def _rows(commitment: Commitment, game_number: int, parsed: ParsedRecords) -> by
 
 
 def _refuse(path: Path, problem: str) -> PrintpipeError:
-    return PrintpipeError(f"reveal {path} refused: {problem}")
-
-
-def _read_header(handle: BinaryIO, path: Path) -> tuple[dict, bytes, bytes]:
-    if handle.read(len(_MAGIC)) != _MAGIC:
-        raise _refuse(path, f"it is not a {REVEAL_FORMAT} file")
-    header_line = handle.readline(_MAX_HEADER_BYTES)
-    signature_line = handle.readline(len(_SIGNATURE_PREFIX) + 130)
-    if not header_line.endswith(b"\n") or not signature_line.startswith(_SIGNATURE_PREFIX):
-        raise _refuse(path, "its header or signature line is damaged")
-    try:
-        header = exact_object(strict_json(header_line), _HEADER_KEYS, "its header")
-        signature = hex_bytes(
-            signature_line[len(_SIGNATURE_PREFIX) :].rstrip(b"\n").decode(), 64, "its signature"
-        )
-    except Malformed as exc:
-        raise _refuse(path, str(exc)) from None
-    except (UnicodeDecodeError, ValueError):
-        raise _refuse(path, "its header is not JSON") from None
-    return header, header_line.rstrip(b"\n"), signature
+    return _FILE.refuse(path, problem)
 
 
 def recount(
@@ -216,16 +191,7 @@ def recount(
     commitment = load_commitment(commitment_path)
     verify_commitment(commitment, producer_key, lottery_key)
     path = reveal_path
-    try:
-        handle = open(path, "rb")  # noqa: SIM115 - closed below
-    except OSError as exc:
-        raise PrintpipeError(f"cannot read reveal {path}: {exc.strerror}") from None
-    with handle:
-        header, header_line, signature = _read_header(handle, path)
-        try:
-            lottery_key.verify(signature, _signed_header(header_line))
-        except InvalidSignature:
-            raise _refuse(path, "the lottery's signature of its header does not verify") from None
+    with _FILE.open_verified(path, lottery_key=lottery_key) as (header, handle):
         try:
             closed_on = dt.date.fromisoformat(text(header["closed_on"], "closed_on"))
             same = (

@@ -4,6 +4,7 @@ parser (no duplicate key, no float, no NaN), exact key sets, typed values."""
 from __future__ import annotations
 
 import json
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 
@@ -37,7 +38,7 @@ def canonical_json(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
 
 
-def exact_object(value: Any, keys: set[str], where: str) -> dict[str, Any]:
+def exact_object(value: Any, keys: AbstractSet[str], where: str) -> dict[str, Any]:
     if not isinstance(value, dict) or set(value) != keys:
         raise Malformed(f"{where} must hold exactly {', '.join(sorted(keys))}")
     return value
