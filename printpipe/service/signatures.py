@@ -14,13 +14,19 @@ One profile, for every authenticated request (``docs/validation-service.md``):
   that window is refused too (by the ledger, shared by every worker).
 
 The signature base, parsing and verification are the ``http-message-signatures`` library's
-(a maintained RFC 9421 implementation); this module only fixes the profile and adapts messages.
+(a maintained RFC 9421 implementation); this module fixes the profile and adapts messages.  One
+shortcut: a request whose three signature fields are each one line written exactly as the
+profile's own signer writes them (:func:`_verify_canonical`) has a signature base that is those
+lines themselves (RFC 9421 section 2.5), so it is checked without the library's generic
+structured-field parsing (two thirds of a verification's cost).  The shortcut only accepts:
+whatever it does not accept goes through the library, which accepts or refuses it as before.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+import hmac
 import json
 import re
 import secrets
@@ -31,6 +37,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from cryptography.exceptions import InvalidSignature as CryptographyInvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from http_message_signatures import (
@@ -52,6 +59,15 @@ LABEL = "sig1"
 MAX_SKEW_S = 60
 NONCE_RULE = re.compile(r"[A-Za-z0-9_=+/-]{16,64}")
 _KEYID = re.compile(r'keyid="([^"\\]{1,128})"')
+_CANONICAL_INPUT = re.compile(
+    r'sig1=(\("@method" "@path" "content-digest"\);created=([1-9][0-9]{0,14});'
+    r'keyid="([A-Za-z0-9_-]{1,128})";alg="ed25519";nonce="([A-Za-z0-9_=+/-]{16,64})")'
+)
+"""A Signature-Input line as :class:`RequestSigner` writes it: its inner list is, byte for
+byte, its own serialisation (no escapes, no leading zeros), i.e. the ``@signature-params``."""
+_CANONICAL_SIGNATURE = re.compile(r"sig1=:([A-Za-z0-9+/]{86}==):")
+_CANONICAL_DIGEST = re.compile(r"sha-256=:([A-Za-z0-9+/]{43}=):")
+_CANONICAL_PATH = re.compile(r"/[A-Za-z0-9._~/-]*")
 
 
 def key_id_of(public_key: Ed25519PublicKey) -> str:
@@ -209,6 +225,25 @@ def verify_request(
     reason.  ``public_key(key_id)``: the active terminal's key, or None."""
     if not any(name.lower() == "signature" for name, _ in headers):
         raise Unauthorized("unsigned request: Signature and Signature-Input required (RFC 9421)")
+    shortcut = _verify_canonical(
+        method=method, path=path, headers=headers, body=body, public_key=public_key
+    )
+    if shortcut is not None:
+        return shortcut
+    return _verify_by_library(
+        method=method, path=path, headers=headers, body=body, public_key=public_key
+    )
+
+
+def _verify_by_library(
+    *,
+    method: str,
+    path: str,
+    headers: list[tuple[str, str]],
+    body: bytes,
+    public_key: Callable[[str], Ed25519PublicKey | None],
+) -> Verified:
+    """:func:`verify_request` through the library alone (the reference)."""
     resolver = _OneKey()
     key_id = key_id_claimed(headers)
     if key_id is None:
@@ -242,6 +277,62 @@ def verify_request(
     if list(results[0].covered_components) != _COVERED_KEYS:
         raise Unauthorized('signature refused: it must cover ("@method" "@path" "content-digest")')
     assert isinstance(created, int)
+    return Verified(key_id, nonce, created)
+
+
+def _verify_canonical(
+    *,
+    method: str,
+    path: str,
+    headers: list[tuple[str, str]],
+    body: bytes,
+    public_key: Callable[[str], Ed25519PublicKey | None],
+    now: float | None = None,
+) -> Verified | None:
+    """The request verified without the generic parser, or None: not in the profile's
+    canonical form, or not valid (the library then decides, and says why).
+
+    Canonical: one line each of Signature-Input (:data:`_CANONICAL_INPUT`), Signature and
+    Content-Digest (``sha-256`` only), an upper-case method and a plain path.  Then the
+    signature base is built from them as RFC 9421 section 2.5 says, and every check the library
+    makes on a request of the profile is made here: the digest is the body's, ``created`` is
+    within :data:`MAX_SKEW_S` of the clock, the key is an active terminal's, the Ed25519
+    signature verifies.
+    """
+    found: dict[str, str] = {}
+    for name, value in headers:
+        name = name.lower()
+        if name in _SIGNATURE_FIELDS:
+            if name in found:
+                return None  # several lines of one field: the library combines them
+            found[name] = value.strip()
+    if len(found) != len(_SIGNATURE_FIELDS) or not method.isalpha() or not method.isupper():
+        return None
+    signature_input = _CANONICAL_INPUT.fullmatch(found["signature-input"])
+    signature = _CANONICAL_SIGNATURE.fullmatch(found["signature"])
+    digest = _CANONICAL_DIGEST.fullmatch(found["content-digest"])
+    if signature_input is None or signature is None or digest is None:
+        return None
+    if _CANONICAL_PATH.fullmatch(path) is None:
+        return None
+    params, created_text, key_id, nonce = signature_input.groups()
+    created = int(created_text)
+    now = time.time() if now is None else now
+    if not now - MAX_SKEW_S <= created <= now + MAX_SKEW_S:
+        return None
+    if not hmac.compare_digest(base64.b64decode(digest[1]), hashlib.sha256(body).digest()):
+        return None
+    key = public_key(key_id)
+    if key is None:
+        return None
+    base = (
+        f'"@method": {method}\n"@path": {path}\n"content-digest": {found["content-digest"]}\n'
+        f'"@signature-params": {params}'
+    )
+    try:
+        key.verify(base64.b64decode(signature[1]), base.encode("ascii"))
+    except CryptographyInvalidSignature:
+        return None
     return Verified(key_id, nonce, created)
 
 
