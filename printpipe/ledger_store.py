@@ -25,13 +25,12 @@ that says how to rebuild it).
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import hashlib
 import os
 import re
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -373,16 +372,6 @@ class Tx(Protocol):
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
 
-    def send(self, sql: str, params: Sequence[Any] = ()) -> None:
-        """A statement whose result is not read: in a pipelined transaction (PostgreSQL) it
-        travels with the next statement that is; its error, if any, fails the transaction."""
-        ...
-
-    def one_later(self, sql: str, params: Sequence[Any] = ()) -> Callable[[], Any]:
-        """Send a statement now, read its one row (or None) when the returned function is
-        called: in a pipelined transaction, with the next statement read, not on its own."""
-        ...
-
     def insert_rows(self, table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> None:
         """Append many rows (PostgreSQL: binary ``COPY``)."""
         ...
@@ -454,13 +443,6 @@ class _SqliteTx:
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         self.conn.executemany(sql, rows)
-
-    def send(self, sql: str, params: Sequence[Any] = ()) -> None:
-        self.conn.execute(sql, params)
-
-    def one_later(self, sql: str, params: Sequence[Any] = ()) -> Callable[[], Any]:
-        row = self.conn.execute(sql, params).fetchone()
-        return lambda: row
 
     def insert_rows(self, table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> None:
         marks = ", ".join("?" * len(columns))
@@ -593,8 +575,7 @@ class SqliteDatabase:
         self.close()
 
     @contextmanager
-    def transaction(self, *, durable: bool = False, pipelined: bool = False) -> Iterator[Tx]:
-        """``pipelined``: nothing to batch with an embedded database (see PostgreSQL's)."""
+    def transaction(self, *, durable: bool = False) -> Iterator[Tx]:
         if self.read_only:
             raise PrintpipeError(f"validation database {self.path} is open read-only")
         conn = self.conn
@@ -650,30 +631,16 @@ def _pg(sql: str) -> str:
 class _PostgresTx:
     dialect = "postgresql"
 
-    def __init__(self, conn: Any, pipeline: Any = None) -> None:
+    def __init__(self, conn: Any) -> None:
         self.conn = conn
-        self.pipeline = pipeline
-
-    def _run(self, sql: str, params: Sequence[Any]) -> Any:
-        cursor = self.conn.execute(_pg(sql), params or None)
-        if self.pipeline is not None:  # its result, and those of the statements sent before
-            self.pipeline.sync()
-        return cursor
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        cursor = self._run(sql, params)
+        cursor = self.conn.execute(_pg(sql), params or None)
         return cursor.fetchall() if cursor.description is not None else []
 
     def one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        cursor = self._run(sql, params)
-        return cursor.fetchone() if cursor.description is not None else None
-
-    def send(self, sql: str, params: Sequence[Any] = ()) -> None:
-        self.conn.execute(_pg(sql), params or None)
-
-    def one_later(self, sql: str, params: Sequence[Any] = ()) -> Callable[[], Any]:
         cursor = self.conn.execute(_pg(sql), params or None)
-        return lambda: cursor.fetchone()
+        return cursor.fetchone() if cursor.description is not None else None
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if rows:
@@ -798,19 +765,13 @@ class PostgresDatabase:
             raise PrintpipeError(old_layout_message(self.location, layout))
 
     @contextmanager
-    def transaction(self, *, durable: bool = False, pipelined: bool = False) -> Iterator[Tx]:
-        """``pipelined``: psycopg's pipeline mode, where a statement whose result is not read
-        yet (``send``, ``one_later``, ``lock``) waits to travel with the next one that is: a
-        validation is BEGIN to its lookup in one round trip, its log entry and COMMIT in
-        another (and the pipeline's closing sync), instead of six."""
+    def transaction(self, *, durable: bool = False) -> Iterator[Tx]:
         if self.read_only:
             raise PrintpipeError(f"validation database {self.location} is open read-only")
-        with self._connection() as conn:
-            pipeline = conn.pipeline() if pipelined else contextlib.nullcontext()
-            with pipeline as sending, conn.transaction():
-                if durable:  # the session's is off (_configure): the server's own, durable one
-                    conn.execute("SET LOCAL synchronous_commit TO DEFAULT")
-                yield _PostgresTx(conn, sending)
+        with self._connection() as conn, conn.transaction():
+            if durable:  # the session's is off (_configure): the server's own, durable one
+                conn.execute("SET LOCAL synchronous_commit TO DEFAULT")
+            yield _PostgresTx(conn)
 
     @contextmanager
     def snapshot(self) -> Iterator[Tx]:

@@ -566,7 +566,7 @@ class Ledger:
         stamp = format_time(at or self.clock())
         entry = canonical_entry(stamp, terminal, action, given, ticket, answer)
         if tx.dialect == "postgresql":  # one statement (SQLite has no UPDATE in a WITH)
-            tx.send(
+            tx.execute(
                 f"WITH head AS ({_APPEND_AUDIT}) INSERT INTO audit_log "
                 "(seq, at, terminal, action, input, ticket, answer, hash) "
                 "SELECT seq, ?, ?, ?, ?, ?, ?, hash FROM head",
@@ -621,31 +621,21 @@ class Ledger:
     def _admit(self, tx: Tx, admission: Admission | None) -> None:
         """Record a signed request's nonce, refusing a replay or a revoked terminal; raises
         inside the transaction, so nothing it did is kept."""
-        self._send_admission(tx, admission)()
-
-    def _send_admission(self, tx: Tx, admission: Admission | None) -> Callable[[], None]:
-        """:meth:`_admit` in two steps: the statement now, the check (which raises) when the
-        returned function is called, later in the same transaction."""
         if admission is None:
-            return lambda: None
+            return
         # One statement on the way of every request: the nonce is recorded only for a
         # terminal registered and not revoked (read in this transaction).
-        fresh = tx.one_later(
+        fresh = tx.one(
             "INSERT INTO nonces SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM terminals "
             "WHERE key_id = ? AND revoked_at IS NULL) ON CONFLICT (key_id, nonce) DO NOTHING "
             "RETURNING 1",
             (admission.key_id, admission.nonce, admission.seen_at, admission.key_id),
         )
-
-        def check() -> None:
-            if fresh() is not None:
-                return
+        if fresh is None:
             row = tx.one("SELECT revoked_at FROM terminals WHERE key_id = ?", (admission.key_id,))
             if row is None or row[0] is not None:
                 raise RevokedTerminal("the signing terminal is revoked or unknown")
             raise ReplayedRequest("this request's nonce was seen already (a replay)")
-
-        return check
 
     def _lookup(
         self, tx: Tx, ticket: TicketId, terminal: TerminalId
@@ -726,13 +716,12 @@ class Ledger:
         _require_terminal(terminal)
         scanned = read_code(code)
         given = logged_input(code)
-        with self.db.transaction(pipelined=True) as tx:
-            admitted = self._send_admission(tx, admission)  # read with the ticket's row
+        with self.db.transaction() as tx:
+            self._admit(tx, admission)
             at = self.clock()
             answer = INVALID
             if scanned is not None:
                 answer, _ = self._answer(tx, scanned, terminal, at, retailer)
-            admitted()
             action = "refuse" if answer.outcome == "NOT_YOUR_PACK" else "validate"
             self._log(tx, terminal.value, action, given, answer.serial, answer.text, at=at)
         return answer
