@@ -495,7 +495,6 @@ class Ledger:
     ) -> None:
         self.db = db
         self.location = db.location
-        self.path = db.location
         self.read_only = db.read_only
         self.clock = clock
         self.key = key

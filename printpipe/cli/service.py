@@ -116,10 +116,11 @@ def terminals_add(
     terminal: TerminalId,
 ) -> None:
     """Register terminal ID with its public key, for a retailer (or the office)."""
-    from printpipe.service.signatures import key_id_of, public_key_from_file, raw_public_key
+    from printpipe.keys import load_public_key
+    from printpipe.service.signatures import key_id_of, raw_public_key
     from printpipe.validation import Ledger
 
-    key = public_key_from_file(public_key)
+    key = load_public_key(public_key)
     with Ledger(db_path) as book:
         record = book.add_terminal(
             terminal_id,

@@ -41,7 +41,7 @@ from printpipe.errors import InvalidInput, PrintpipeError
 from printpipe.inputs import TerminalId, audit_text, parse_pack_ref
 from printpipe.ledger_store import database_errors
 from printpipe.service.openapi import openapi_document
-from printpipe.service.signatures import Unauthorized, load_public_key, verify_request
+from printpipe.service.signatures import Unauthorized, public_key_from_raw, verify_request
 from printpipe.validation import (
     Admission,
     Answer,
@@ -187,7 +187,7 @@ class Service:
             return
         terminal = await self.run(self.ledger.terminal_by_key_id, key_id=key_id)
         if terminal is not None and terminal.revoked_at is None:
-            self._keys[key_id] = (load_public_key(terminal.public_key), terminal)
+            self._keys[key_id] = (public_key_from_raw(terminal.public_key), terminal)
 
     def forget(self, key_id: str) -> None:
         self._keys.pop(key_id, None)

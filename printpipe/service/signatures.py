@@ -336,14 +336,9 @@ def _verify_canonical(
     return Verified(key_id, nonce, created)
 
 
-def load_public_key(raw: bytes) -> Ed25519PublicKey:
+def public_key_from_raw(raw: bytes) -> Ed25519PublicKey:
+    """A terminal's key as the ledger stores it (the 32 raw bytes)."""
     return Ed25519PublicKey.from_public_bytes(raw)
-
-
-def public_key_from_file(path: Path) -> Ed25519PublicKey:
-    from printpipe.keys import load_public_key as load_pem
-
-    return load_pem(path)
 
 
 __all__ = [
