@@ -48,7 +48,6 @@ from printpipe.games import load_game
 from printpipe.games.base import Game
 from printpipe.generate import generate_block
 from printpipe.ids import TicketId
-from printpipe.inputs import TerminalId
 from printpipe.keys import (
     LOTTERY_IDENTITY,
     LOTTERY_RECIPIENT,
@@ -62,13 +61,15 @@ from printpipe.keys import (
     load_secrets,
     load_signing_key,
 )
-from printpipe.ledger_key import load_ledger_key
-from printpipe.ledger_tree import read_leaf_and_path, read_salt
+from printpipe.ledger.book import Ledger, publish_remaining
+from printpipe.ledger.importer import import_manifest
+from printpipe.ledger.inputs import LOTTERY as LOTTERY_TERMINAL
+from printpipe.ledger.inputs import TerminalId
+from printpipe.ledger.key import load_ledger_key
+from printpipe.ledger.tree import read_leaf_and_path, read_salt
 from printpipe.manifest import BLOCK_MANIFEST, verify_manifest
 from printpipe.merkle import TreeBuilder
 from printpipe.store import BlockStore
-from printpipe.validation import LOTTERY as LOTTERY_TERMINAL
-from printpipe.validation import Ledger, import_manifest, publish_remaining
 
 
 def reset_peak() -> None:

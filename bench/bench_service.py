@@ -52,7 +52,6 @@ from printpipe.block import PackRange
 from printpipe.games import load_game
 from printpipe.generate import generate_block
 from printpipe.ids import TicketId
-from printpipe.inputs import TerminalId, parse_pack_ref
 from printpipe.keys import (
     LOTTERY_IDENTITY,
     LOTTERY_RECIPIENT,
@@ -64,12 +63,14 @@ from printpipe.keys import (
     load_secrets,
     load_signing_key,
 )
-from printpipe.ledger_key import load_ledger_key
-from printpipe.ledger_store import Location, PostgresLocation
+from printpipe.ledger.book import Ledger
+from printpipe.ledger.importer import import_manifest
+from printpipe.ledger.inputs import LOTTERY, TerminalId, parse_pack_ref
+from printpipe.ledger.key import load_ledger_key
+from printpipe.ledger.store import Location, PostgresLocation
 from printpipe.manifest import BLOCK_MANIFEST, verify_manifest
 from printpipe.service.signatures import RequestSigner, key_id_of, raw_public_key
 from printpipe.store import BlockStore
-from printpipe.validation import LOTTERY, Ledger, import_manifest
 from tests import pgserver
 from tests.storm import Pace, claim_request, storm, validate_request
 

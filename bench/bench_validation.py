@@ -23,7 +23,6 @@ import numpy as np
 from printpipe.games import load_game
 from printpipe.generate import generate_block
 from printpipe.ids import TicketId
-from printpipe.inputs import TerminalId
 from printpipe.keys import (
     LOTTERY_IDENTITY,
     LOTTERY_RECIPIENT,
@@ -35,10 +34,12 @@ from printpipe.keys import (
     load_secrets,
     load_signing_key,
 )
-from printpipe.ledger_key import load_ledger_key
+from printpipe.ledger.book import Ledger
+from printpipe.ledger.importer import import_manifest
+from printpipe.ledger.inputs import TerminalId
+from printpipe.ledger.key import load_ledger_key
 from printpipe.manifest import verify_manifest, write_run_manifest
 from printpipe.store import BlockStore
-from printpipe.validation import Ledger, import_manifest
 
 STAGE_PEAKS: list[float] = []
 """The peak RSS of each stage so far: the whole process's is their maximum (resetting the

@@ -16,7 +16,7 @@ from printpipe.cli import main
 from printpipe.games.base import Game
 from printpipe.ids import TicketId
 from printpipe.keys import load_secrets
-from printpipe.ledger_store import Location, PostgresLocation
+from printpipe.ledger.store import Location, PostgresLocation
 from printpipe.plan import plan_block
 from printpipe.rng import derive_block_key
 from printpipe.store import BlockStore

@@ -18,13 +18,13 @@ from printpipe.block import PackRange
 from printpipe.commitment import COMMITMENT_FILE
 from printpipe.games.base import Game
 from printpipe.ids import TicketId
-from printpipe.inputs import TerminalId, parse_pack_ref
-from printpipe.ledger_key import LedgerKey, load_ledger_key
-from printpipe.ledger_store import Location
+from printpipe.ledger.book import Ledger
+from printpipe.ledger.inputs import LOTTERY, TerminalId, parse_pack_ref
+from printpipe.ledger.key import LedgerKey, load_ledger_key
+from printpipe.ledger.store import Location
 from printpipe.manifest import BLOCK_MANIFEST
 from printpipe.service.signatures import RequestSigner, key_id_of, raw_public_key
 from printpipe.store import BlockStore
-from printpipe.validation import LOTTERY, Ledger
 from tests.conftest import run_cli
 from tests.ledger_helpers import db_arg, generate_store, ticket_codes
 

@@ -19,11 +19,11 @@ import zxingcpp
 from printpipe.games import game_template_dir, load_game
 from printpipe.games.base import symbol_code
 from printpipe.games.chien_chat import ChienChat
-from printpipe.inputs import TerminalId
-from printpipe.ledger_key import load_ledger_key
+from printpipe.ledger.book import Ledger
+from printpipe.ledger.inputs import TerminalId
+from printpipe.ledger.key import load_ledger_key
 from printpipe.render.imposition import impose, parse_sheet
 from printpipe.render.template import load_template
-from printpipe.validation import Ledger
 from tests.conftest import run_cli
 
 DPI = 300

@@ -13,12 +13,12 @@ from pathlib import Path
 import pytest
 
 from printpipe.block import PackRange
-from printpipe.inputs import TerminalId
 from printpipe.keys import init_keys
-from printpipe.ledger_key import load_ledger_key
-from printpipe.ledger_store import APPLICATION_ID, SqliteDatabase
+from printpipe.ledger.book import Ledger
+from printpipe.ledger.inputs import TerminalId
+from printpipe.ledger.key import load_ledger_key
+from printpipe.ledger.store.sqlite import APPLICATION_ID, SqliteDatabase
 from printpipe.manifest import BLOCK_MANIFEST
-from printpipe.validation import Ledger
 from tests.conftest import run_cli
 from tests.ledger_helpers import generate_store, run_in_process
 

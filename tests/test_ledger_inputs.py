@@ -13,17 +13,18 @@ from hypothesis import strategies as st
 from printpipe.block import PackRange
 from printpipe.errors import InvalidInput
 from printpipe.ids import TicketId, parse_inventory_code
-from printpipe.inputs import (
+from printpipe.ledger.book import Ledger
+from printpipe.ledger.inputs import (
     AUDIT_TEXT_LIMIT,
     TERMINAL_ID_MAX_LENGTH,
     audit_text,
+    logged_input,
     parse_pack_ref,
     parse_reason,
     parse_terminal_id,
 )
 from printpipe.manifest import BLOCK_MANIFEST
 from printpipe.store import BlockStore
-from printpipe.validation import Ledger, logged_input
 from tests.conftest import run_cli
 from tests.ledger_helpers import db_arg, generate_store, run_in_process, ticket_codes
 

@@ -31,7 +31,6 @@ from printpipe.commitment.remaining import (
 from printpipe.commitment.statement import verified_commitment
 from printpipe.commitment.tree import store_levels, store_opening
 from printpipe.errors import PrintpipeError
-from printpipe.inputs import TerminalId, parse_pack_ref
 from printpipe.keys import (
     LOTTERY_IDENTITY,
     LOTTERY_SIGNING_KEY,
@@ -41,13 +40,15 @@ from printpipe.keys import (
     load_public_key,
     load_signing_key,
 )
-from printpipe.ledger_key import LedgerKey, load_ledger_key
-from printpipe.ledger_store import SQLITE_SCHEMA, _SqliteTx
-from printpipe.ledger_tree import NODES_PER_ROW, TreeRows, read_leaf_and_path, read_salt
+from printpipe.ledger.book import Ledger, publish_remaining
+from printpipe.ledger.importer import import_manifest
+from printpipe.ledger.inputs import LOTTERY, TerminalId, parse_pack_ref
+from printpipe.ledger.key import LedgerKey, load_ledger_key
+from printpipe.ledger.store.sqlite import SCHEMA, SqliteTx
+from printpipe.ledger.tree import NODES_PER_ROW, TreeRows, read_leaf_and_path, read_salt
 from printpipe.manifest import BLOCK_MANIFEST, verify_manifest
 from printpipe.merkle import TreeBuilder, audit_path, tree_levels
 from printpipe.store import BlockStore
-from printpipe.validation import LOTTERY, Ledger, import_manifest, publish_remaining
 from tests.conftest import run_cli
 from tests.ledger_helpers import db_arg, generate_store, ticket_codes
 
@@ -472,10 +473,10 @@ def test_a_closed_block_pays_nothing_after_its_day(db, ledgers, winners, key, ke
 # -- the stored tree: properties ----------------------------------------------------------------
 
 
-def _memory_tx() -> _SqliteTx:
+def _memory_tx() -> SqliteTx:
     conn = sqlite3.connect(":memory:", isolation_level=None)
-    conn.executescript(SQLITE_SCHEMA)
-    return _SqliteTx(conn)
+    conn.executescript(SCHEMA)
+    return SqliteTx(conn)
 
 
 @given(

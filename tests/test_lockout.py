@@ -14,20 +14,19 @@ from hypothesis import strategies as st
 
 from printpipe.block import PackRange
 from printpipe.ids import TicketId
-from printpipe.inputs import TerminalId, parse_pack_ref, parse_reason
-from printpipe.ledger_key import LedgerKey, load_ledger_key
-from printpipe.manifest import BLOCK_MANIFEST
-from printpipe.store import BlockStore
-from printpipe.validation import (
-    LOTTERY,
+from printpipe.ledger.book import Ledger
+from printpipe.ledger.inputs import LOTTERY, TerminalId, parse_pack_ref, parse_reason
+from printpipe.ledger.key import LedgerKey, load_ledger_key
+from printpipe.ledger.rules import (
     PACK_STATES,
-    Ledger,
     ScannedCode,
     Settings,
     TerminalCounter,
     TicketRow,
     decide,
 )
+from printpipe.manifest import BLOCK_MANIFEST
+from printpipe.store import BlockStore
 from tests.conftest import run_cli
 from tests.ledger_helpers import db_arg, generate_store, run_in_process, ticket_codes
 

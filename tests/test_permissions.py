@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from printpipe.inputs import TerminalId
-from printpipe.ledger_key import load_ledger_key
-from printpipe.validation import Ledger
+from printpipe.ledger.book import Ledger
+from printpipe.ledger.inputs import TerminalId
+from printpipe.ledger.key import load_ledger_key
 from tests.conftest import run_cli
 
 

@@ -16,12 +16,12 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from printpipe.commitment import COMMITMENT_FILE, load_commitment
 from printpipe.commitment.inclusion import parse_proof, proof_problem
-from printpipe.inputs import TerminalId
+from printpipe.ledger.inputs import TerminalId
+from printpipe.ledger.store import ticket_key
 from printpipe.service.app import create_app
 from printpipe.service.openapi import openapi_document
 from printpipe.service.signatures import RequestSigner
-from printpipe.terminal import TerminalClient
-from printpipe.validation import ticket_key
+from printpipe.service.terminal import TerminalClient
 from tests.conftest import run_cli
 from tests.ledger_helpers import db_arg
 from tests.service_helpers import World, build_world, server_log, start_server, stop_server

@@ -15,10 +15,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from printpipe.audit_chain import GENESIS, canonical_entry, chain_hash, verify_chain
-from printpipe.inputs import TerminalId
+from printpipe.ledger.book import Ledger
+from printpipe.ledger.inputs import TerminalId
+from printpipe.ledger.log import GENESIS, canonical_entry, chain_hash, verify_chain
+from printpipe.ledger.store import ticket_key
 from printpipe.service.signatures import RequestSigner, Unauthorized, verify_request
-from printpipe.validation import Ledger, ticket_key
 from tests.service_helpers import build_world
 
 KEY = Ed25519PrivateKey.generate()
@@ -144,8 +145,8 @@ def test_a_key_replays_its_first_answer_and_a_ticket_is_paid_once(idempotency_wo
     run = uuid.uuid4()  # keys of their own for every example
     first: dict[int, tuple[int, str]] = {}
     with Ledger(world.location, key=world.key) as book:
+        from printpipe.ledger.book import IdempotentClaim
         from printpipe.service.app import render_answer
-        from printpipe.validation import IdempotentClaim
 
         for key_index, body_index in operations:
             key = f"{run.hex}-{key_index}"

@@ -20,8 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from printpipe.terminal import TerminalClient
-from printpipe.validation import ticket_key
+from printpipe.ledger.store import ticket_key
+from printpipe.service.terminal import TerminalClient
 from tests.service_helpers import (
     STORM_TERMINALS,
     build_world,

@@ -16,7 +16,6 @@ from hypothesis import strategies as st
 from printpipe.block import PackRange
 from printpipe.errors import PrintpipeError
 from printpipe.ids import TicketId, inventory_code_digits, mod97_check, validation_code_digits
-from printpipe.inputs import TerminalId, parse_pack_ref
 from printpipe.keys import (
     LOTTERY_IDENTITY,
     LOTTERY_RECIPIENT,
@@ -26,11 +25,13 @@ from printpipe.keys import (
     load_public_key,
     load_signing_key,
 )
-from printpipe.ledger_key import load_ledger_key
-from printpipe.ledger_store import database_errors
+from printpipe.ledger.book import Ledger
+from printpipe.ledger.importer import import_manifest
+from printpipe.ledger.inputs import LOTTERY, TerminalId, parse_pack_ref
+from printpipe.ledger.key import load_ledger_key
+from printpipe.ledger.store import database_errors
 from printpipe.manifest import BLOCK_MANIFEST, verify_manifest, write_run_manifest
 from printpipe.store import BlockStore
-from printpipe.validation import LOTTERY, Ledger, import_manifest
 from tests.conftest import run_cli
 from tests.ledger_helpers import (
     copy_store,

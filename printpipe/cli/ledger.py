@@ -3,7 +3,7 @@ the audit log's check, a paid ticket's inclusion proof, the prizes remaining, a 
 closure.
 
 Parsing only.  Strings become typed values through the parameter types of ``cli/params.py``,
-which call the library's own parsers (``printpipe.inputs``); each command then calls the
+which call the library's own parsers (``printpipe.ledger.inputs``); each command then calls the
 library with keyword arguments.  An input refused there exits 2 with one line, and a ledger
 command still records the refusal in the ledger's audit log (:class:`AuditedCommand`).
 """
@@ -37,9 +37,9 @@ from printpipe.errors import PrintpipeError
 
 if TYPE_CHECKING:
     from printpipe.ids import TicketId
-    from printpipe.inputs import PackRef, Reason, TerminalId
-    from printpipe.ledger_key import LedgerKey
-    from printpipe.ledger_store import Location
+    from printpipe.ledger.inputs import PackRef, Reason, TerminalId
+    from printpipe.ledger.key import LedgerKey
+    from printpipe.ledger.store import Location
 
 
 class AuditedCommand(click.Command):
@@ -65,8 +65,8 @@ class AuditedCommand(click.Command):
 def _record_refusal(
     db_path: Location, action: str, terminal: str, given: list[str], exc: click.UsageError
 ) -> None:
-    from printpipe.ledger_store import database_errors
-    from printpipe.validation import record_refusal
+    from printpipe.ledger.book import record_refusal
+    from printpipe.ledger.store import database_errors
 
     # With no ledger to record it in, the refusal is still the one line shown.
     with contextlib.suppress(PrintpipeError, *database_errors()):
@@ -85,7 +85,7 @@ def _database_errors(function: Callable[..., None]) -> Callable[..., None]:
 
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> None:
-        from printpipe.ledger_store import database_errors
+        from printpipe.ledger.store import database_errors
 
         try:
             function(*args, **kwargs)
@@ -166,9 +166,9 @@ def ledger_import(
     from printpipe.cli._common import public_key
     from printpipe.commitment.statement import verified_commitment
     from printpipe.keys import LOTTERY_SIGNING_PUB, PRODUCER_SIGNING_PUB, ensure_ledger_key
-    from printpipe.ledger_key import load_ledger_key
+    from printpipe.ledger.importer import import_manifest
+    from printpipe.ledger.key import load_ledger_key
     from printpipe.progress import progress_bar
-    from printpipe.validation import import_manifest
 
     verified = verified_manifest(file, keys_dir, producer_key)
     commitment = None
@@ -210,7 +210,7 @@ def ledger_remaining(
     with its proof) and still in the field, read in one snapshot and signed with
     KEYS/lottery-signing.key (printpipe-remaining/1; check it: printpipe verify-remaining)."""
     from printpipe.keys import LOTTERY_SIGNING_KEY, load_signing_key
-    from printpipe.validation import publish_remaining
+    from printpipe.ledger.book import publish_remaining
 
     remaining = publish_remaining(
         db_path,
@@ -240,7 +240,7 @@ def ledger_close(
 ) -> None:
     """Record that a committed block closed: no ticket of it is paid after that day (BLOCK
     CLOSED); then its leaves may be revealed (printpipe commitment reveal)."""
-    from printpipe.validation import close_block
+    from printpipe.ledger.book import close_block
 
     click.echo(
         close_block(db_path, closed_on=closed_on.date(), terminal=terminal, game=game, block=block)
@@ -268,7 +268,7 @@ def ledger_config(
     terminal: TerminalId,
 ) -> None:
     """Show the settings, or change them (audited). Showing never writes to the database."""
-    from printpipe.validation import configure
+    from printpipe.ledger.book import configure
 
     settings = configure(
         db_path,
@@ -287,7 +287,7 @@ def ledger_config(
 @_database_errors
 def ledger_locks(db_path: Location, as_json: bool) -> None:
     """Locked tickets and throttled terminals, for the office to review (read-only)."""
-    from printpipe.validation import Ledger
+    from printpipe.ledger.book import Ledger
 
     with Ledger(db_path, read_only=True) as book:
         locks = book.locks()
@@ -319,7 +319,7 @@ def ledger_unlock(
 ) -> None:
     """Release a locked ticket (serial GGGG-PPPPPP-TTT-C) after the office has inspected it;
     its holder can then be paid at the office (printpipe claim)."""
-    from printpipe.validation import Ledger
+    from printpipe.ledger.book import Ledger
 
     with Ledger(db_path) as book:
         click.echo(book.unlock(ticket, reason=reason, terminal=terminal))
@@ -331,7 +331,7 @@ def ledger_unlock(
 def ledger_verify_log(db_path: Location) -> None:
     """Recompute the audit log's hash chain (read-only): exit 0 if every entry follows the
     one before, else name the first that does not (edited, inserted or deleted)."""
-    from printpipe.validation import Ledger
+    from printpipe.ledger.book import Ledger
 
     with Ledger(db_path, read_only=True) as book:
         report = book.verify_log()
@@ -354,7 +354,7 @@ def _pack_command(state: str) -> Callable[..., None]:
     @terminal_option("lottery", "Who moves the packs, for the log")
     @_database_errors
     def command(pack_refs: tuple[PackRef, ...], db_path: Location, terminal: TerminalId) -> None:
-        from printpipe.validation import Ledger
+        from printpipe.ledger.book import Ledger
 
         with Ledger(db_path) as book:
             for line in book.set_pack_state(pack_refs, state=state, terminal=terminal):
@@ -379,7 +379,7 @@ def packs_ship(
 ) -> None:
     """Ship issued packs to a retailer, all or none: only its terminals may then activate
     them on receipt, validate and claim their tickets over the service."""
-    from printpipe.validation import Ledger
+    from printpipe.ledger.book import Ledger
 
     with Ledger(db_path) as book:
         for line in book.ship_packs(pack_refs, retailer=retailer, terminal=terminal):
@@ -416,7 +416,7 @@ def write_answer_proof(document: Any, out: Path) -> None:
 
 
 def _ledger_key(keys_dir: Path) -> LedgerKey:
-    from printpipe.ledger_key import load_ledger_key
+    from printpipe.ledger.key import load_ledger_key
 
     return load_ledger_key(keys_dir)
 
@@ -433,7 +433,7 @@ def validate(
 ) -> None:
     """Answer a scanned CODE: the validation code (25 digits, or as printed:
     GGGG-PPPPPP-TTT VVVVVVVVVV KK), or the inventory code or serial (pack state only)."""
-    from printpipe.validation import Ledger
+    from printpipe.ledger.book import Ledger
 
     with Ledger(db_path, key=_ledger_key(keys_dir)) as book:
         answer = book.validate(code, terminal=terminal)
@@ -467,7 +467,7 @@ def claim(
     Retailers' terminals use the service, where only an office terminal pays big prizes. A
     paid ticket of a block whose commitment the ledger holds is answered with its inclusion
     proof (in --json, and to --proof-out)."""
-    from printpipe.validation import Ledger
+    from printpipe.ledger.book import Ledger
 
     with Ledger(db_path, key=_ledger_key(keys_dir)) as book:
         answer = book.claim(code, terminal=terminal, office=True)
@@ -490,7 +490,7 @@ def prove(
     """Write the inclusion proof of a paid ticket, given its validation CODE: its serial,
     prize, VIRN and salt, and the hashes up to the committed root (printpipe verify-proof
     checks it). Refused for a ticket not paid: a proof tells the prize."""
-    from printpipe.validation import write_ticket_proof
+    from printpipe.ledger.book import write_ticket_proof
 
     serial, path = write_ticket_proof(
         db_path, code=code, key=_ledger_key(keys_dir), terminal=terminal, out=out

@@ -2,7 +2,7 @@
 and the reference terminal client (``terminal``).
 
 Parsing only: each command calls ``printpipe.service.server``, ``printpipe.validation`` or
-``printpipe.terminal`` with keyword arguments.
+``printpipe.service.terminal`` with keyword arguments.
 """
 
 from __future__ import annotations
@@ -26,9 +26,9 @@ from printpipe.cli.ledger import (
 from printpipe.cli.params import PACK_REF, REASON, TERMINAL
 
 if TYPE_CHECKING:
-    from printpipe.inputs import PackRef, Reason, TerminalId
-    from printpipe.ledger_store import Location
-    from printpipe.terminal import ServiceAnswer
+    from printpipe.ledger.inputs import PackRef, Reason, TerminalId
+    from printpipe.ledger.store import Location
+    from printpipe.service.terminal import ServiceAnswer
 
 
 @click.command(context_settings={"ignore_unknown_options": False})
@@ -117,8 +117,8 @@ def terminals_add(
 ) -> None:
     """Register terminal ID with its public key, for a retailer (or the office)."""
     from printpipe.keys import load_public_key
+    from printpipe.ledger.book import Ledger
     from printpipe.service.signatures import key_id_of, raw_public_key
-    from printpipe.validation import Ledger
 
     key = load_public_key(public_key)
     with Ledger(db_path) as book:
@@ -139,7 +139,7 @@ def terminals_add(
 @_database_errors
 def terminals_list(db_path: Location, as_json: bool) -> None:
     """The registered terminals (read-only)."""
-    from printpipe.validation import Ledger
+    from printpipe.ledger.book import Ledger
 
     with Ledger(db_path, read_only=True) as book:
         records = book.terminals()
@@ -163,7 +163,7 @@ def terminals_revoke(
     terminal_id: TerminalId, db_path: Location, reason: Reason, terminal: TerminalId
 ) -> None:
     """Revoke a terminal for good: every request it signs is refused (401) from now on."""
-    from printpipe.validation import Ledger
+    from printpipe.ledger.book import Ledger
 
     with Ledger(db_path) as book:
         click.echo(book.revoke_terminal(terminal_id, reason=reason, by=terminal))
@@ -214,7 +214,7 @@ def _show(answer: ServiceAnswer, as_json: bool, ok: bool) -> None:
 @json_option
 def terminal_validate(code: str, server: str, key_file: Path, as_json: bool) -> None:
     """Ask the service what a scanned CODE is worth (never pays)."""
-    from printpipe.terminal import open_client
+    from printpipe.service.terminal import open_client
 
     with open_client(server, key_file) as client:
         answer = client.validate(code)
@@ -241,7 +241,7 @@ def terminal_claim(
 ) -> None:
     """Pay the ticket of CODE through the service (retried with one Idempotency-Key; exit 0
     only when paid); the answer of a paid ticket carries its inclusion proof (--proof-out)."""
-    from printpipe.terminal import open_client
+    from printpipe.service.terminal import open_client
 
     with open_client(server, key_file) as client:
         answer = client.claim(code, idempotency_key=idempotency_key)
@@ -256,7 +256,7 @@ def terminal_claim(
 @key_option
 def terminal_activate(pack: PackRef, server: str, key_file: Path) -> None:
     """Activate a PACK received from the lottery (PPPPPP or GGGG-PPPPPP)."""
-    from printpipe.terminal import open_client
+    from printpipe.service.terminal import open_client
 
     with open_client(server, key_file) as client:
         answer = client.activate(str(pack))
@@ -269,7 +269,7 @@ def terminal_activate(pack: PackRef, server: str, key_file: Path) -> None:
 @key_option
 def terminal_pack(pack: PackRef, server: str, key_file: Path) -> None:
     """A pack's state (PPPPPP or GGGG-PPPPPP)."""
-    from printpipe.terminal import open_client
+    from printpipe.service.terminal import open_client
 
     with open_client(server, key_file) as client:
         answer = client.pack_state(str(pack))

@@ -38,22 +38,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from printpipe import __version__
 from printpipe.errors import InvalidInput, PrintpipeError
-from printpipe.inputs import TerminalId, audit_text, parse_pack_ref
-from printpipe.ledger_store import database_errors
+from printpipe.ledger.book import IdempotentClaim, KeyTakenOver, Ledger
+from printpipe.ledger.core import Admission, RequestRefused
+from printpipe.ledger.inputs import TerminalId, audit_text, parse_pack_ref
+from printpipe.ledger.packs import ForeignPack, NoSuchPack
+from printpipe.ledger.rules import Answer, parse_time
+from printpipe.ledger.store import database_errors
+from printpipe.ledger.terminals import Terminal
 from printpipe.service.openapi import openapi_document
 from printpipe.service.signatures import Unauthorized, public_key_from_raw, verify_request
-from printpipe.validation import (
-    Admission,
-    Answer,
-    ForeignPack,
-    IdempotentClaim,
-    KeyTakenOver,
-    Ledger,
-    NoSuchPack,
-    RequestRefused,
-    Terminal,
-    parse_time,
-)
 
 log = logging.getLogger("printpipe.service")
 T = TypeVar("T")

@@ -24,13 +24,14 @@ from typing import Any
 
 from printpipe.atomic import atomic_file
 from printpipe.errors import PrintpipeError
-from printpipe.ledger_store import Location, PostgresLocation, parse_location
+from printpipe.ledger.store import Location, location_argument, parse_location
 
 CONFIG_ENV = "PRINTPIPE_SERVE_CONFIG"
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
-POSTGRES_CONNECTIONS = 8
-"""Connections (and ledger threads) per worker on PostgreSQL."""
+POOL_CONNECTIONS = 8
+"""Connections (and ledger threads) per worker, where the database takes several
+(PostgreSQL; an SQLite ledger is one connection, one thread: ``Database.threads``)."""
 READY_TIMEOUT_S = 60.0
 
 
@@ -49,23 +50,20 @@ class ServeConfig:
 
 def create_app_from_environment() -> Any:
     """Uvicorn's factory: each worker opens its own ledger (and PostgreSQL pool)."""
-    from printpipe.ledger_key import load_ledger_key
+    from printpipe.ledger.book import Ledger
+    from printpipe.ledger.key import load_ledger_key
     from printpipe.service.app import create_app
-    from printpipe.validation import Ledger
 
     config = ServeConfig(**json.loads(os.environ[CONFIG_ENV]))
-    location = config.location
-    postgres = isinstance(location, PostgresLocation)
-    pool = POSTGRES_CONNECTIONS if postgres else 0
     key = load_ledger_key(Path(config.keys_dir))
-    ledger = Ledger(location, key=key, pool_size=pool, shared=config.workers > 1)
-    return create_app(ledger, threads=pool if postgres else 1)
+    ledger = Ledger(config.location, key=key, pool_size=POOL_CONNECTIONS, shared=config.workers > 1)
+    return create_app(ledger, threads=ledger.db.threads)
 
 
 def check_ledger(location: Location, keys_dir: Path) -> str:
     """Open the ledger once, so that a wrong --db or --keys is one line before listening."""
-    from printpipe.ledger_key import load_ledger_key
-    from printpipe.validation import Ledger
+    from printpipe.ledger.book import Ledger
+    from printpipe.ledger.key import load_ledger_key
 
     with Ledger(location, key=load_ledger_key(keys_dir)) as book:
         return book.db.dialect
@@ -108,7 +106,7 @@ def serve(
     sock = bind(host, port)
     url = url_of(sock)
     os.environ[CONFIG_ENV] = json.dumps(
-        asdict(ServeConfig(db=_db_text(location), keys_dir=str(keys_dir), workers=workers))
+        asdict(ServeConfig(db=location_argument(location), keys_dir=str(keys_dir), workers=workers))
     )
     if url_file is not None:
         with atomic_file(url_file) as handle:
@@ -140,10 +138,6 @@ def serve(
     else:
         server.run(sockets=[sock])
     logging.shutdown()
-
-
-def _db_text(location: Location) -> str:
-    return location.dsn if isinstance(location, PostgresLocation) else str(location)
 
 
 def detach(argv: list[str], *, url_file: Path, log_file: Path, pid_file: Path) -> str:

@@ -5,7 +5,7 @@ Everything here runs inside a transaction of :class:`printpipe.validation.Ledger
 - **Load** (``ledger import MANIFEST --commitment FILE``): the countersigned commitment in
   ``commitments``; the tree rebuilt from the block manifest's records as they are imported
   (``commitment.lottery.manifest_commitment``, the code of ``commitment sign``), its nodes and
-  the sealed salts written as they come (``printpipe.ledger_tree``); a manifest whose tree is
+  the sealed salts written as they come (``printpipe.ledger.tree``); a manifest whose tree is
   not the commitment's is refused with the whole import.  Tickets paid before their block's
   commitment was loaded get their proof then: the manifest's records hold their VIRNs.
 - **Prove** (in the claim's transaction, once the payment is written): the ticket's serial and
@@ -31,9 +31,9 @@ from printpipe.commitment.remaining import Remaining, prize_tiers, proof_line
 from printpipe.commitment.statement import Commitment, parse_commitment
 from printpipe.errors import PrintpipeError
 from printpipe.ids import TicketId
-from printpipe.ledger_key import LedgerKey
-from printpipe.ledger_store import Tx, ticket_key, ticket_of_key
-from printpipe.ledger_tree import TreeRows, new_salt_nonce, read_leaf_and_path, read_salt
+from printpipe.ledger.key import LedgerKey
+from printpipe.ledger.store import Tx, ticket_key, ticket_of_key
+from printpipe.ledger.tree import TreeRows, new_salt_nonce, read_leaf_and_path, read_salt
 from printpipe.manifest import ParsedRecords
 from printpipe.merkle import leaf_hash, root_from_audit_path
 

@@ -133,3 +133,37 @@ class Reason:
 
 def parse_reason(text: str) -> Reason:
     return Reason(text)
+
+
+def require_terminal(terminal: object) -> None:
+    if not isinstance(terminal, TerminalId):
+        raise TypeError("terminal must be a printpipe.ledger.inputs.TerminalId (parse_terminal_id)")
+
+
+TICKET_DIGITS = 13  # GGGG PPPPPP TTT: the first digits of both codes
+
+
+def logged_input(text: str, *, limit: int = AUDIT_TEXT_LIMIT) -> str:
+    """``text`` (a scanned code, a refused command line or request) as the audit log may hold
+    it: never a VIRN, then escaped and bounded (:func:`audit_text`).
+
+    The inventory code or serial (the back of the ticket, public) is kept whole.  In anything
+    else every digit after the first 13 (``GGGG PPPPPP TTT``, the ticket, printed on its back)
+    is masked ``*``: a validation code's VIRN and check digits, whether the code was valid,
+    mistyped or malformed, are the ticket's secret, and a log is read by more people than the
+    ledger key.
+    """
+    if parse_inventory_code(text) is not None:
+        return audit_text(text, limit=limit)
+    seen = 0
+    masked = []
+    for char in text:
+        if char.isdigit():
+            seen += 1
+            if seen > TICKET_DIGITS:
+                char = "*"
+        masked.append(char)
+    return audit_text("".join(masked), limit=limit)
+
+
+LOTTERY = TerminalId("lottery")

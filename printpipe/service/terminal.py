@@ -2,7 +2,7 @@
 
 ::
 
-    from printpipe.terminal import TerminalClient, load_terminal_key
+    from printpipe.service.terminal import TerminalClient, load_terminal_key
 
     with TerminalClient("http://127.0.0.1:8787", key=load_terminal_key(Path("till.key"))) as till:
         print(till.validate(code).text)   # WIN 10

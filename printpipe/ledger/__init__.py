@@ -1,0 +1,89 @@
+"""The lottery's validation ledger: its public surface.
+
+What the command line, the service and the benchmarks use is named here; the modules behind
+it are the ledger's own:
+
+- ``rules.py``: the validation policy, pure (answers, settings, :func:`decide`);
+- ``book.py``: :class:`Ledger`, which applies it in transactions (validate, claim, prove,
+  prizes remaining, block closure), with the office's controls (``office.py``), terminals
+  (``terminals.py``) and packs (``packs.py``) it shares an open database with (``core.py``);
+- ``importer.py``: a verified manifest into the ledger, all or nothing;
+- ``store/``: the database behind one protocol, one module per engine, the schema written once;
+- ``key.py`` (HMACs under the ledger key), ``tree.py`` and ``proofs.py`` (a block's commitment
+  in the ledger), ``log.py`` (the audit log's hash chain), ``inputs.py`` (what terminals and
+  the office send, parsed before any transaction).
+
+Names are imported on first use, so that parsing a terminal id does not load the database
+drivers nor the manifest reader.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from printpipe.ledger.book import (
+        Ledger,
+        close_block,
+        configure,
+        publish_remaining,
+        record_refusal,
+        write_ticket_proof,
+    )
+    from printpipe.ledger.importer import import_manifest
+    from printpipe.ledger.inputs import LOTTERY, PackRef, Reason, TerminalId
+    from printpipe.ledger.key import LedgerKey, load_ledger_key
+    from printpipe.ledger.rules import Answer, Settings
+    from printpipe.ledger.store import Location, database_errors, parse_location
+
+_HOMES = {
+    "Ledger": "book",
+    "close_block": "book",
+    "configure": "book",
+    "publish_remaining": "book",
+    "record_refusal": "book",
+    "write_ticket_proof": "book",
+    "import_manifest": "importer",
+    "LOTTERY": "inputs",
+    "PackRef": "inputs",
+    "Reason": "inputs",
+    "TerminalId": "inputs",
+    "LedgerKey": "key",
+    "load_ledger_key": "key",
+    "Answer": "rules",
+    "Settings": "rules",
+    "Location": "store",
+    "database_errors": "store",
+    "parse_location": "store",
+}
+
+__all__ = [
+    "LOTTERY",
+    "Answer",
+    "Ledger",
+    "LedgerKey",
+    "Location",
+    "PackRef",
+    "Reason",
+    "Settings",
+    "TerminalId",
+    "close_block",
+    "configure",
+    "database_errors",
+    "import_manifest",
+    "load_ledger_key",
+    "parse_location",
+    "publish_remaining",
+    "record_refusal",
+    "write_ticket_proof",
+]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,573 @@
+"""The ledger that answers: validate, claim, prove, prizes remaining, block closure.
+
+:class:`Ledger` applies the pure policy (:func:`printpipe.ledger.rules.decide`) in
+transactions on either database (:mod:`printpipe.ledger.store`), each with its audit entry;
+it is also the office's controls, the terminals and the packs (``office.py``,
+``terminals.py``, ``packs.py``), jobs kept in their own modules.  Every input is parsed before
+a transaction begins (:mod:`printpipe.ledger.inputs`, :mod:`printpipe.ids`).
+
+A ticket is paid at most once by the database itself: ``payments`` has the ticket as its
+primary key and the payment is written by one ``INSERT ... ON CONFLICT DO NOTHING RETURNING``
+that checks and writes.  For the service, the same transactions also admit a signed request
+(its nonce, once) and keep claims idempotent (:meth:`Ledger.begin_claim`, then
+:meth:`Ledger.claim` with the key's token).  The module's functions are one call per command.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hmac
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from printpipe.atomic import write_atomic
+from printpipe.commitment.remaining import Remaining, write_remaining
+from printpipe.errors import InvalidInput, PrintpipeError
+from printpipe.ids import SPECIMEN_PACK, TicketId
+from printpipe.ledger.core import Admission, RequestRefused, lock_key
+from printpipe.ledger.inputs import TerminalId, audit_text, logged_input, require_terminal
+from printpipe.ledger.key import LedgerKey
+from printpipe.ledger.office import OfficeControls
+from printpipe.ledger.packs import PackAdministration
+from printpipe.ledger.proofs import read_remaining, store_proof
+from printpipe.ledger.rules import (
+    INVALID,
+    Answer,
+    ScannedCode,
+    Settings,
+    TerminalCounter,
+    TicketRow,
+    decide,
+    foreign_pack,
+    format_time,
+    pack_key,
+    parse_time,
+    read_code,
+)
+from printpipe.ledger.store import Location, Tx, ticket_key
+from printpipe.ledger.terminals import TerminalAdministration
+
+IDEMPOTENCY_TTL_S = 24 * 3600
+"""How long a claim's Idempotency-Key is remembered (its answer replayed)."""
+IDEMPOTENCY_LEASE_S = 10
+"""How long a claim in progress holds its key: a retry sooner gets 409; later (the server that
+took it died before answering) the retry takes the key over and the claim runs again (a claim
+that had committed has its answer stored, so it is replayed, never paid twice)."""
+NONCE_TTL_S = 150
+"""How long a request's nonce is kept: past twice the allowed clock skew (60 s), a replay is
+refused by its ``created`` time anyway."""
+
+# Everything decide reads, in one statement: always one row (ticket columns NULL when there is
+# no such ticket), the asking terminal's counter and the pack's retailer included.
+_LOOKUP = """
+SELECT t.virn_hmac, t.prize_eur,
+       (SELECT COALESCE(SUM(failures), 0) FROM virn_failures WHERE ticket = q.id),
+       (SELECT COUNT(*) FROM virn_failures WHERE ticket = q.id),
+       p.paid_at, p.terminal, COALESCE(k.state, 'issued'),
+       c.failures, c.window_start, k.retailer
+FROM (SELECT ? AS id) q
+LEFT JOIN tickets t ON t.id = q.id
+LEFT JOIN payments p ON p.ticket = q.id
+LEFT JOIN packs k ON k.id = ?
+LEFT JOIN terminal_failures c ON c.terminal = ?
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimStart:
+    """What :meth:`Ledger.begin_claim` found for an Idempotency-Key.
+
+    ``outcome``: ``proceed`` (the caller owns the key: ``token``), ``replay`` (the stored
+    ``status`` and ``response``), ``mismatch`` (same key, another request: 422) or
+    ``in_progress`` (409, retry after ``retry_after`` seconds).
+    """
+
+    outcome: str
+    token: str | None = None
+    status: int | None = None
+    response: str | None = None
+    retry_after: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class IdempotentClaim:
+    """A claim that stores its answer under its key: ``render`` turns the answer into the
+    (status, body) a replay returns."""
+
+    terminal: str
+    key: str
+    token: str
+    render: Callable[[Answer], tuple[int, str]]
+
+
+class KeyTakenOver(RequestRefused):
+    """The claim's key lease expired and a retry took it over: this attempt does nothing."""
+
+
+class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
+    """An open validation ledger (an SQLite file or a PostgreSQL database).
+
+    ``Ledger(location)`` opens an existing ledger (refusing anything else untouched);
+    ``read_only=True`` never writes a byte of it.  ``key`` (the ledger key) is needed to answer
+    codes and to import; the ledger checks it is its own.  ``pool_size``: connections shared
+    by threads (the service), where the database takes several (PostgreSQL); ``shared``:
+    several processes of the service write to one SQLite file.  ``clock`` gives the time
+    (tests move it).
+    A ledger is created only by :func:`printpipe.ledger.importer.import_manifest`.
+    """
+
+    def _lookup(
+        self, tx: Tx, ticket: TicketId, terminal: TerminalId
+    ) -> tuple[TicketRow | None, TerminalCounter, str | None]:
+        tx.lock(lock_key("terminal", terminal.value), lock_key("ticket", ticket_key(ticket)))
+        found = tx.one(
+            _LOOKUP,
+            (ticket_key(ticket), pack_key(ticket.game, ticket.pack), terminal.value),
+        )
+        assert found is not None
+        *columns, failures, window_start, retailer = found
+        row = None
+        if columns[0] is not None:
+            columns[0] = bytes(columns[0])
+            row = TicketRow(*columns)
+        if window_start is None:
+            return row, TerminalCounter(), retailer
+        return row, TerminalCounter(failures, parse_time(window_start)), retailer
+
+    def _answer(
+        self,
+        tx: Tx,
+        scanned: ScannedCode,
+        terminal: TerminalId,
+        at: datetime,
+        retailer: str | None,
+    ) -> tuple[Answer, TicketRow | None]:
+        """Decide and apply what the decision counts; runs inside a write transaction.
+        ``retailer``: the caller acts only on packs shipped to it (None: every pack)."""
+        ticket = scanned.ticket
+        row, counter, pack_retailer = None, TerminalCounter(), None
+        if ticket.pack != SPECIMEN_PACK:
+            row, counter, pack_retailer = self._lookup(tx, ticket, terminal)
+            if retailer is not None and pack_retailer != retailer:
+                return foreign_pack(ticket.serial), None
+        decision = decide(scanned.keyed(self._require_key()), row, counter, self.settings, at=at)
+        after = decision.terminal_after
+        if after is not None and after.window_start is not None:
+            stamp = format_time(at)
+            tx.execute(
+                "INSERT INTO virn_failures VALUES (?, ?, 1, ?) ON CONFLICT (ticket, terminal) "
+                "DO UPDATE SET failures = virn_failures.failures + 1, "
+                "last_at = excluded.last_at",
+                (ticket_key(ticket), terminal.value, stamp),
+            )
+            tx.execute(
+                "INSERT INTO terminal_failures VALUES (?, ?, ?) ON CONFLICT (terminal) "
+                "DO UPDATE SET window_start = excluded.window_start, failures = excluded.failures",
+                (terminal.value, format_time(after.window_start), after.failures),
+            )
+            if decision.throttles_terminal:
+                until = format_time(after.window_start + self.settings.terminal_window)
+                self._log(
+                    tx,
+                    terminal.value,
+                    "throttle",
+                    "",
+                    None,
+                    f"TERMINAL THROTTLED {until}: {after.failures} wrong validation numbers "
+                    f"since {format_time(after.window_start)}",
+                    at=at,
+                )
+        return decision.answer, row
+
+    def validate(
+        self,
+        code: str,
+        *,
+        terminal: TerminalId,
+        retailer: str | None = None,
+        admission: Admission | None = None,
+    ) -> Answer:
+        """Answer a scanned code (validation or inventory), logging it; never pays.
+
+        ``retailer``: the caller acts only on that retailer's packs (a terminal of the
+        service); ``admission``: a signed request's nonce, admitted in the same transaction.
+        """
+        require_terminal(terminal)
+        scanned = read_code(code)
+        given = logged_input(code)
+        with self.db.transaction() as tx:
+            self._admit(tx, admission)
+            at = self.clock()
+            answer = INVALID
+            if scanned is not None:
+                answer, _ = self._answer(tx, scanned, terminal, at, retailer)
+            action = "refuse" if answer.outcome == "NOT_YOUR_PACK" else "validate"
+            self._log(tx, terminal.value, action, given, answer.serial, answer.text, at=at)
+        return answer
+
+    def claim(
+        self,
+        code: str,
+        *,
+        terminal: TerminalId,
+        office: bool = False,
+        retailer: str | None = None,
+        admission: Admission | None = None,
+        idempotent: IdempotentClaim | None = None,
+    ) -> Answer:
+        """Pay a winning ticket at most once; ``office`` (the lottery) pays above the limit.
+
+        The payment is one statement that checks and writes (``INSERT ... ON CONFLICT DO
+        NOTHING RETURNING``): of concurrent claims exactly one writes it, the others answer
+        ``ALREADY PAID``.  ``idempotent``: the claim's answer is stored under its key in the
+        same transaction as the payment (see :meth:`begin_claim`).
+        """
+        require_terminal(terminal)
+        scanned = read_code(code)
+        given = logged_input(code)
+        with self.db.transaction(durable=True) as tx:
+            self._admit(tx, admission)
+            if idempotent is not None:
+                held = tx.one(
+                    "UPDATE idempotency SET token = token WHERE terminal = ? AND key = ? "
+                    "AND token = ? AND status IS NULL RETURNING 1",
+                    (idempotent.terminal, idempotent.key, idempotent.token),
+                )
+                if held is None:
+                    raise KeyTakenOver("this claim's key was taken over by a retry")
+            at = self.clock()
+            if scanned is None or scanned.virn is None:  # the inventory code never pays
+                answer = INVALID
+            else:
+                answer, row = self._answer(tx, scanned, terminal, at, retailer)
+                if answer.outcome == "WIN" or (office and answer.outcome == "WIN_AT_LOTTERY"):
+                    answer = self._pay(tx, scanned, answer, terminal, at, row)
+            action = "refuse" if answer.outcome == "NOT_YOUR_PACK" else "claim"
+            self._log(tx, terminal.value, action, given, answer.serial, answer.text, at=at)
+            if idempotent is not None:
+                status, body = idempotent.render(answer)
+                tx.execute(
+                    "UPDATE idempotency SET status = ?, response = ? "
+                    "WHERE terminal = ? AND key = ? AND token = ?",
+                    (status, body, idempotent.terminal, idempotent.key, idempotent.token),
+                )
+        return answer
+
+    def _pay(
+        self,
+        tx: Tx,
+        scanned: ScannedCode,
+        answer: Answer,
+        terminal: TerminalId,
+        at: datetime,
+        row: TicketRow | None,
+    ) -> Answer:
+        paid_at = format_time(at)
+        key = ticket_key(scanned.ticket)
+        loaded = self.commitments.of_ticket(tx, scanned.ticket)
+        if loaded is not None and loaded.closed_on is not None and at.date() > loaded.closed_on:
+            closed = loaded.closed_on.isoformat()
+            return Answer("BLOCK_CLOSED", f"BLOCK CLOSED {closed}", answer.serial)
+        written = tx.one(
+            "INSERT INTO payments VALUES (?, ?, ?, ?) ON CONFLICT (ticket) DO NOTHING "
+            "RETURNING paid_at",
+            (key, answer.amount_eur, paid_at, terminal.value),
+        )
+        if written is None:  # paid by a concurrent claim that committed first
+            other = tx.one("SELECT paid_at, terminal FROM payments WHERE ticket = ?", (key,))
+            assert other is not None and row is not None
+            return Answer(
+                "ALREADY_PAID",
+                f"ALREADY PAID {other[0]} {other[1]}",
+                answer.serial,
+                paid_at=other[0],
+                terminal=other[1],
+            )
+        extra: dict[str, Any] = {}
+        if loaded is not None:
+            assert row is not None and scanned.virn is not None
+            proof = store_proof(
+                tx,
+                loaded,
+                ticket=scanned.ticket,
+                prize_eur=row.prize_eur,
+                virn=scanned.virn,
+                key=self._require_key(),
+            )
+            extra["proof"] = proof.document()
+        return Answer(
+            "PAID",
+            f"PAID {answer.amount_eur}",
+            answer.serial,
+            amount_eur=answer.amount_eur,
+            paid_at=paid_at,
+            terminal=terminal.value,
+            extra=extra,
+        )
+
+    def request_fingerprint(self, method: str, path: str, body: bytes) -> bytes:
+        """What an Idempotency-Key is bound to: the request's method, path and body, as an
+        HMAC under the ledger key (the body holds a VIRN)."""
+        return self._require_key().request_hmac(f"{method} {path}\n".encode() + body)
+
+    # -- the block's public commitment: proofs, prizes remaining, closure ------------------
+
+    def prove(self, code: str, *, terminal: TerminalId) -> tuple[str, bytes]:
+        """The stored inclusion proof of a paid ticket: (its serial, the proof's bytes).
+
+        Only for a paid ticket, and only with its validation code (the VIRN checked against
+        its HMAC): a proof reveals the ticket's VIRN and prize.  Every request is logged,
+        refused or not.
+        """
+        require_terminal(terminal)
+        scanned = read_code(code)
+        if scanned is None or scanned.virn is None:
+            raise InvalidInput(
+                f"code {logged_input(code)!r} refused: a proof is asked with the ticket's "
+                "validation code (25 digits, or GGGG-PPPPPP-TTT VVVVVVVVVV KK)"
+            )
+        keyed = scanned.keyed(self._require_key())
+        ticket = scanned.ticket
+        serial = ticket.serial
+        with self.db.transaction() as tx:
+            found = tx.one(
+                "SELECT t.virn_hmac, p.paid_at, q.proof FROM tickets t "
+                "LEFT JOIN payments p ON p.ticket = t.id "
+                "LEFT JOIN payment_proofs q ON q.ticket = t.id WHERE t.id = ?",
+                (ticket_key(ticket),),
+            )
+            proof: bytes | None = None
+            if found is None:
+                problem = f"ticket {serial}: no such ticket in {self.location}"
+            elif keyed.virn_hmac is None or not hmac.compare_digest(
+                keyed.virn_hmac, bytes(found[0])
+            ):
+                problem = f"ticket {serial}: wrong validation number, no proof given"
+            elif found[1] is None:
+                problem = (
+                    f"ticket {serial} is not paid: the ledger gives a proof only for a paid "
+                    "ticket (a proof tells its prize)"
+                )
+            elif found[2] is None:
+                problem = (
+                    f"ticket {serial} was paid, but the ledger holds no commitment of its block "
+                    "(load it: printpipe ledger import BLOCK_MANIFEST --commitment COMMITMENT)"
+                )
+            else:
+                problem, proof = "", str(found[2]).encode()
+            answer = "PROOF GIVEN" if proof is not None else f"REFUSED {problem}"
+            self._log(tx, terminal.value, "prove", logged_input(code), serial, answer[:200])
+        if proof is None:
+            raise PrintpipeError(problem)
+        return serial, proof
+
+    def remaining(
+        self, *, game: str | None = None, block: int | None = None
+    ) -> tuple[Remaining, IO[bytes]]:
+        """The prizes remaining of a block's commitment, in one snapshot: per prize tier the
+        lots committed, paid and remaining, and the paid lots' proofs (one canonical JSON line
+        each, in a temporary file the caller closes)."""
+        with self.db.snapshot() as tx:
+            loaded = self.commitments.find(tx, game=game, block=block, where=str(self.location))
+            return read_remaining(tx, loaded, at=format_time(self.clock()))
+
+    def close_block(
+        self,
+        *,
+        game: str | None = None,
+        block: int | None = None,
+        closed_on: dt.date,
+        terminal: TerminalId,
+    ) -> str:
+        """Record that a committed block closed on ``closed_on`` (its sale ended and its claim
+        period ran out): from the day after, no ticket of it is paid (``BLOCK CLOSED``).  Once
+        recorded, the day is final."""
+        require_terminal(terminal)
+        today = self.clock().date()
+        if closed_on > today:
+            raise InvalidInput(
+                f"a block is closed on a day already come: {closed_on.isoformat()} is after "
+                f"today ({today.isoformat()})"
+            )
+        with self.db.transaction(durable=True) as tx:
+            loaded = self.commitments.find(tx, game=game, block=block, where=str(self.location))
+            if loaded.closed_on is not None:
+                if loaded.closed_on == closed_on:
+                    return f"{loaded.name}: closed on {closed_on.isoformat()} already"
+                raise PrintpipeError(
+                    f"{loaded.name} was closed on {loaded.closed_on.isoformat()}: a closure "
+                    "is final"
+                )
+            tx.execute(
+                "UPDATE commitments SET closed_on = ? WHERE id = ?",
+                (closed_on.isoformat(), loaded.id),
+            )
+            report = (
+                f"{loaded.name}: closed on {closed_on.isoformat()}; no ticket of it is paid "
+                "after that day"
+            )
+            self._log(tx, terminal.value, "close", closed_on.isoformat(), None, report)
+        return report
+
+    def begin_claim(
+        self,
+        *,
+        terminal: TerminalId,
+        key: str,
+        fingerprint: bytes,
+        admission: Admission | None = None,
+        now_s: int | None = None,
+    ) -> ClaimStart:
+        """Take an Idempotency-Key for a claim, or say why not (one short transaction).
+
+        A new key (or one older than :data:`IDEMPOTENCY_TTL_S`) is taken: ``proceed`` with a
+        fresh token, which :meth:`claim` needs.  The same key with another request
+        (``fingerprint``) is a ``mismatch``; with its answer stored, a ``replay``; still
+        running, ``in_progress``, unless its lease (:data:`IDEMPOTENCY_LEASE_S`) has expired:
+        then this retry takes it over (the attempt that held it had not committed, or its
+        answer would be stored).
+        """
+        now = int(self.clock().timestamp()) if now_s is None else now_s
+        token = secrets.token_hex(16)
+        with self.db.transaction() as tx:
+            self._admit(tx, admission)
+            tx.lock(lock_key("terminal", terminal.value))
+            taken = tx.one(
+                "INSERT INTO idempotency (terminal, key, fingerprint, token, started_at) "
+                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (terminal, key) DO NOTHING RETURNING 1",
+                (terminal.value, key, fingerprint, token, now),
+            )
+            if taken is not None:
+                return ClaimStart("proceed", token)
+            row = tx.one(
+                "SELECT fingerprint, token, started_at, status, response FROM idempotency "
+                "WHERE terminal = ? AND key = ?",
+                (terminal.value, key),
+            )
+            assert row is not None
+            stored, held_by, started_at, status, response = row
+            if started_at <= now - IDEMPOTENCY_TTL_S:  # expired: a new request
+                tx.execute(
+                    "UPDATE idempotency SET fingerprint = ?, token = ?, started_at = ?, "
+                    "status = NULL, response = NULL WHERE terminal = ? AND key = ?",
+                    (fingerprint, token, now, terminal.value, key),
+                )
+                return ClaimStart("proceed", token)
+            if not hmac.compare_digest(bytes(stored), fingerprint):
+                return ClaimStart("mismatch")
+            if status is not None:
+                return ClaimStart("replay", status=int(status), response=response)
+            if started_at > now - IDEMPOTENCY_LEASE_S:
+                return ClaimStart("in_progress", retry_after=started_at + IDEMPOTENCY_LEASE_S - now)
+            tx.execute(
+                "UPDATE idempotency SET token = ?, started_at = ? "
+                "WHERE terminal = ? AND key = ? AND token = ?",
+                (token, now, terminal.value, key, held_by),
+            )
+            return ClaimStart("proceed", token)
+
+    def purge_expired(self, *, now_s: int | None = None) -> tuple[int, int]:
+        """Forget nonces past :data:`NONCE_TTL_S` and claim keys past
+        :data:`IDEMPOTENCY_TTL_S`; (nonces, keys) removed."""
+        now = int(self.clock().timestamp()) if now_s is None else now_s
+        with self.db.transaction() as tx:
+            nonces = tx.execute(
+                "DELETE FROM nonces WHERE seen_at < ? RETURNING 1", (now - NONCE_TTL_S,)
+            )
+            keys = tx.execute(
+                "DELETE FROM idempotency WHERE started_at < ? RETURNING 1",
+                (now - IDEMPOTENCY_TTL_S,),
+            )
+        return len(nonces), len(keys)
+
+    def record_refusal(
+        self,
+        *,
+        action: str,
+        terminal_text: str,
+        given: str,
+        reason: str,
+        admission: Admission | None = None,
+    ) -> None:
+        """Append to the audit log that an input was refused before anything was looked up.
+
+        Every field is passed through :func:`audit_text`: what was sent may be anything.
+        ``admission``: the signed request's nonce, recorded with it.
+        """
+        with self.db.transaction() as tx:
+            self._admit(tx, admission)
+            self._log(
+                tx,
+                audit_text(terminal_text),
+                "refuse",
+                logged_input(f"{action}: {given}", limit=160),
+                None,
+                audit_text(f"REFUSED {reason}", limit=200),
+            )
+
+
+# -- one call per command -------------------------------------------------------------------
+
+
+def configure(location: Location, *, terminal: TerminalId, **changes: int | None) -> Settings:
+    """The ledger's settings, after the given changes (audited); with no change, the ledger is
+    opened read-only and not written."""
+    changing = any(value is not None for value in changes.values())
+    with Ledger(location, read_only=not changing) as book:
+        return book.configure(terminal=terminal, **changes)
+
+
+def record_refusal(
+    location: Location, *, action: str, terminal_text: str, given: str, reason: str
+) -> None:
+    """Record in the ledger at ``location`` an input refused before anything was looked up."""
+    with Ledger(location) as book:
+        book.record_refusal(action=action, terminal_text=terminal_text, given=given, reason=reason)
+
+
+def write_ticket_proof(
+    location: Location, *, code: str, key: LedgerKey, terminal: TerminalId, out: Path | None = None
+) -> tuple[str, Path]:
+    """Write a paid ticket's inclusion proof (:meth:`Ledger.prove`) to ``out`` (default
+    ``proof-SERIAL.json``), 0600, complete or absent: (the serial, where it went)."""
+    with Ledger(location, key=key) as book:
+        serial, proof = book.prove(code, terminal=terminal)
+    path = out or Path(f"proof-{serial}.json")
+    write_atomic(path, proof)
+    return serial, path
+
+
+def publish_remaining(
+    location: Location,
+    *,
+    out: Path,
+    signing_key: Ed25519PrivateKey,
+    game: str | None = None,
+    block: int | None = None,
+) -> Remaining:
+    """Write the prizes-remaining report of a block's commitment (``printpipe-remaining/1``),
+    read in one snapshot and signed with the lottery's key; the ledger is opened read-only."""
+    with Ledger(location, read_only=True) as book:
+        remaining, proofs = book.remaining(game=game, block=block)
+    with proofs:
+        write_remaining(out=out, remaining=remaining, proof_lines=proofs, signing_key=signing_key)
+    return remaining
+
+
+def close_block(
+    location: Location,
+    *,
+    closed_on: dt.date,
+    terminal: TerminalId,
+    game: str | None = None,
+    block: int | None = None,
+) -> str:
+    """Record a block's closure in the ledger (:meth:`Ledger.close_block`)."""
+    with Ledger(location) as book:
+        return book.close_block(game=game, block=block, closed_on=closed_on, terminal=terminal)

@@ -1,0 +1,155 @@
+"""Where the ledger lives, and the one interface its logic speaks to any database.
+
+The ledger's logic (``printpipe.ledger``) speaks :class:`Tx`: SQL with ``?`` placeholders,
+rows as tuples, bulk inserts, per-key locks; and :class:`Database`: transactions, snapshots,
+closing.  Each engine (``sqlite.py``, ``postgresql.py``) maps them onto its database; the
+statements the ledger runs are the same text on both, and the schema is written once
+(``schema.py``).  Nothing outside this package names an engine: a :data:`Location` is parsed
+here, and a database is opened or created by :mod:`printpipe.ledger.store`'s functions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+from urllib.parse import urlsplit, urlunsplit
+
+from printpipe.errors import PrintpipeError
+from printpipe.ids import TicketId
+from printpipe.ledger.log import GENESIS
+from printpipe.ledger.store.schema import LAYOUT
+
+POSTGRES_SCHEMES = ("postgresql", "postgres")
+T = TypeVar("T")
+
+
+def ticket_key(ticket: TicketId) -> int:
+    """A ticket's row id in the ledger (``tickets``, ``payments``...): ``GGGGPPPPPPTTT`` as a
+    number, so that the tickets of a pack range are one range of keys."""
+    return ticket.game * 10**9 + ticket.pack * 10**3 + ticket.ticket
+
+
+def ticket_of_key(key: int) -> TicketId:
+    return TicketId(key // 10**9, key // 10**3 % 10**6, key % 10**3)
+
+
+class Tx(Protocol):
+    """One transaction on the ledger's database: SQL with ``?`` placeholders, rows as tuples."""
+
+    writable_cte: bool
+    """An ``UPDATE ... RETURNING`` may feed an ``INSERT`` in one ``WITH`` statement."""
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None: ...
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
+
+    def insert_rows(self, table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> None:
+        """Append many rows (PostgreSQL: binary ``COPY``)."""
+        ...
+
+    def lock(self, *keys: int) -> None:
+        """Hold these keys until the transaction ends (PostgreSQL advisory locks, taken in
+        the order given; SQLite's one writer already holds everything)."""
+        ...
+
+
+# -- where the ledger is ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class PostgresLocation:
+    """A PostgreSQL ledger: its connection string (``postgresql://...``)."""
+
+    dsn: str
+
+    def __str__(self) -> str:
+        """The DSN without its password, for messages."""
+        parts = urlsplit(self.dsn)
+        if parts.password is None:
+            return self.dsn
+        netloc = parts.netloc.replace(f":{parts.password}@", ":***@")
+        return urlunsplit(parts._replace(netloc=netloc))
+
+
+Location = Path | PostgresLocation
+
+
+def parse_location(text: str) -> Location:
+    """``--db``: a PostgreSQL URL (``postgresql://`` or ``postgres://``), else a file path."""
+    scheme = text.split("://", 1)[0].lower() if "://" in text else ""
+    if scheme in POSTGRES_SCHEMES:
+        return PostgresLocation(text)
+    if scheme:
+        raise PrintpipeError(
+            f"--db {text.split('://', 1)[0]}://...: a ledger is an SQLite file or a "
+            "postgresql:// URL"
+        )
+    return Path(text)
+
+
+def old_layout_message(location: object, layout: int) -> str:
+    if layout > LAYOUT:
+        return (
+            f"validation database {location} has layout {layout}; this printpipe reads layout "
+            f"{LAYOUT}: use the printpipe that wrote it"
+        )
+    missing = "VIRNs stored in clear" if layout < 2 else "no block commitments nor proofs"
+    return (
+        f"validation database {location} has layout {layout} of an earlier printpipe "
+        f"({missing}); this printpipe reads layout {LAYOUT} only: rebuild it by "
+        "importing its manifests into a new ledger (printpipe ledger import MANIFEST --db NEW), "
+        "see docs/validation.md; it was not changed"
+    )
+
+
+def initialise(tx: Tx, settings: Sequence[tuple[str, str]]) -> None:
+    """The rows a new ledger starts with: its marks, its ``settings`` (name, value: the
+    book's defaults), the chain's head."""
+    tx.executemany(
+        "INSERT INTO ledger_meta VALUES (?, ?)",
+        [("application", "printpipe-ledger"), ("layout", str(LAYOUT))],
+    )
+    tx.executemany("INSERT INTO settings VALUES (?, ?)", settings)
+    tx.execute("INSERT INTO audit_head VALUES (1, 0, ?)", (GENESIS,))
+
+
+def one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+class Database(Protocol):
+    """An open ledger database, whatever its engine."""
+
+    location: Location
+    read_only: bool
+    dialect: str
+    """The engine's name, as the service's health answer gives it."""
+    empty: bool
+    """No ledger yet: the import about to run creates its tables (:meth:`create_if_absent`)."""
+    threads: int
+    """How many threads may use it at once (a PostgreSQL pool's size; SQLite: 1)."""
+
+    def transaction(self, *, durable: bool = False) -> AbstractContextManager[Tx]:
+        """One read-write transaction; ``durable``: committed to disk before it returns (the
+        ledger's validations, which may be lost in a crash, are not)."""
+        ...
+
+    def snapshot(self) -> AbstractContextManager[Tx]:
+        """A read transaction: one consistent view, nothing written."""
+        ...
+
+    def create_if_absent(self, tx: Tx, settings: Sequence[tuple[str, str]]) -> None:
+        """Inside an import's transaction: create the ledger's tables if the database holds
+        none yet (a new SQLite ledger is built whole before, so there it does nothing)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+Fill = Callable[[Database], T]
+"""What an import does with the database it is handed (see ``store.create_or_open``)."""

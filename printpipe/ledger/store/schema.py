@@ -1,0 +1,233 @@
+"""The ledger's schema, written once: every table, column, key, index and append-only rule.
+
+Each engine renders this description to its own dialect (``sqlite.py``: ``INTEGER`` for every
+integer, so that an ``INTEGER PRIMARY KEY`` is the row id, ``BLOB``, ``WITHOUT ROWID`` tables
+and triggers; ``postgresql.py``: ``INTEGER``/``BIGINT``, ``BYTEA``, identity keys, one trigger
+function, ``STORAGE PLAIN`` for the tree's rows, which are read whole and never compress).
+Adding a table for a later feature: describe it here and raise :data:`LAYOUT`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+LAYOUT = 3
+"""The ledger's layout: 2 = VIRNs as HMACs, hash-chained audit log, terminals (issue 12);
+3 = the blocks' public commitments, their trees and sealed salts, each payment's inclusion
+proof (issue 14)."""
+
+INT = "int"  # fits 32 bits
+BIGINT = "bigint"
+TEXT = "text"
+BYTES = "bytes"
+IDENTITY = "identity"  # an integer primary key the database numbers
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    name: str
+    type: str
+    rule: str = "NOT NULL"  # what follows the type: NOT NULL, PRIMARY KEY, REFERENCES ...
+    plain: bool = False  # stored uncompressed, in line (PostgreSQL)
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    name: str
+    columns: tuple[Column, ...]
+    keys: tuple[str, ...] = ()  # table constraints: PRIMARY KEY (...), UNIQUE (...)
+    clustered: bool = False  # rows stored by their primary key (SQLite: WITHOUT ROWID)
+    indexes: tuple[tuple[str, str], ...] = ()  # (name, columns)
+    append_only: str | None = None  # what SQLite's refusal says is append-only
+
+
+def _c(name: str, type_: str, rule: str = "NOT NULL", *, plain: bool = False) -> Column:
+    return Column(name, type_, rule, plain)
+
+
+TABLES: tuple[Table, ...] = (
+    Table("ledger_meta", (_c("key", TEXT, "PRIMARY KEY"), _c("value", TEXT))),
+    Table("settings", (_c("key", TEXT, "PRIMARY KEY"), _c("value", TEXT))),
+    Table(
+        "manifests",
+        (
+            _c("id", IDENTITY, "PRIMARY KEY"),
+            _c("records_sha256", TEXT, "NOT NULL UNIQUE"),
+            _c("body_sha256", TEXT),
+            _c("kind", TEXT),
+            _c("game", TEXT),
+            _c("game_number", INT),
+            _c("block", INT),
+            _c("first_pack", INT),
+            _c("last_pack", INT),
+            _c("records", INT),
+            _c("new_records", INT),
+            _c("prize_eur", BIGINT),
+            _c("imported_at", TEXT),
+            _c("file", TEXT),
+        ),
+    ),
+    Table(
+        "tickets",
+        (
+            _c("id", BIGINT, "PRIMARY KEY"),
+            _c("virn_hmac", BYTES),
+            _c("prize_eur", INT),
+            _c("manifest", BIGINT, "NOT NULL REFERENCES manifests(id)"),
+            _c("record_hmac", BYTES),
+        ),
+    ),
+    Table(
+        "packs",
+        (
+            _c("id", BIGINT, "PRIMARY KEY"),
+            _c("game_number", INT),
+            _c("pack", INT),
+            _c("block", INT),
+            _c("state", TEXT, "NOT NULL CHECK (state IN ('issued', 'activated', 'settled'))"),
+            _c("changed_at", TEXT),
+            _c("retailer", TEXT, ""),
+        ),
+        indexes=(("packs_by_number", "pack"),),
+    ),
+    Table(
+        "payments",
+        (
+            _c("ticket", BIGINT, "PRIMARY KEY"),
+            _c("amount_eur", INT),
+            _c("paid_at", TEXT),
+            _c("terminal", TEXT),
+        ),
+        append_only="payments are",
+    ),
+    Table(
+        "commitments",
+        (
+            _c("id", IDENTITY, "PRIMARY KEY"),
+            _c("game", TEXT),
+            _c("game_number", INT),
+            _c("block", INT),
+            _c("first_pack", INT),
+            _c("last_pack", INT),
+            _c("tickets", BIGINT),
+            _c("root", BYTES),
+            _c("document", TEXT),
+            _c("salt_nonce", BYTES),
+            _c("manifest", BIGINT, "NOT NULL REFERENCES manifests(id)"),
+            _c("loaded_at", TEXT),
+            _c("closed_on", TEXT, ""),
+        ),
+        keys=("UNIQUE (game_number, block, first_pack)",),
+    ),
+    Table(
+        "merkle_nodes",
+        (
+            _c("commitment", BIGINT),
+            _c("level", INT),
+            _c("chunk", BIGINT),
+            _c("hashes", BYTES, plain=True),
+        ),
+        keys=("PRIMARY KEY (commitment, level, chunk)",),
+    ),
+    Table(
+        "sealed_salts",
+        (_c("commitment", BIGINT), _c("chunk", BIGINT), _c("sealed", BYTES, plain=True)),
+        keys=("PRIMARY KEY (commitment, chunk)",),
+    ),
+    Table(
+        "payment_proofs",
+        (
+            _c("ticket", BIGINT, "PRIMARY KEY REFERENCES payments(ticket)"),
+            _c("commitment", BIGINT, "NOT NULL REFERENCES commitments(id)"),
+            _c("proof", TEXT),
+        ),
+        indexes=(("payment_proofs_by_commitment", "commitment, ticket"),),
+        append_only="payment proofs are",
+    ),
+    Table(
+        "virn_failures",
+        (
+            _c("ticket", BIGINT),
+            _c("terminal", TEXT),
+            _c("failures", INT),
+            _c("last_at", TEXT),
+        ),
+        keys=("PRIMARY KEY (ticket, terminal)",),
+        clustered=True,
+    ),
+    Table(
+        "terminal_failures",
+        (_c("terminal", TEXT, "PRIMARY KEY"), _c("window_start", TEXT), _c("failures", INT)),
+    ),
+    Table(
+        "terminals",
+        (
+            _c("id", TEXT, "PRIMARY KEY"),
+            _c("key_id", TEXT, "NOT NULL UNIQUE"),
+            _c("public_key", BYTES),
+            _c("retailer", TEXT, ""),
+            _c("role", TEXT, "NOT NULL CHECK (role IN ('retailer', 'office'))"),
+            _c("added_at", TEXT),
+            _c("revoked_at", TEXT, ""),
+        ),
+    ),
+    Table(
+        "nonces",
+        (_c("key_id", TEXT), _c("nonce", TEXT), _c("seen_at", BIGINT)),
+        keys=("PRIMARY KEY (key_id, nonce)",),
+        clustered=True,
+        indexes=(("nonces_by_time", "seen_at"),),
+    ),
+    Table(
+        "idempotency",
+        (
+            _c("terminal", TEXT),
+            _c("key", TEXT),
+            _c("fingerprint", BYTES),
+            _c("token", TEXT),
+            _c("started_at", BIGINT),
+            _c("status", INT, ""),
+            _c("response", TEXT, ""),
+        ),
+        keys=("PRIMARY KEY (terminal, key)",),
+        clustered=True,
+        indexes=(("idempotency_by_time", "started_at"),),
+    ),
+    Table(
+        "audit_log",
+        (
+            _c("seq", BIGINT, "PRIMARY KEY"),
+            _c("at", TEXT),
+            _c("terminal", TEXT),
+            _c("action", TEXT),
+            _c("input", TEXT),
+            _c("ticket", TEXT, ""),
+            _c("answer", TEXT),
+            _c("hash", BYTES),
+        ),
+        append_only="audit_log is",
+    ),
+    Table(
+        "audit_head",
+        (
+            _c("id", INT, "PRIMARY KEY CHECK (id = 1)"),
+            _c("seq", BIGINT),
+            _c("hash", BYTES),
+        ),
+    ),
+)
+
+
+def render(types: dict[str, str], *, clustered: str = "") -> list[tuple[Table, str]]:
+    """Each table's ``CREATE TABLE`` and ``CREATE INDEX`` statements in a dialect: ``types``
+    maps the description's column types to the dialect's; ``clustered`` is what follows a
+    clustered table's definition."""
+    rendered = []
+    for table in TABLES:
+        lines = [f"{c.name} {types[c.type]} {c.rule}".rstrip() for c in table.columns]
+        body = ",\n    ".join([*lines, *table.keys])
+        sql = f"CREATE TABLE {table.name} (\n    {body}\n){clustered if table.clustered else ''};\n"
+        for name, columns in table.indexes:
+            sql += f"CREATE INDEX {name} ON {table.name} ({columns});\n"
+        rendered.append((table, sql))
+    return rendered

@@ -1,0 +1,270 @@
+"""The ledger in one SQLite file: the embedded default (``--db FILE``).
+
+WAL mode, one ``BEGIN IMMEDIATE`` transaction per change (one writer at a time: SQLite's own
+lock serializes payments), ``synchronous=NORMAL`` for validations and ``FULL`` for payments,
+pack changes and imports.  The file carries ``application_id`` "PPLG" and ``user_version`` =
+:data:`LAYOUT`, and is refused untouched, before SQLite opens it, if it is not a ledger.  A new
+ledger is built under a temporary name and linked into place whole (:func:`create_or_open`),
+so that nobody ever sees half a ledger.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from printpipe.atomic import PRIVATE_FILE_MODE, fsync_dir, partial_path
+from printpipe.errors import PrintpipeError
+from printpipe.ledger.store.base import Fill, Location, T, Tx, initialise, old_layout_message
+from printpipe.ledger.store.schema import BIGINT, BYTES, IDENTITY, INT, LAYOUT, TEXT, render
+
+APPLICATION_ID = 0x50504C47  # "PPLG": a printpipe ledger, in the SQLite header (offset 68)
+BUSY_TIMEOUT_S = 60.0
+SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+def _schema() -> str:
+    types = {INT: "INTEGER", BIGINT: "INTEGER", TEXT: "TEXT", BYTES: "BLOB", IDENTITY: "INTEGER"}
+    statements = []
+    for table, sql in render(types, clustered=" WITHOUT ROWID"):
+        statements.append(sql)
+        if table.append_only is not None:
+            for event in ("UPDATE", "DELETE"):
+                statements.append(
+                    f"CREATE TRIGGER {table.name}_no_{event.lower()} BEFORE {event} ON "
+                    f"{table.name}\nBEGIN SELECT RAISE(ABORT, '{table.append_only} "
+                    "append-only'); END;\n"
+                )
+    return "".join(statements)
+
+
+SCHEMA = _schema()
+"""The ledger's schema (``schema.py``) in SQLite's dialect."""
+
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def _sqlite_chain_hash(previous: bytes, seq: int, entry: bytes) -> bytes:
+    return hashlib.sha256(bytes(previous) + int(seq).to_bytes(8, "big") + bytes(entry)).digest()
+
+
+class SqliteTx:
+    writable_cte = False  # SQLite has no UPDATE in a WITH
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        return self.conn.execute(sql, params).fetchall()
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        return self.conn.execute(sql, params).fetchone()
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        self.conn.executemany(sql, rows)
+
+    def insert_rows(self, table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> None:
+        marks = ", ".join("?" * len(columns))
+        self.conn.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
+
+    def lock(self, *keys: int) -> None:
+        pass
+
+
+def check_sqlite_header(path: Path) -> None:
+    """Refuse, without letting SQLite open it, a file that is not a printpipe ledger."""
+    try:
+        with open(path, "rb") as handle:
+            header = handle.read(100)
+    except FileNotFoundError:
+        raise PrintpipeError(
+            f"validation database {path} not found (create it: printpipe ledger import)"
+        ) from None
+    except OSError as exc:
+        raise PrintpipeError(f"cannot read validation database {path}: {exc.strerror}") from None
+    not_ledger = f"{path} is not a printpipe validation database"
+    if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
+        raise PrintpipeError(f"{not_ledger} (not an SQLite file); it was not changed")
+    application_id = int.from_bytes(header[68:72], "big")
+    if application_id not in (APPLICATION_ID, 0):
+        raise PrintpipeError(
+            f"{not_ledger} (an SQLite file of another application); it was not changed"
+        )
+    if header[18:20] != b"\x02\x02":  # every ledger is in WAL mode from its creation
+        raise PrintpipeError(
+            f"{not_ledger} (an SQLite database printpipe did not create); it was not changed"
+        )
+    if application_id == 0:  # another application's, or a ledger from before issue 11
+        raise PrintpipeError(
+            f"{not_ledger} (an SQLite database of another application, or a ledger of an "
+            "earlier printpipe, with VIRNs in clear: rebuild it by importing its manifests into "
+            "a new ledger, printpipe ledger import MANIFEST --db NEW); it was not changed"
+        )
+    layout = int.from_bytes(header[60:64], "big")  # user_version
+    if layout != LAYOUT:
+        raise PrintpipeError(old_layout_message(path, layout))
+
+
+def remove_sqlite_files(path: Path) -> None:
+    """Remove a database file this process built, and its side files."""
+    for leftover in (path, *(path.with_name(path.name + s) for s in SQLITE_SIDE_FILES)):
+        leftover.unlink(missing_ok=True)
+
+
+class SqliteDatabase:
+    """A ledger in one SQLite file (one connection; use it from one thread at a time)."""
+
+    dialect = "sqlite"
+    empty = False  # a new ledger is built whole (build) before anything is imported
+    threads = 1
+    _turns: int | None
+
+    def __init__(self, path: Path, *, read_only: bool = False, shared: bool = False) -> None:
+        """``shared``: several processes write (the service's workers): they take turns on a
+        blocking lock (``flock`` of the file, which SQLite's own POSIX locks ignore) instead
+        of SQLite's busy loop, whose sleeps (1 ms, 2 ms, 5 ms...) would make every collision a
+        latency spike."""
+        check_sqlite_header(path)
+        target = f"{path.resolve().as_uri()}?mode={'ro' if read_only else 'rw'}"
+        try:
+            conn = sqlite3.connect(
+                target,
+                uri=True,
+                isolation_level=None,
+                timeout=BUSY_TIMEOUT_S,
+                check_same_thread=False,
+            )
+            conn.execute("PRAGMA synchronous=NORMAL")  # validations; payments ask FULL
+            conn.execute("PRAGMA foreign_keys=ON")
+        except sqlite3.DatabaseError as exc:
+            raise PrintpipeError(f"validation database {path} is unusable: {exc}") from None
+        self._setup(conn, path, read_only=read_only, durable_sync="FULL")
+        if shared and not read_only:
+            # kept open until the connection is closed: closing a descriptor of the file
+            # while SQLite holds its locks would release them (POSIX locks are per process)
+            self._turns = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+
+    @classmethod
+    def build(cls, path: Path, settings: Sequence[tuple[str, str]]) -> SqliteDatabase:
+        """A new, empty ledger at ``path``, a file nobody else knows of yet: no journal on
+        disk, no sync until it is complete (the caller links it into place)."""
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, PRIVATE_FILE_MODE)
+        os.fchmod(fd, PRIVATE_FILE_MODE)
+        os.close(fd)
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=MEMORY")
+        conn.execute("PRAGMA synchronous=OFF")
+        conn.execute("PRAGMA foreign_keys=ON")
+        conn.executescript(SCHEMA)
+        conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+        conn.execute(f"PRAGMA user_version={LAYOUT}")
+        database = cls.__new__(cls)
+        database._setup(conn, path, read_only=False, durable_sync="OFF")
+        with database.transaction() as tx:
+            initialise(tx, settings)
+        return database
+
+    def _setup(
+        self, conn: sqlite3.Connection, path: Path, *, read_only: bool, durable_sync: str
+    ) -> None:
+        conn.create_function("chain_hash", 3, _sqlite_chain_hash, deterministic=True)
+        self._turns = None
+        self.conn = conn
+        self.path = path
+        self.location: Location = path
+        self.read_only = read_only
+        self._durable_sync = durable_sync
+
+    def finish_build(self) -> None:
+        """Switch a built ledger to WAL and close it (its WAL checkpointed into the file)."""
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.close()
+
+    @contextmanager
+    def transaction(self, *, durable: bool = False) -> Iterator[Tx]:
+        if self.read_only:
+            raise PrintpipeError(f"validation database {self.path} is open read-only")
+        conn = self.conn
+        if self._turns is not None:
+            fcntl.flock(self._turns, fcntl.LOCK_EX)
+        if durable:
+            conn.execute(f"PRAGMA synchronous={self._durable_sync}")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield SqliteTx(conn)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+        finally:
+            if durable and self._durable_sync != "OFF":
+                conn.execute("PRAGMA synchronous=NORMAL")
+            if self._turns is not None:
+                fcntl.flock(self._turns, fcntl.LOCK_UN)
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Tx]:
+        """A read transaction: one consistent view, nothing written."""
+        conn = self.conn
+        conn.execute("BEGIN")
+        try:
+            yield SqliteTx(conn)
+        finally:
+            conn.execute("ROLLBACK")
+
+    def create_if_absent(self, tx: Tx, settings: Sequence[tuple[str, str]]) -> None:
+        pass  # built whole by build()
+
+    def close(self) -> None:
+        self.conn.close()
+        if self._turns is not None:
+            os.close(self._turns)
+            self._turns = None
+
+
+def create_or_open(path: Path, settings: Sequence[tuple[str, str]], fill: Fill[T]) -> T:
+    """``fill`` the ledger at ``path``, creating it if absent: a new ledger is built and filled
+    under a temporary name beside the file, then linked into place only if nothing is there
+    yet: a failed fill removes only its own temporary file, and if another process created the
+    ledger meanwhile, ``fill`` runs again on that one."""
+    if not os.path.lexists(path):
+        tmp = partial_path(path)
+        remove_sqlite_files(tmp)  # left by a crashed process of the same id
+        try:
+            try:
+                built = SqliteDatabase.build(tmp, settings)
+            except OSError as exc:
+                raise PrintpipeError(f"cannot create {path}: {exc.strerror}") from None
+            try:
+                result = fill(built)
+            finally:
+                built.finish_build()  # the last connection: the WAL checkpointed into the file
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            try:
+                os.link(tmp, path)  # unlike a rename, never replaces what another made
+            except FileExistsError:
+                pass  # another import created the ledger meanwhile: fill that one, below
+            except OSError as exc:
+                raise PrintpipeError(f"cannot create {path}: {exc.strerror}") from None
+            else:
+                fsync_dir(path.parent)
+                return result
+        finally:
+            remove_sqlite_files(tmp)
+    database = SqliteDatabase(path)
+    try:
+        return fill(database)
+    finally:
+        database.close()
