@@ -104,6 +104,7 @@ def main() -> None:
             load_lottery_recipient(keys / LOTTERY_RECIPIENT),
             load_signing_key(keys),
             [],
+            game=game,
         )
         size = manifest_path.stat().st_size
         print(

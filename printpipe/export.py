@@ -297,7 +297,9 @@ def export_block(
     stop = threading.Event()
     manifest_path = out_dir / MANIFEST_FILE
     sealing = _Background(
-        lambda: seal_run_records(manifest_path, store, packs, recipient, stop=stop.is_set)
+        lambda: seal_run_records(
+            manifest_path, store, packs, recipient, game=game, stop=stop.is_set
+        )
     )
     try:
         specs = chunk_specs(store, packs, chunk_packs)
@@ -317,7 +319,7 @@ def export_block(
         )
         intact.pass_through()  # before the manifest, were every chunk already there
         write_sealed_run_manifest(
-            manifest_path, store, sealing.result(), recipient, signing_key, files
+            manifest_path, store, sealing.result(), recipient, signing_key, files, game=game
         )
         remove_partials(out_dir)  # what a worker killed mid-chunk left (its chunk ran again)
     except BaseException:

@@ -64,9 +64,6 @@ def feed_file_name(game_id: str, block: int, first_pack: int, last_pack: int) ->
 
 def feed_header(store: BlockStore, definition: GameDefinition, packs: PackRange) -> dict[str, Any]:
     rules = definition.block
-    first_number = printed_pack_number(
-        block=store.block, block_pack=packs.first, packs_per_block=rules.packs
-    )
     dtype = record_dtype(definition.symbol_width)
     return {
         "format": FORMAT,
@@ -77,13 +74,7 @@ def feed_header(store: BlockStore, definition: GameDefinition, packs: PackRange)
         },
         "block": store.block,
         "block_summary_sha256": hashlib.sha256(store.summary_bytes).hexdigest(),
-        "packs": {
-            "first": packs.first,
-            "last": packs.last,
-            "first_pack_number": first_number,
-            "last_pack_number": first_number + packs.count - 1,
-            "pack_size": rules.pack_size,
-        },
+        "packs": store.packs_header(packs),
         "first_unit": (packs.first - 1) * rules.pack_size + 1,
         "units": packs.count * rules.pack_size,
         "record_bytes": dtype.itemsize,

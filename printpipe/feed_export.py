@@ -56,7 +56,14 @@ def export_feed(
         raise PrintpipeError(f"cannot write to {out_dir}: {exc.strerror}") from None
     entry = write_feed(out_dir / name, store, game, packs, show_progress)
     write_run_manifest(
-        out_dir / MANIFEST_FILE, store, packs, recipient, signing_key, [entry], show_progress
+        out_dir / MANIFEST_FILE,
+        store,
+        packs,
+        recipient,
+        signing_key,
+        [entry],
+        show_progress,
+        game=game,
     )
     record = {
         "format": JOB_FORMAT,

@@ -293,8 +293,6 @@ def build_header(
     recipient: x25519.Recipient,
     print_files: list[dict[str, Any]],
 ) -> dict[str, Any]:
-    rules = definition.block
-    first_number = store.printed_pack(packs.first)
     for entry in print_files:
         if not isinstance(entry, dict) or "path" not in entry or "sha256" not in entry:
             raise PrintpipeError("every print file of a manifest needs a path and a sha256")
@@ -310,14 +308,8 @@ def build_header(
             "fields": [{"name": f.name, "width": f.width} for f in definition.fields],
         },
         "block": store.block,
-        "packs": {
-            "first": packs.first,
-            "last": packs.last,
-            "first_pack_number": first_number,
-            "last_pack_number": first_number + packs.count - 1,
-            "pack_size": rules.pack_size,
-        },
-        "records": packs.count * rules.pack_size,
+        "packs": store.packs_header(packs),
+        "records": packs.count * store.pack_size,
         "columns": plaintext_columns(definition),
         "block_tree_root": store.summary.tree.root,
         **_tier_table(store, definition, packs),
@@ -432,15 +424,15 @@ def seal_run_records(
     packs: PackRange,
     recipient: x25519.Recipient,
     *,
+    game: Game,
     stop: Callable[[], bool] | None = None,
 ) -> SealedRecords:
     """Encrypt the records of ``packs`` for the run manifest that will be ``path``, into
     ``.NAME.body.partial-PID`` beside it (removed with any partial file if the run fails);
     :func:`write_sealed_run_manifest` then writes the manifest.  ``stop`` is asked between
     batches of packs: true, the sealing ends with :class:`SealingStopped`."""
-    from printpipe.games import load_game
-
-    definition = load_game(store.game_id).definition
+    definition = game.definition
+    _check_game(store, definition)
     _private_parent(path)
     body = partial_path(path.with_name(f"{path.name}.body"))
 
@@ -470,14 +462,13 @@ def write_sealed_run_manifest(
     recipient: x25519.Recipient,
     signing_key: Ed25519PrivateKey,
     print_files: list[dict[str, Any]],
+    *,
+    game: Game,
 ) -> dict[str, Any]:
     """Write the run manifest whose records :func:`seal_run_records` sealed: the header (with
     the press files), the digests and the signature, then the body, copied and hashed again
     on the way (temp name, fsync, rename); the sealed body file is removed."""
-    from printpipe.games import load_game
-
-    definition = load_game(store.game_id).definition
-    header = build_header(store, definition, sealed.packs, "run", recipient, print_files)
+    header = build_header(store, game.definition, sealed.packs, "run", recipient, print_files)
     prefix = _prefix(header)
     hashes = _hash_lines(sealed.body_sha256, sealed.records_sha256)
     with atomic_file(path) as out, open(sealed.path, "rb") as body:
@@ -500,11 +491,10 @@ def write_run_manifest(
     signing_key: Ed25519PrivateKey,
     print_files: list[dict[str, Any]],
     show_progress: bool = False,
+    *,
+    game: Game,
 ) -> None:
     """The manifest of one export run: ``packs`` (block-relative, 1-based) of ``store``."""
-    from printpipe.games import load_game
-
-    game = load_game(store.game_id)
     write_manifest(
         path, store, game, packs, recipient, signing_key, print_files, "run", show_progress
     )

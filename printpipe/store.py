@@ -218,6 +218,18 @@ class BlockStore:
             packs_per_block=self.summary.parameters.packs_per_block,
         )
 
+    def packs_header(self, packs: PackRange) -> dict[str, int]:
+        """How a manifest's and a unit feed's header name ``packs``: block-relative, as
+        printed, and the pack size."""
+        first_number = self.printed_pack(packs.first)
+        return {
+            "first": packs.first,
+            "last": packs.last,
+            "first_pack_number": first_number,
+            "last_pack_number": first_number + packs.count - 1,
+            "pack_size": self.pack_size,
+        }
+
     def changed_files(self) -> list[str]:
         """Column files whose bytes differ from the SHA-256 the summary records."""
         changed = []

@@ -139,6 +139,7 @@ def test_the_manifest_writer_encrypts_each_batch_before_it_reads_the_next(
         load_lottery_recipient(keys_dir / LOTTERY_RECIPIENT),
         load_signing_key(keys_dir),
         [],
+        game=game,
     )
     assert len(asked) == 1 + PACKS.count // 2 + 1
     total = asked[-1][0]

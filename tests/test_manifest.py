@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from printpipe.block import PackRange
 from printpipe.errors import PrintpipeError
+from printpipe.games import load_game
 from printpipe.keys import (
     LOTTERY_IDENTITY,
     LOTTERY_RECIPIENT,
@@ -51,13 +52,15 @@ def _plaintext(path: Path, keys: Path) -> bytes:
 
 
 def _run_manifest(store_dir: Path, keys: Path, out: Path, packs: PackRange, files=()) -> Path:
+    store = BlockStore.open(store_dir)
     write_run_manifest(
         out,
-        BlockStore.open(store_dir),
+        store,
         packs,
         load_lottery_recipient(keys / LOTTERY_RECIPIENT),
         load_signing_key(keys),
         list(files),
+        game=load_game(store.game_id),
     )
     return out
 

@@ -287,7 +287,7 @@ def test_overlapping_manifests_must_agree(ledgers, key, stores, keys_dir, game, 
     recipient = load_lottery_recipient(keys_dir / LOTTERY_RECIPIENT)
     signing = load_signing_key(keys_dir)
     run = tmp_path / "run.ppm"
-    write_run_manifest(run, store, PackRange(3, 5), recipient, signing, [])
+    write_run_manifest(run, store, PackRange(3, 5), recipient, signing, [], game=game)
     assert (
         "(0 new)"
         in run_cli(
@@ -302,7 +302,7 @@ def test_overlapping_manifests_must_agree(ledgers, key, stores, keys_dir, game, 
     del virn
     conflicting = tmp_path / "conflict.ppm"
     write_run_manifest(
-        conflicting, BlockStore.open(changed), PackRange(1, 8), recipient, signing, []
+        conflicting, BlockStore.open(changed), PackRange(1, 8), recipient, signing, [], game=game
     )
     with Ledger(work, key=key) as book:
         before = book.query("SELECT COUNT(*) FROM manifests")
@@ -314,7 +314,7 @@ def test_overlapping_manifests_must_agree(ledgers, key, stores, keys_dir, game, 
 
 
 def test_a_signed_manifest_whose_prize_breaks_the_rules_is_refused(
-    ledgers, stores, keys_dir, tmp_path
+    ledgers, stores, keys_dir, game, tmp_path
 ):
     changed = copy_store(stores[0], tmp_path / "cheat")
     tier = np.load(changed / "tier.npy", mmap_mode="r+")
@@ -330,6 +330,7 @@ def test_a_signed_manifest_whose_prize_breaks_the_rules_is_refused(
         load_lottery_recipient(keys_dir / LOTTERY_RECIPIENT),
         load_signing_key(keys_dir),
         [],
+        game=game,
     )
     work = ledgers.new()
     result = _import(work, path, keys_dir)
