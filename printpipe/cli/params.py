@@ -166,7 +166,7 @@ class ReasonType(_Converted):
 
 class LedgerLocationType(_Converted):
     """``--db``: an SQLite file, or a PostgreSQL URL ``postgresql://...`` ->
-    ``ledger_store.Location``."""
+    ``printpipe.ledger.store.Location``."""
 
     name = "FILE|postgresql://..."
 

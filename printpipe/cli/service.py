@@ -1,7 +1,7 @@
 """The validation service: ``serve``, the terminals registered in the ledger (``terminals``),
 and the reference terminal client (``terminal``).
 
-Parsing only: each command calls ``printpipe.service.server``, ``printpipe.validation`` or
+Parsing only: each command calls ``printpipe.service.server``, ``printpipe.ledger`` or
 ``printpipe.service.terminal`` with keyword arguments.
 """
 

@@ -1,6 +1,6 @@
 """The ledger's side of a block's public commitment: load it, prove each payment, report.
 
-Everything here runs inside a transaction of :class:`printpipe.validation.Ledger` (``tx``):
+Everything here runs inside a transaction of :class:`printpipe.ledger.book.Ledger` (``tx``):
 
 - **Load** (``ledger import MANIFEST --commitment FILE``): the countersigned commitment in
   ``commitments``; the tree rebuilt from the block manifest's records as they are imported
@@ -59,7 +59,7 @@ class LoadedCommitment:
         )
 
     def ticket_keys(self) -> tuple[int, int]:
-        """The first and last ticket keys (``ledger_store.ticket_key``) of its packs."""
+        """The first and last ticket keys (``printpipe.ledger.store.ticket_key``) of its packs."""
         c = self.commitment
         return (
             ticket_key(TicketId(c.game_number, c.first_pack_number, 0)),

@@ -2,7 +2,7 @@
 
 Every request but ``/v1/health`` and ``/v1/openapi.json`` is signed by a registered terminal
 (``signatures.py``); its answers are the ledger's, from the same pure ``decide`` as the command
-line (``printpipe.validation``).  What a request may do follows from the terminal's
+line (``printpipe.ledger``).  What a request may do follows from the terminal's
 registration, never from what it sends: a retailer's terminal acts only on the packs shipped
 to its retailer, and only an ``office`` terminal pays above the retailer limit.
 
