@@ -61,11 +61,8 @@ from printpipe.keys import (
     load_secrets,
     load_signing_key,
 )
-from printpipe.ledger.book import Ledger, publish_remaining
-from printpipe.ledger.importer import import_manifest
-from printpipe.ledger.inputs import LOTTERY as LOTTERY_TERMINAL
-from printpipe.ledger.inputs import TerminalId
-from printpipe.ledger.key import load_ledger_key
+from printpipe.ledger import LOTTERY as LOTTERY_TERMINAL
+from printpipe.ledger import Ledger, TerminalId, import_manifest, load_ledger_key, publish_remaining
 from printpipe.ledger.tree import read_leaf_and_path, read_salt
 from printpipe.manifest import BLOCK_MANIFEST, verify_manifest
 from printpipe.merkle import TreeBuilder

@@ -63,11 +63,17 @@ from printpipe.keys import (
     load_secrets,
     load_signing_key,
 )
-from printpipe.ledger.book import Ledger
-from printpipe.ledger.importer import import_manifest
-from printpipe.ledger.inputs import LOTTERY, TerminalId, parse_pack_ref
-from printpipe.ledger.key import load_ledger_key
-from printpipe.ledger.store import Location, PostgresLocation
+from printpipe.ledger import (
+    LOTTERY,
+    Ledger,
+    Location,
+    TerminalId,
+    import_manifest,
+    load_ledger_key,
+    location_argument,
+    parse_location,
+    parse_pack_ref,
+)
 from printpipe.manifest import BLOCK_MANIFEST, verify_manifest
 from printpipe.service.signatures import RequestSigner, key_id_of, raw_public_key
 from printpipe.store import BlockStore
@@ -148,7 +154,7 @@ def register(location: Location, keys: Path) -> list[RequestSigner]:
 
 def start(location: Location, keys: Path, root: Path, workers: int) -> tuple[subprocess.Popen, str]:
     url_file = root / "serve.url"
-    db = location.dsn if isinstance(location, PostgresLocation) else str(location)
+    db = location_argument(location)
     log = open(root / "serve.log", "ab")  # noqa: SIM115 - the server's
     server = subprocess.Popen(
         [sys.executable, "-m", "printpipe", "serve", "--db", db, "--keys", str(keys),
@@ -208,7 +214,7 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
         pg_folder = Path(tempfile.mkdtemp(prefix="printpipe-bench-pg-"))
         os.chmod(pg_folder, 0o711)
         url = pgserver.start(pg_folder / "server", durable=True)
-        location = PostgresLocation(pgserver.create_database(url))
+        location = parse_location(pgserver.create_database(url))
     try:
         started = time.perf_counter()
         keys, codes = build(location, root, args.packs)

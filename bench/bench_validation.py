@@ -34,10 +34,7 @@ from printpipe.keys import (
     load_secrets,
     load_signing_key,
 )
-from printpipe.ledger.book import Ledger
-from printpipe.ledger.importer import import_manifest
-from printpipe.ledger.inputs import TerminalId
-from printpipe.ledger.key import load_ledger_key
+from printpipe.ledger import Ledger, TerminalId, import_manifest, load_ledger_key
 from printpipe.manifest import verify_manifest, write_run_manifest
 from printpipe.store import BlockStore
 

@@ -102,7 +102,7 @@ def test_the_graph_is_read_from_every_module():
     graph = _graph()
     # a sample of edges the package is known to have: the reader finds real imports
     assert "printpipe.ledger.rules" in graph["printpipe.ledger.book"]
-    assert "printpipe.ledger.book" in graph["printpipe.service.app"]
+    assert "printpipe.ledger.book" in graph["printpipe.ledger"]
     assert "printpipe.ledger.store.sqlite" in graph["printpipe.ledger.store"]
     assert len(graph) > 100
 
@@ -141,3 +141,25 @@ def test_a_circle_across_subsystems_would_be_seen():
     graph = _graph()
     graph["printpipe.ledger.book"].add("printpipe.service.app")
     assert any(len({_subsystem(m) for m in circle}) > 1 for circle in _circles(graph))
+
+
+def test_the_ledger_is_used_through_its_public_surface():
+    """Outside ``printpipe/ledger/``, the package imports the wing only as
+    ``printpipe.ledger`` (its ``__init__``), never one of its modules."""
+    graph = _graph()
+    reaching_in = sorted(
+        (name, target)
+        for name, targets in graph.items()
+        if _subsystem(name) != "ledger"
+        for target in targets
+        if _subsystem(target) == "ledger" and target != "printpipe.ledger"
+    )
+    assert reaching_in == []
+    assert "printpipe.ledger" in graph["printpipe.service.app"]
+
+
+def test_every_public_name_of_the_ledger_resolves():
+    import printpipe.ledger
+
+    for name in printpipe.ledger.__all__:
+        assert getattr(printpipe.ledger, name) is not None, name

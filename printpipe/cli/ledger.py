@@ -37,9 +37,7 @@ from printpipe.errors import PrintpipeError
 
 if TYPE_CHECKING:
     from printpipe.ids import TicketId
-    from printpipe.ledger.inputs import PackRef, Reason, TerminalId
-    from printpipe.ledger.key import LedgerKey
-    from printpipe.ledger.store import Location
+    from printpipe.ledger import LedgerKey, Location, PackRef, Reason, TerminalId
 
 
 class AuditedCommand(click.Command):
@@ -65,8 +63,7 @@ class AuditedCommand(click.Command):
 def _record_refusal(
     db_path: Location, action: str, terminal: str, given: list[str], exc: click.UsageError
 ) -> None:
-    from printpipe.ledger.book import record_refusal
-    from printpipe.ledger.store import database_errors
+    from printpipe.ledger import database_errors, record_refusal
 
     # With no ledger to record it in, the refusal is still the one line shown.
     with contextlib.suppress(PrintpipeError, *database_errors()):
@@ -85,7 +82,7 @@ def _database_errors(function: Callable[..., None]) -> Callable[..., None]:
 
     @functools.wraps(function)
     def wrapper(*args: Any, **kwargs: Any) -> None:
-        from printpipe.ledger.store import database_errors
+        from printpipe.ledger import database_errors
 
         try:
             function(*args, **kwargs)
@@ -166,8 +163,7 @@ def ledger_import(
     from printpipe.cli._common import public_key
     from printpipe.commitment.statement import verified_commitment
     from printpipe.keys import LOTTERY_SIGNING_PUB, PRODUCER_SIGNING_PUB, ensure_ledger_key
-    from printpipe.ledger.importer import import_manifest
-    from printpipe.ledger.key import load_ledger_key
+    from printpipe.ledger import import_manifest, load_ledger_key
     from printpipe.progress import progress_bar
 
     verified = verified_manifest(file, keys_dir, producer_key)
@@ -210,7 +206,7 @@ def ledger_remaining(
     with its proof) and still in the field, read in one snapshot and signed with
     KEYS/lottery-signing.key (printpipe-remaining/1; check it: printpipe verify-remaining)."""
     from printpipe.keys import LOTTERY_SIGNING_KEY, load_signing_key
-    from printpipe.ledger.book import publish_remaining
+    from printpipe.ledger import publish_remaining
 
     remaining = publish_remaining(
         db_path,
@@ -240,7 +236,7 @@ def ledger_close(
 ) -> None:
     """Record that a committed block closed: no ticket of it is paid after that day (BLOCK
     CLOSED); then its leaves may be revealed (printpipe commitment reveal)."""
-    from printpipe.ledger.book import close_block
+    from printpipe.ledger import close_block
 
     click.echo(
         close_block(db_path, closed_on=closed_on.date(), terminal=terminal, game=game, block=block)
@@ -268,7 +264,7 @@ def ledger_config(
     terminal: TerminalId,
 ) -> None:
     """Show the settings, or change them (audited). Showing never writes to the database."""
-    from printpipe.ledger.book import configure
+    from printpipe.ledger import configure
 
     settings = configure(
         db_path,
@@ -287,7 +283,7 @@ def ledger_config(
 @_database_errors
 def ledger_locks(db_path: Location, as_json: bool) -> None:
     """Locked tickets and throttled terminals, for the office to review (read-only)."""
-    from printpipe.ledger.book import Ledger
+    from printpipe.ledger import Ledger
 
     with Ledger(db_path, read_only=True) as book:
         locks = book.locks()
@@ -319,7 +315,7 @@ def ledger_unlock(
 ) -> None:
     """Release a locked ticket (serial GGGG-PPPPPP-TTT-C) after the office has inspected it;
     its holder can then be paid at the office (printpipe claim)."""
-    from printpipe.ledger.book import Ledger
+    from printpipe.ledger import Ledger
 
     with Ledger(db_path) as book:
         click.echo(book.unlock(ticket, reason=reason, terminal=terminal))
@@ -331,7 +327,7 @@ def ledger_unlock(
 def ledger_verify_log(db_path: Location) -> None:
     """Recompute the audit log's hash chain (read-only): exit 0 if every entry follows the
     one before, else name the first that does not (edited, inserted or deleted)."""
-    from printpipe.ledger.book import Ledger
+    from printpipe.ledger import Ledger
 
     with Ledger(db_path, read_only=True) as book:
         report = book.verify_log()
@@ -354,7 +350,7 @@ def _pack_command(state: str) -> Callable[..., None]:
     @terminal_option("lottery", "Who moves the packs, for the log")
     @_database_errors
     def command(pack_refs: tuple[PackRef, ...], db_path: Location, terminal: TerminalId) -> None:
-        from printpipe.ledger.book import Ledger
+        from printpipe.ledger import Ledger
 
         with Ledger(db_path) as book:
             for line in book.set_pack_state(pack_refs, state=state, terminal=terminal):
@@ -379,7 +375,7 @@ def packs_ship(
 ) -> None:
     """Ship issued packs to a retailer, all or none: only its terminals may then activate
     them on receipt, validate and claim their tickets over the service."""
-    from printpipe.ledger.book import Ledger
+    from printpipe.ledger import Ledger
 
     with Ledger(db_path) as book:
         for line in book.ship_packs(pack_refs, retailer=retailer, terminal=terminal):
@@ -416,7 +412,7 @@ def write_answer_proof(document: Any, out: Path) -> None:
 
 
 def _ledger_key(keys_dir: Path) -> LedgerKey:
-    from printpipe.ledger.key import load_ledger_key
+    from printpipe.ledger import load_ledger_key
 
     return load_ledger_key(keys_dir)
 
@@ -433,7 +429,7 @@ def validate(
 ) -> None:
     """Answer a scanned CODE: the validation code (25 digits, or as printed:
     GGGG-PPPPPP-TTT VVVVVVVVVV KK), or the inventory code or serial (pack state only)."""
-    from printpipe.ledger.book import Ledger
+    from printpipe.ledger import Ledger
 
     with Ledger(db_path, key=_ledger_key(keys_dir)) as book:
         answer = book.validate(code, terminal=terminal)
@@ -467,7 +463,7 @@ def claim(
     Retailers' terminals use the service, where only an office terminal pays big prizes. A
     paid ticket of a block whose commitment the ledger holds is answered with its inclusion
     proof (in --json, and to --proof-out)."""
-    from printpipe.ledger.book import Ledger
+    from printpipe.ledger import Ledger
 
     with Ledger(db_path, key=_ledger_key(keys_dir)) as book:
         answer = book.claim(code, terminal=terminal, office=True)
@@ -490,7 +486,7 @@ def prove(
     """Write the inclusion proof of a paid ticket, given its validation CODE: its serial,
     prize, VIRN and salt, and the hashes up to the committed root (printpipe verify-proof
     checks it). Refused for a ticket not paid: a proof tells the prize."""
-    from printpipe.ledger.book import write_ticket_proof
+    from printpipe.ledger import write_ticket_proof
 
     serial, path = write_ticket_proof(
         db_path, code=code, key=_ledger_key(keys_dir), terminal=terminal, out=out

@@ -22,8 +22,7 @@ from printpipe.errors import PrintpipeError
 if TYPE_CHECKING:
     from printpipe.block import PackRange
     from printpipe.ids import TicketId
-    from printpipe.ledger.inputs import PackRef, Reason, TerminalId
-    from printpipe.ledger.store import Location
+    from printpipe.ledger import Location, PackRef, Reason, TerminalId
     from printpipe.render.imposition import PressSheet
     from printpipe.render.template import Coating
 
@@ -126,7 +125,7 @@ class TerminalIdType(_Converted):
     name = "TERMINAL"
 
     def parse(self, text: str) -> TerminalId:
-        from printpipe.ledger.inputs import parse_terminal_id
+        from printpipe.ledger import parse_terminal_id
 
         return parse_terminal_id(text)
 
@@ -137,7 +136,7 @@ class PackRefType(_Converted):
     name = "PACK"
 
     def parse(self, text: str) -> PackRef:
-        from printpipe.ledger.inputs import parse_pack_ref
+        from printpipe.ledger import parse_pack_ref
 
         return parse_pack_ref(text)
 
@@ -148,7 +147,7 @@ class TicketRefType(_Converted):
     name = "SERIAL"
 
     def parse(self, text: str) -> TicketId:
-        from printpipe.ledger.inputs import parse_ticket_ref
+        from printpipe.ledger import parse_ticket_ref
 
         return parse_ticket_ref(text)
 
@@ -159,7 +158,7 @@ class ReasonType(_Converted):
     name = "TEXT"
 
     def parse(self, text: str) -> Reason:
-        from printpipe.ledger.inputs import parse_reason
+        from printpipe.ledger import parse_reason
 
         return parse_reason(text)
 
@@ -171,7 +170,7 @@ class LedgerLocationType(_Converted):
     name = "FILE|postgresql://..."
 
     def parse(self, text: str) -> Location:
-        from printpipe.ledger.store import parse_location
+        from printpipe.ledger import parse_location
 
         return parse_location(text)
 

@@ -26,8 +26,7 @@ from printpipe.cli.ledger import (
 from printpipe.cli.params import PACK_REF, REASON, TERMINAL
 
 if TYPE_CHECKING:
-    from printpipe.ledger.inputs import PackRef, Reason, TerminalId
-    from printpipe.ledger.store import Location
+    from printpipe.ledger import Location, PackRef, Reason, TerminalId
     from printpipe.service.terminal import ServiceAnswer
 
 
@@ -117,7 +116,7 @@ def terminals_add(
 ) -> None:
     """Register terminal ID with its public key, for a retailer (or the office)."""
     from printpipe.keys import load_public_key
-    from printpipe.ledger.book import Ledger
+    from printpipe.ledger import Ledger
     from printpipe.service.signatures import key_id_of, raw_public_key
 
     key = load_public_key(public_key)
@@ -139,7 +138,7 @@ def terminals_add(
 @_database_errors
 def terminals_list(db_path: Location, as_json: bool) -> None:
     """The registered terminals (read-only)."""
-    from printpipe.ledger.book import Ledger
+    from printpipe.ledger import Ledger
 
     with Ledger(db_path, read_only=True) as book:
         records = book.terminals()
@@ -163,7 +162,7 @@ def terminals_revoke(
     terminal_id: TerminalId, db_path: Location, reason: Reason, terminal: TerminalId
 ) -> None:
     """Revoke a terminal for good: every request it signs is refused (401) from now on."""
-    from printpipe.ledger.book import Ledger
+    from printpipe.ledger import Ledger
 
     with Ledger(db_path) as book:
         click.echo(book.revoke_terminal(terminal_id, reason=reason, by=terminal))

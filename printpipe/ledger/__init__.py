@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from printpipe.ledger.book import (
+        IdempotentClaim,
+        KeyTakenOver,
         Ledger,
         close_block,
         configure,
@@ -31,49 +33,90 @@ if TYPE_CHECKING:
         record_refusal,
         write_ticket_proof,
     )
+    from printpipe.ledger.core import Admission, RequestRefused
     from printpipe.ledger.importer import import_manifest
-    from printpipe.ledger.inputs import LOTTERY, PackRef, Reason, TerminalId
+    from printpipe.ledger.inputs import (
+        LOTTERY,
+        PackRef,
+        Reason,
+        TerminalId,
+        audit_text,
+        parse_pack_ref,
+        parse_reason,
+        parse_terminal_id,
+        parse_ticket_ref,
+    )
     from printpipe.ledger.key import LedgerKey, load_ledger_key
-    from printpipe.ledger.rules import Answer, Settings
-    from printpipe.ledger.store import Location, database_errors, parse_location
+    from printpipe.ledger.packs import ForeignPack, NoSuchPack
+    from printpipe.ledger.rules import Answer, Settings, parse_time
+    from printpipe.ledger.store import Location, database_errors, location_argument, parse_location
+    from printpipe.ledger.terminals import Terminal
 
 _HOMES = {
+    "IdempotentClaim": "book",
+    "KeyTakenOver": "book",
     "Ledger": "book",
     "close_block": "book",
     "configure": "book",
     "publish_remaining": "book",
     "record_refusal": "book",
     "write_ticket_proof": "book",
+    "Admission": "core",
+    "RequestRefused": "core",
     "import_manifest": "importer",
     "LOTTERY": "inputs",
     "PackRef": "inputs",
     "Reason": "inputs",
     "TerminalId": "inputs",
+    "audit_text": "inputs",
+    "parse_pack_ref": "inputs",
+    "parse_reason": "inputs",
+    "parse_terminal_id": "inputs",
+    "parse_ticket_ref": "inputs",
     "LedgerKey": "key",
     "load_ledger_key": "key",
+    "ForeignPack": "packs",
+    "NoSuchPack": "packs",
     "Answer": "rules",
     "Settings": "rules",
+    "parse_time": "rules",
     "Location": "store",
     "database_errors": "store",
+    "location_argument": "store",
     "parse_location": "store",
+    "Terminal": "terminals",
 }
 
 __all__ = [
     "LOTTERY",
+    "Admission",
     "Answer",
+    "ForeignPack",
+    "IdempotentClaim",
+    "KeyTakenOver",
     "Ledger",
     "LedgerKey",
     "Location",
+    "NoSuchPack",
     "PackRef",
     "Reason",
+    "RequestRefused",
     "Settings",
+    "Terminal",
     "TerminalId",
+    "audit_text",
     "close_block",
     "configure",
     "database_errors",
     "import_manifest",
     "load_ledger_key",
+    "location_argument",
     "parse_location",
+    "parse_pack_ref",
+    "parse_reason",
+    "parse_terminal_id",
+    "parse_ticket_ref",
+    "parse_time",
     "publish_remaining",
     "record_refusal",
     "write_ticket_proof",

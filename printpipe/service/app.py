@@ -38,13 +38,22 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from printpipe import __version__
 from printpipe.errors import InvalidInput, PrintpipeError
-from printpipe.ledger.book import IdempotentClaim, KeyTakenOver, Ledger
-from printpipe.ledger.core import Admission, RequestRefused
-from printpipe.ledger.inputs import TerminalId, audit_text, parse_pack_ref
-from printpipe.ledger.packs import ForeignPack, NoSuchPack
-from printpipe.ledger.rules import Answer, parse_time
-from printpipe.ledger.store import database_errors
-from printpipe.ledger.terminals import Terminal
+from printpipe.ledger import (
+    Admission,
+    Answer,
+    ForeignPack,
+    IdempotentClaim,
+    KeyTakenOver,
+    Ledger,
+    NoSuchPack,
+    RequestRefused,
+    Terminal,
+    TerminalId,
+    audit_text,
+    database_errors,
+    parse_pack_ref,
+    parse_time,
+)
 from printpipe.service.openapi import openapi_document
 from printpipe.service.signatures import Unauthorized, public_key_from_raw, verify_request
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from printpipe.atomic import atomic_file
 from printpipe.errors import PrintpipeError
-from printpipe.ledger.store import Location, location_argument, parse_location
+from printpipe.ledger import Location, location_argument, parse_location
 
 CONFIG_ENV = "PRINTPIPE_SERVE_CONFIG"
 DEFAULT_HOST = "127.0.0.1"
@@ -50,8 +50,7 @@ class ServeConfig:
 
 def create_app_from_environment() -> Any:
     """Uvicorn's factory: each worker opens its own ledger (and PostgreSQL pool)."""
-    from printpipe.ledger.book import Ledger
-    from printpipe.ledger.key import load_ledger_key
+    from printpipe.ledger import Ledger, load_ledger_key
     from printpipe.service.app import create_app
 
     config = ServeConfig(**json.loads(os.environ[CONFIG_ENV]))
@@ -62,8 +61,7 @@ def create_app_from_environment() -> Any:
 
 def check_ledger(location: Location, keys_dir: Path) -> str:
     """Open the ledger once, so that a wrong --db or --keys is one line before listening."""
-    from printpipe.ledger.book import Ledger
-    from printpipe.ledger.key import load_ledger_key
+    from printpipe.ledger import Ledger, load_ledger_key
 
     with Ledger(location, key=load_ledger_key(keys_dir)) as book:
         return book.db.dialect
