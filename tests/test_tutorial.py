@@ -98,7 +98,7 @@ def test_every_cited_doc_is_in_the_repository():
     """Every ``docs/...`` path the code and documents name, and every relative link of a
     Markdown page (the README's pictures, SECURITY.md, a doc's neighbours), is a file here."""
     markdown = [*ROOT.glob("*.md"), *ROOT.glob("docs/*.md")]
-    sources = [*markdown, *ROOT.glob("printpipe/**/*.py"), *ROOT.glob("printpipe/**/*.toml")]
+    sources = [*markdown, *ROOT.glob("printpipe/**/*.py"), *ROOT.glob("templates/**/*.toml")]
     cited: set[tuple[Path, Path]] = set()
     for source in sources:
         text = source.read_text(encoding="utf-8")
