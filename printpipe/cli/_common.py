@@ -32,7 +32,7 @@ definition_option = click.option(
     "--definition",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
-    help="Game definition to use instead of the built-in printpipe/templates/GAME/game.toml.",
+    help="Game definition to use instead of the built-in templates/GAME/game.toml.",
 )
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 scheduler_option = click.option(

@@ -54,7 +54,7 @@ approvals_option = click.option(
     "--template",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
-    help="Ticket template [default: printpipe/templates/GAME/ticket.toml].",
+    help="Ticket template [default: templates/GAME/ticket.toml].",
 )
 @click.option(
     "--workers",

@@ -1,4 +1,4 @@
-"""The registry of games: a game id -> its module and its definition in ``printpipe/templates/``."""
+"""The registry of games: a game id -> its module and its definition in ``templates/``."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from printpipe.games.base import Game
 from printpipe.games.chien_chat import ChienChat
 from printpipe.games.golden_animals import GoldenAnimals
 
-TEMPLATES_DIR = Path(str(files("printpipe") / "templates"))
-"""The game templates, shipped inside the package (an installed wheel finds them anywhere)."""
+TEMPLATES_DIR = Path(str(files("printpipe.templates")))
+"""The game templates (``templates/`` of the checkout, installed as ``printpipe.templates``:
+an installed wheel finds them anywhere)."""
 
 GAMES: dict[str, Callable[[Path], Game]] = {
     "chien-chat": ChienChat,

@@ -16,8 +16,9 @@ from reportlab.pdfgen.canvas import Canvas
 
 from printpipe.errors import PrintpipeError
 
-FONTS_DIR = Path(str(files("printpipe") / "fonts"))
-"""The TrueType files and their licence, shipped inside the package."""
+FONTS_DIR = Path(str(files("printpipe.fonts")))
+"""The TrueType files and their licence (``fonts/`` of the checkout, installed as
+``printpipe.fonts``)."""
 
 
 @cache

@@ -1,10 +1,11 @@
-"""The README's walkthroughs, run exactly as written: each command, and the answer it shows.
+"""The tutorial's walkthroughs (docs/tutorial.md), run exactly as written: each command, and the
+answer it shows; and every document the README, docs/ and the code cite is in the repository.
 
-In a walkthrough block, ``COMMAND  # ANSWER`` means the command's output (stdout and stderr)
-contains ANSWER, where ``...`` stands for anything and a trailing ``(exit N)`` is the exit
-status (0 otherwise); an answer that starts with ``e.g.`` is an example, not checked. The
-commands run one after the other in one shell, in an empty folder, with this interpreter's
-``printpipe`` first on the PATH.
+In every ``sh`` block of the tutorial, ``COMMAND  # ANSWER`` means the command's output
+(stdout and stderr) contains ANSWER, where ``...`` stands for anything and a trailing
+``(exit N)`` is the exit status (0 otherwise); an answer that starts with ``e.g.`` is an
+example, not checked. The commands run one after the other in one shell, in an empty folder,
+with this interpreter's ``printpipe`` first on the PATH.
 """
 
 from __future__ import annotations
@@ -19,14 +20,15 @@ from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+TUTORIAL = ROOT / "docs" / "tutorial.md"
 
 
 def walkthrough_commands() -> list[tuple[str, str]]:
-    text = README.read_text(encoding="utf-8")
-    section = text.split("## Walkthroughs", 1)[1].split("\n## ", 1)[0]
+    text = TUTORIAL.read_text(encoding="utf-8")
     commands = []
-    for block in re.findall(r"```sh\n(.*?)```", section, flags=re.S):
+    for block in re.findall(r"```sh\n(.*?)```", text, flags=re.S):
         for line in block.splitlines():
             if not line.strip() or line.lstrip().startswith("#"):
                 continue
@@ -55,9 +57,9 @@ def _stop_what_was_left_running(folder: Path) -> None:
                 os.kill(pid, signal.SIGTERM)
 
 
-def test_the_walkthroughs_give_the_answers_the_readme_shows(tmp_path):
+def test_the_walkthroughs_give_the_answers_the_tutorial_shows(tmp_path):
     commands = walkthrough_commands()
-    assert len(commands) >= 15, "the walkthroughs were not found in the README"
+    assert len(commands) >= 15, "the walkthroughs were not found in docs/tutorial.md"
     script = []
     for i, (command, _) in enumerate(commands):
         script.append(f"{{ {command} ; }} >out-{i} 2>&1; echo $? >rc-{i}")
@@ -93,19 +95,19 @@ def test_the_answer_convention(answer, output, matches):
 
 
 def test_every_cited_doc_is_in_the_repository():
-    root = README.parent
-    sources = [README, *root.glob("docs/*.md"), *root.glob("printpipe/**/*.py")]
-    sources += [*root.glob("printpipe/**/*.toml")]
-    cited = set()
+    """Every ``docs/...`` path the code and documents name, and every relative link of a
+    Markdown page (the README's pictures, SECURITY.md, a doc's neighbours), is a file here."""
+    markdown = [*ROOT.glob("*.md"), *ROOT.glob("docs/*.md")]
+    sources = [*markdown, *ROOT.glob("printpipe/**/*.py"), *ROOT.glob("templates/**/*.toml")]
+    cited: set[tuple[Path, Path]] = set()
     for source in sources:
         text = source.read_text(encoding="utf-8")
-        cited |= {(source, m) for m in re.findall(r"docs/[\w./-]+\.(?:md|txt)", text)}
-        if source.parent.name == "docs":
-            cited |= {
-                (source, f"docs/{m}") for m in re.findall(r"\]\(([\w./-]+\.(?:md|txt))\)", text)
-            }
+        cited |= {(source, ROOT / m) for m in re.findall(r"docs/[\w./-]+\.(?:md|txt)", text)}
+        if source in markdown:
+            links = re.findall(r"\]\(([^)\s#:]+)(?:#[^)]*)?\)", text)
+            cited |= {(source, source.parent / link) for link in links}
     assert len(cited) > 10
     missing = sorted(
-        f"{s.relative_to(root)} cites {c}" for s, c in cited if not (root / c).is_file()
+        f"{source.relative_to(ROOT)} cites {path}" for source, path in cited if not path.exists()
     )
     assert not missing, missing
