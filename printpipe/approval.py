@@ -8,9 +8,10 @@ approves the pack with its signing key:
 
     printpipe proof approve PROOF_DIR --keys KEYS
 
-which writes ``APPROVALS/GAME-<digest>.approval.json`` (default folder
-``printpipe-approvals``): the statement (game, inputs, the proof PDF's SHA-256, when, which
-key) and its Ed25519 signature by ``KEYS/lottery-signing.key``.  The lottery hands that file
+which writes ``APPROVALS/GAME-<digest>-<key id>.approval.json`` (default folder
+``printpipe-approvals``; another key's approval of the same inputs lives beside it): the
+statement (game, inputs, the proof PDF's SHA-256, when, which key) and its Ed25519 signature
+by ``KEYS/lottery-signing.key``.  The lottery hands that file
 to the print shop, which keeps it in its own approvals folder; ``printpipe export`` checks,
 before any rendering, that an approval signed by ``KEYS/lottery-signing.pub`` covers exactly
 the inputs of the run, and otherwise refuses in one line naming what differs (or runs with
@@ -32,7 +33,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from printpipe import __version__
-from printpipe.atomic import sha256_file, write_atomic
+from printpipe.atomic import make_private_dir, sha256_file, write_atomic
 from printpipe.errors import PrintpipeError
 
 if TYPE_CHECKING:
@@ -173,6 +174,13 @@ def _key_id(key: Ed25519PublicKey) -> str:
     return hashlib.sha256(raw).hexdigest()
 
 
+def approval_file_name(inputs: PressInputs, key_sha256: str) -> str:
+    """``GAME-<inputs' digest>-<signer's key id>.approval.json``: the signer is in the name, so
+    an approval is never replaced by another signer's approval of the same inputs (a demo
+    key's beside the lottery's); the same signer approving again replaces its own."""
+    return f"{inputs.game}-{inputs.digest()[:16]}-{key_sha256[:8]}.approval.json"
+
+
 def approve_proof(
     proof_dir: Path,
     *,
@@ -206,9 +214,9 @@ def approve_proof(
         "lottery_key_sha256": _key_id(signing_key.public_key()),
     }
     signature = signing_key.sign(_canonical(statement)).hex()
-    path = approvals_dir / f"{inputs.game}-{inputs.digest()[:16]}.approval.json"
+    path = approvals_dir / approval_file_name(inputs, _key_id(signing_key.public_key()))
     try:
-        approvals_dir.mkdir(parents=True, exist_ok=True)
+        make_private_dir(approvals_dir)
         body = {"statement": statement, "signature": signature}
         write_atomic(path, json.dumps(body, indent=2, ensure_ascii=False) + "\n")
     except OSError as exc:
@@ -246,9 +254,17 @@ def read_approval(path: Path, public_key: Ed25519PublicKey, key_file: Path) -> A
 def find_approval(
     inputs: PressInputs, approvals_dir: Path, public_key: Ed25519PublicKey, key_file: Path
 ) -> Approval:
-    """The approval covering exactly ``inputs``; else one line naming what differs."""
+    """The approval covering exactly ``inputs`` signed by ``public_key``; else one line naming
+    what differs.  Approvals by other keys (a demo key's beside the lottery's) are passed over;
+    one that names this key but whose signature fails is refused by name."""
     paths = sorted(approvals_dir.glob("*.approval.json")) if approvals_dir.is_dir() else []
-    approvals = [read_approval(path, public_key, key_file) for path in paths]
+    key_id = _key_id(public_key)
+    approvals, others = [], []
+    for path in paths:
+        if _signer_of(path) in (key_id, None):
+            approvals.append(read_approval(path, public_key, key_file))
+        else:
+            others.append(path)
     for approval in approvals:
         if not inputs.differences(approval.inputs):
             return approval
@@ -258,7 +274,15 @@ def find_approval(
     )
     same_game = [a for a in approvals if a.inputs.game == inputs.game]
     if not same_game:
-        raise PrintpipeError(f"no approved proof of {inputs.game} in {approvals_dir}: {remedy}")
+        foreign = (
+            f" ({len(others)} approval(s) there, such as {others[0].name}, are not signed by "
+            f"the lottery's key {key_file})"
+            if others
+            else ""
+        )
+        raise PrintpipeError(
+            f"no approved proof of {inputs.game} in {approvals_dir}{foreign}: {remedy}"
+        )
     closest = min(same_game, key=lambda a: len(inputs.differences(a.inputs)))
     differs = "; ".join(inputs.differences(closest.inputs))
     raise PrintpipeError(
@@ -267,42 +291,11 @@ def find_approval(
     )
 
 
-def approve_demo_proof(
-    game_id: str, *, keys_dir: Path, proof_dir: Path, approvals_dir: Path = APPROVALS_DIR
-) -> str | None:
-    """What ``printpipe run`` does on demo keys before its export: make the proof pack and
-    approve it with the demo lottery key, unless an approval of the same inputs is there.
-    Returns the line to tell the user; None when there is nothing to do (real keys, where
-    the lottery approves, or an online game, which has no press files)."""
-    from printpipe.games import game_template_dir, load_game
-    from printpipe.games.base import is_paper
-    from printpipe.keys import (
-        DEMO_KEYS_DIR,
-        LOTTERY_SIGNING_KEY,
-        LOTTERY_SIGNING_PUB,
-        load_public_key,
-        load_signing_key,
-    )
-    from printpipe.proof import make_proof
-    from printpipe.render.template import load_template
-
-    game = load_game(game_id)
-    if keys_dir != DEMO_KEYS_DIR or not is_paper(game):
-        return None
-    d = game.definition
-    template = load_template(game_template_dir(game_id) / "ticket.toml")
-    inputs = inputs_of(d.id, d.source_sha256, template)
-    key_file = keys_dir / LOTTERY_SIGNING_PUB
+def _signer_of(path: Path) -> str | None:
+    """The key id an approval file says signed it (None when unreadable: then
+    :func:`read_approval` refuses it by name)."""
     try:
-        found = find_approval(inputs, approvals_dir, load_public_key(key_file), key_file)
-    except PrintpipeError:
-        found = None
-    if found is not None:
-        return f"demo keys: the proof of these inputs is approved ({found.path})"
-    make_proof(game_id=game_id, out_dir=proof_dir, force=True)
-    key = load_signing_key(keys_dir, LOTTERY_SIGNING_KEY)
-    path = approve_proof(proof_dir, signing_key=key, approvals_dir=approvals_dir)
-    return (
-        f"demo keys: made the proof pack {proof_dir} and approved it with the DEMO lottery key "
-        f"({path}); a real print run needs the lottery's own approval"
-    )
+        signer = json.loads(path.read_text(encoding="utf-8"))["statement"]["lottery_key_sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return signer if isinstance(signer, str) else None

@@ -47,15 +47,16 @@ def open_private(path: Path, mode: str = "wb") -> BinaryIO:
 
 
 def make_private_dir(path: Path) -> None:
-    """Create folder ``path`` (and missing parents) mode 0700; an existing one is kept as is."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        path.mkdir(mode=PRIVATE_DIR_MODE)
-    except FileExistsError:
-        if not path.is_dir():
-            raise
-        return
-    os.chmod(path, PRIVATE_DIR_MODE)
+    """Create folder ``path`` and its missing parents, each mode 0700 whatever the umask (so
+    ``printpipe-out/`` is as private as the store made in it); an existing one is kept as is."""
+    for folder in reversed((path, *path.parents)):
+        try:
+            folder.mkdir(mode=PRIVATE_DIR_MODE)
+        except FileExistsError:
+            if not folder.is_dir():
+                raise
+            continue
+        os.chmod(folder, PRIVATE_DIR_MODE)
 
 
 def make_tree_private(folder: Path) -> None:
@@ -147,3 +148,48 @@ def sha256_file(path: Path) -> str:
         while block := handle.read(1 << 20):
             digest.update(block)
     return digest.hexdigest()
+
+
+class FolderLock:
+    """One writer at a time for an output folder: an exclusive ``flock`` on ``.NAME.lock``
+    beside it (so it can be taken before the folder exists, and leaves nothing in it).
+
+    A second writer is refused at once in one line, never left to find the first one's partial
+    files.  The lock goes with its process, however that ends; :meth:`release` also removes
+    the lock file."""
+
+    def __init__(self, folder: Path, what: str) -> None:
+        import fcntl
+
+        self.path = folder.parent / f".{folder.name}.lock"
+        while True:
+            try:
+                make_private_dir(folder.parent)
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE)
+            except OSError as exc:
+                raise PrintpipeError(f"cannot write to {folder.parent}: {exc.strerror}") from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+                os.close(fd)
+                raise PrintpipeError(
+                    f"{folder} is being written by another {what} (process {holder}): wait "
+                    "for it to end, or use another folder"
+                ) from None
+            try:  # the file a releasing holder removed meanwhile is no lock: take the new one
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                break
+            os.close(fd)
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._fd: int | None = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            self.path.unlink(missing_ok=True)
+            os.close(self._fd)
+            self._fd = None

@@ -50,14 +50,18 @@ class AuditReport:
     def render(self) -> str:
         lines = [self.title, ""]
         lines += [f"  [{'ok' if c.ok else 'FAIL'}] {c.name}: {c.detail}" for c in self.checks]
-        lines += ["", *self.figures, ""]
-        failed = [c.name for c in self.checks if not c.ok]
-        lines.append(
-            "AUDIT PASSED"
-            if not failed
-            else f"AUDIT FAILED: {len(failed)} check(s): {', '.join(failed)}"
-        )
+        lines += ["", *self.figures, "", self._outcome()]
         return "\n".join(lines)
+
+    def verdict(self) -> str:
+        """The report in one line: what was audited, how many checks, the outcome."""
+        return f"{self.title}: {len(self.checks)} checks; {self._outcome()}"
+
+    def _outcome(self) -> str:
+        failed = [c.name for c in self.checks if not c.ok]
+        if not failed:
+            return "AUDIT PASSED"
+        return f"AUDIT FAILED: {len(failed)} check(s): {', '.join(failed)}"
 
 
 def audit_block(

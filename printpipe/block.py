@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from printpipe.errors import PrintpipeError
+from printpipe.errors import InvalidInput, PrintpipeError
 from printpipe.games.base import LOSING_TIER, Game
 from printpipe.plan import BlockPlan
 from printpipe.rng import KeyStream, Purpose, virns
@@ -72,8 +72,9 @@ class PackRange:
         return pack_range
 
     def check_within(self, packs_in_block: int) -> None:
+        """A range outside the block is a mistyped command line, as ``8:1`` is: exit 2."""
         if not 1 <= self.first <= self.last <= packs_in_block:
-            raise PrintpipeError(
+            raise InvalidInput(
                 f"pack range {self} is outside the block (packs 1 to {packs_in_block})"
             )
 

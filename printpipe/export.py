@@ -42,6 +42,7 @@ import numpy as np
 from printpipe import __version__
 from printpipe.approval import APPROVALS_DIR, NOT_APPROVED, Approval, find_approval, inputs_of
 from printpipe.atomic import (
+    FolderLock,
     make_private_dir,
     promote,
     remove_partials,
@@ -56,7 +57,13 @@ from printpipe.games import game_template_dir, load_game
 from printpipe.games.base import is_online, is_paper
 from printpipe.ids import TicketId
 from printpipe.progress import progress_bar
-from printpipe.render.imposition import SRA3, PressSheet, cut_and_stack, impose
+from printpipe.render.imposition import (
+    DEFAULT_CHUNK_PACKS,
+    SRA3,
+    PressSheet,
+    cut_and_stack,
+    impose,
+)
 from printpipe.render.pdfx import FOGRA39, JobIdentity, OutputIntent, icc_output_intent, pdf_date
 from printpipe.render.template import Coating, Template
 from printpipe.store import BlockStore
@@ -65,8 +72,9 @@ JOB_FORMAT = "printpipe-print-job/1"
 JOB_FILE = "job.json"
 MARKER = ".printpipe-export.json"
 MANIFEST_FILE = "manifest.ppm"
-DEFAULT_CHUNK_PACKS = 40
-"""5,000 tickets, 556 SRA3 sheets, about 60 MB of reportlab memory until save()."""
+RENDERED = "rendered_tickets"
+"""In the record :func:`export_block` returns (not in ``job.json``): the tickets this run
+rendered, fewer than the job's on a resume, none when every file was already there."""
 
 
 @dataclass(frozen=True)
@@ -349,8 +357,11 @@ def export_block(
         "files": files,
         "manifest": MANIFEST_FILE,
     }
-    write_atomic(out_dir / JOB_FILE, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
-    return record
+    try:
+        write_atomic(out_dir / JOB_FILE, json.dumps(record, indent=2, ensure_ascii=False) + "\n")
+    finally:
+        folder.lock.release()
+    return {**record, RENDERED: tickets}  # what this run rendered: job.json does not say
 
 
 def chunk_specs(store: BlockStore, packs: PackRange, chunk_packs: int) -> list[ChunkSpec]:
@@ -547,6 +558,7 @@ class _OutDir:
     date: int
     marker: str
     created: bool
+    lock: FolderLock
 
     def open_for_finished_files(self) -> None:
         """Before the run's first finished file: record the job in the marker, and remove a
@@ -558,10 +570,11 @@ class _OutDir:
             raise PrintpipeError(f"cannot write to {self.path}: {exc.strerror}") from None
 
     def remove_if_unused(self) -> None:
-        """A folder this run made and left empty (a refused run) is removed."""
+        """A folder this run made and left empty (a refused run) is removed; the lock goes."""
         if self.created:
             with contextlib.suppress(OSError):  # it holds finished files, or it is gone
                 self.path.rmdir()
+        self.lock.release()
 
 
 def _claim_out_dir(
@@ -581,6 +594,7 @@ def _claim_out_dir(
         "packs": str(packs),
         "settings": asdict(settings),
     }
+    lock = FolderLock(out_dir, "export")  # before anything in the folder is read or removed
     try:
         created = not out_dir.exists()
         make_private_dir(out_dir)
@@ -595,14 +609,13 @@ def _claim_out_dir(
             raise PrintpipeError(f"{out_dir} already holds PDF files: use an empty folder")
         date = job_date(recorded if isinstance(recorded, int) else None, approval)
         remove_partials(out_dir)
-    except PermissionError as exc:
-        raise PrintpipeError(f"cannot write to {out_dir}: {exc.strerror}") from None
-    except OSError as exc:
-        if isinstance(exc, PrintpipeError):
-            raise
-        raise PrintpipeError(f"cannot write to {out_dir}: {exc.strerror}") from None
+    except BaseException as exc:
+        lock.release()
+        if isinstance(exc, OSError):
+            raise PrintpipeError(f"cannot write to {out_dir}: {exc.strerror}") from None
+        raise
     marker = json.dumps({**job, "date": date}, sort_keys=True)
-    return _OutDir(out_dir, date, marker, created)
+    return _OutDir(out_dir, date, marker, created, lock)
 
 
 def _read_marker(path: Path) -> dict[str, Any] | None:
@@ -650,9 +663,21 @@ def export_summary(job: dict[str, Any], out_dir: Path, seconds: float) -> str:
     what = (
         f"the unit feed {job['files'][0]['path']}" if feed else f"{len(job['files'])} press PDF(s)"
     )
-    return (
-        f"exported {job['tickets']:,} {'units' if feed else 'tickets'} (packs "
-        f"{job['packs']['first']} to {job['packs']['last']}) to {what} in {out_dir} "
-        f"in {seconds:.1f} s; job.json and {job['manifest']} written"
-        + (f"; {NOT_APPROVED}: no approved proof" if job.get("approval") == NOT_APPROVED else "")
+    things = "units" if feed else "tickets"
+    packs = f"packs {job['packs']['first']} to {job['packs']['last']}"
+    rendered = job.get(RENDERED, job["tickets"])
+    if rendered == job["tickets"]:
+        done = f"exported {job['tickets']:,} {things} ({packs}) to {what} in {out_dir}"
+    elif rendered == 0:
+        done = (
+            f"nothing to render: the {job['tickets']:,} {things} ({packs}) were already in "
+            f"{what} in {out_dir}"
+        )
+    else:
+        done = (
+            f"resumed: rendered {rendered:,} of the {job['tickets']:,} {things} ({packs}; the "
+            f"rest were already there) to {what} in {out_dir}"
+        )
+    return f"{done} in {seconds:.1f} s; job.json and {job['manifest']} written" + (
+        f"; {NOT_APPROVED}: no approved proof" if job.get("approval") == NOT_APPROVED else ""
     )

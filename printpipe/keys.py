@@ -20,6 +20,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from pyrage import x25519
 
+from printpipe.atomic import make_private_dir
 from printpipe.errors import PrintpipeError
 from printpipe.rng import SECRET_SIZE
 
@@ -47,6 +48,8 @@ KEY_FILES = (
 )
 ADDED_LATER = frozenset({LOTTERY_SIGNING_KEY, LOTTERY_SIGNING_PUB, LEDGER_KEY})
 """Key files a folder made by an earlier printpipe may lack: made on demand, alone."""
+CREATE_KEYS = "create keys: printpipe keys init DIR"
+"""What a missing key file's error says to do (a terminal's key names its own command)."""
 DEMO_KEYS_DIR = Path("printpipe-demo-keys")
 """Where commands look for keys by default, and where the default run creates demo keys."""
 
@@ -84,7 +87,7 @@ def init_keys(directory: Path) -> list[Path]:
             f"{directory / existing[0]} already exists: keys are never overwritten"
         )
     try:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_private_dir(directory)
     except OSError as exc:
         raise PrintpipeError(f"cannot create key folder {directory}: {exc.strerror}") from None
     signing = Ed25519PrivateKey.generate()
@@ -140,7 +143,7 @@ def ensure_ledger_key(directory: Path) -> Path | None:
     if path.exists():
         return None
     try:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        make_private_dir(directory)
         _write_private(path, os.urandom(SECRET_SIZE))
     except FileExistsError:
         return None  # another process made it meanwhile
@@ -161,10 +164,13 @@ def load_secrets(directory: Path) -> BlockSecrets:
     )
 
 
-def load_signing_key(directory: Path, name: str = PRODUCER_SIGNING_KEY) -> Ed25519PrivateKey:
-    """The producer's signing key in ``directory`` (or the lottery's: ``LOTTERY_SIGNING_KEY``)."""
+def load_signing_key(
+    directory: Path, name: str = PRODUCER_SIGNING_KEY, *, create_with: str = CREATE_KEYS
+) -> Ed25519PrivateKey:
+    """The producer's signing key in ``directory`` (or the lottery's: ``LOTTERY_SIGNING_KEY``;
+    or a terminal's, whose missing file names ``create_with``, the command that makes it)."""
     path = directory / name
-    data = _read_private(path)
+    data = _read_private(path, create_with)
     try:
         key = serialization.load_pem_private_key(data, password=None)
     except (ValueError, TypeError):
@@ -174,9 +180,9 @@ def load_signing_key(directory: Path, name: str = PRODUCER_SIGNING_KEY) -> Ed255
     return key
 
 
-def load_public_key(path: Path) -> Ed25519PublicKey:
-    """An Ed25519 public key in PEM: the producer's or the lottery's."""
-    data = _read(path)
+def load_public_key(path: Path, *, create_with: str = CREATE_KEYS) -> Ed25519PublicKey:
+    """An Ed25519 public key in PEM: the producer's, the lottery's or a terminal's."""
+    data = _read(path, create_with)
     try:
         key = serialization.load_pem_public_key(data)
     except (ValueError, TypeError):
@@ -224,8 +230,8 @@ def _read_secret(path: Path) -> bytes:
     return data
 
 
-def _read_private(path: Path) -> bytes:
-    data = _read(path)
+def _read_private(path: Path, create_with: str = CREATE_KEYS) -> bytes:
+    data = _read(path, create_with)
     mode = path.stat().st_mode
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
         raise PrintpipeError(
@@ -234,13 +240,11 @@ def _read_private(path: Path) -> bytes:
     return data
 
 
-def _read(path: Path) -> bytes:
+def _read(path: Path, create_with: str = CREATE_KEYS) -> bytes:
     try:
         return path.read_bytes()
     except FileNotFoundError:
-        raise PrintpipeError(
-            f"key file {path} not found (create keys: printpipe keys init DIR)"
-        ) from None
+        raise PrintpipeError(f"key file {path} not found ({create_with})") from None
     except OSError as exc:
         raise PrintpipeError(f"cannot read key file {path}: {exc.strerror}") from None
 

@@ -105,7 +105,7 @@ class StoreWriter:
             SALT: (tickets, LEAF_SALT_SIZE),
         }
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_private_dir(path.parent)
             self.tmp = partial_path(path)
             shutil.rmtree(self.tmp, ignore_errors=True)
         except OSError as exc:

@@ -89,7 +89,37 @@ def test_a_forged_or_foreign_approval_is_refused(approvals_dir, store, keys_dir,
     assert result.returncode == 0
     result = run_cli("export", str(store), "--out", str(tmp_path / "p"), "--keys", str(keys_dir),
                      "--approvals", str(tmp_path / "theirs"))  # fmt: skip
-    assert result.returncode == 1 and "is not signed by the lottery's key" in result.stderr
+    assert result.returncode == 1 and "not signed by the lottery's key" in result.stderr
+    assert "no approved proof of chien-chat" in result.stderr
+
+
+def test_two_signers_approvals_of_the_same_inputs_live_side_by_side(
+    approvals_dir, store, keys_dir, tmp_path
+):
+    """A demo key's approval never replaces the lottery's (nor the other way round): each
+    export finds the one its own lottery key signed."""
+    both = tmp_path / "approvals"
+    shutil.copytree(approvals_dir, both)
+    (lottery,) = both.glob("*.approval.json")
+    lottery_bytes = lottery.read_bytes()
+    fresh = tmp_path / "fresh-keys"
+    init_keys(fresh)
+    other = tmp_path / "other-keys"  # the same print shop, another lottery signing key
+    shutil.copytree(keys_dir, other)
+    for name in ("lottery-signing.key", "lottery-signing.pub"):
+        shutil.copy2(fresh / name, other / name)
+    run_cli("proof", "approve", str(approvals_dir.parent / "proof"), "--keys", str(other),
+            "--approvals", str(both), check=True)  # fmt: skip
+    files = sorted(both.glob("*.approval.json"))
+    assert len(files) == 2 and lottery.read_bytes() == lottery_bytes
+    assert len({json.loads(f.read_text())["statement"]["lottery_key_sha256"] for f in files}) == 2
+    assert len({f.name.rsplit("-", 1)[0] for f in files}) == 1  # the same inputs' digest
+    (theirs,) = (f for f in files if f != lottery)
+    for keys, expected in ((keys_dir, lottery), (other, theirs)):
+        out = tmp_path / f"print-{keys.name}"
+        run_cli("export", str(store), "--out", str(out), "--keys", str(keys), "--approvals",
+                str(both), "-q", check=True)  # fmt: skip
+        assert json.loads((out / "job.json").read_text())["approval"]["file"] == expected.name
 
 
 def test_approving_a_changed_or_missing_pack_is_refused(approvals_dir, keys_dir, tmp_path):

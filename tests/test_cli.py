@@ -6,7 +6,6 @@ import signal
 import stat
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -18,7 +17,7 @@ from printpipe.keys import (
     load_public_key,
     load_signing_key,
 )
-from tests.conftest import run_cli
+from tests.conftest import read_until, run_cli
 
 
 def assert_one_line_error(result, *fragments):
@@ -91,9 +90,11 @@ def test_audit_without_the_right_producer_key_fails(tmp_path, keys_dir):
 
 @pytest.mark.parametrize("packs", ["0:5", "5:3", "1:12001", "abc", "7"])
 def test_bad_pack_ranges(tmp_path, keys_dir, packs):
+    """Malformed (``abc``, ``5:3``) or outside the block (``1:12001``): the same usage code."""
     out = tmp_path / "block"
     result = run_cli("generate", "--keys", str(keys_dir), "--out", str(out), "--packs", packs)
     assert_one_line_error(result, "pack range")
+    assert result.returncode == 2
     assert not out.exists()
 
 
@@ -110,6 +111,20 @@ def test_missing_and_short_key_files(tmp_path, keys_dir):
     result = run_cli("generate", "--keys", str(short), "--out", str(out))
     assert_one_line_error(result, "readable by others")
     assert not out.exists()
+
+
+def test_a_missing_terminal_key_names_the_command_that_makes_it(tmp_path):
+    code = "0412000001001045981740166"
+    key = tmp_path / "till.key"
+    result = run_cli("terminal", "validate", code, "--server", "http://127.0.0.1:9", "--key",
+                     str(key))  # fmt: skip
+    assert_one_line_error(result, str(key), "not found", f"printpipe terminal keygen {key}")
+    assert "keys init" not in result.stderr
+    pub = tmp_path / "till.key.pub"
+    result = run_cli("terminals", "add", "shop-1:till-1", "--db", str(tmp_path / "l.sqlite"),
+                     "--retailer", "shop-1", "--public-key", str(pub))  # fmt: skip
+    assert_one_line_error(result, "till.key.pub", "not found", "printpipe terminal keygen FILE")
+    assert not (tmp_path / "l.sqlite").exists()
 
 
 def test_corrupt_definition_and_unknown_game(tmp_path, keys_dir):
@@ -155,16 +170,13 @@ def test_interrupted_generation_leaves_nothing_that_looks_finished(tmp_path, key
         [sys.executable, "-m", "printpipe", "generate", "--keys", str(keys_dir), "--out", str(out)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        text=True,
     )
-    deadline = time.monotonic() + 30
-    while not any(p.name.startswith(".block.partial") for p in tmp_path.iterdir()):
-        assert time.monotonic() < deadline and process.poll() is None
-        time.sleep(0.02)
+    read_until(process, "generate: ")  # its progress bar: generating, the partial store open
+    assert any(p.name.startswith(".block.partial") for p in tmp_path.iterdir())
     process.send_signal(signal.SIGINT)
-    _, stderr = process.communicate(timeout=60)
+    _, stderr = process.communicate(timeout=600)
     assert process.returncode == 130
-    assert "interrupted" in stderr and "Traceback" not in stderr
+    assert b"interrupted" in stderr and b"Traceback" not in stderr
     assert list(tmp_path.iterdir()) == []
 
 
@@ -173,7 +185,9 @@ def test_the_main_job_on_defaults(tmp_path):
     result = run_cli("run", "--quiet", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     assert "created DEMO keys in printpipe-demo-keys" in result.stderr
-    assert "AUDIT PASSED" in result.stdout
+    lines = result.stdout.splitlines()  # generated, audited (one line), exported
+    assert len(lines) == 3 and lines[1].endswith("checks; AUDIT PASSED"), result.stdout
+    assert "\r" not in result.stderr  # no progress bar
     assert (tmp_path / "printpipe-out" / "chien-chat-block-0001" / "summary.json").exists()
     assert "demo keys: made the proof pack printpipe-out/chien-chat-proof and approved it" in (
         result.stderr
@@ -197,3 +211,10 @@ def test_usage_errors_are_one_line(args):
     result = run_cli(*args)
     assert result.returncode == 2
     assert_one_line_error(result, "(see printpipe")
+
+
+def test_the_proof_shows_its_progress_unless_quiet(tmp_path):
+    shown = run_cli("proof", "--out", str(tmp_path / "shown"), check=True)
+    assert "proof: 100%" in shown.stderr and "52/52" in shown.stderr, shown.stderr  # 26 pages x 2
+    quiet = run_cli("proof", "--out", str(tmp_path / "quiet"), "-q", check=True)
+    assert quiet.stderr == ""

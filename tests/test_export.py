@@ -28,7 +28,7 @@ from printpipe.ids import TicketId
 from printpipe.render.imposition import cut_and_stack, impose, parse_sheet
 from printpipe.render.template import load_template
 from printpipe.store import BlockStore
-from tests.conftest import generate_store, run_cli
+from tests.conftest import generate_store, run_cli, wait_for_files
 
 TEMPLATES = game_template_dir("chien-chat")
 
@@ -290,9 +290,7 @@ def test_kill_midway_then_rerun_gives_the_clean_run(tmp_path, long_block, keys_d
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and len(list(crashed.glob("*.pdf"))) < 2:
-        time.sleep(0.01)
+    wait_for_files(process, crashed, "*.pdf", count=2)  # its own progress, not a time
     os.killpg(process.pid, signal.SIGKILL)
     process.wait()
     done = list(crashed.glob("*.pdf"))
@@ -325,11 +323,15 @@ def test_ctrl_c_stops_cleanly_and_the_rerun_finishes(tmp_path, long_block, keys_
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not list(out.glob("*.pdf")):
-        time.sleep(0.01)
+    wait_for_files(process, out, "*.pdf")  # the run's own progress: its first press file
+    # Stopped while the signal is sent, the coordinator (which alone renames finished chunks
+    # into place) cannot finish the run before Ctrl-C lands, however busy the machine is.
+    process.send_signal(signal.SIGSTOP)
+    finished_when_stopped = len(list(out.glob("*.pdf")))
     process.send_signal(signal.SIGINT)  # what Ctrl-C sends to the command
-    _, stderr = process.communicate(timeout=60)
+    process.send_signal(signal.SIGCONT)
+    _, stderr = process.communicate(timeout=600)
+    assert finished_when_stopped < 32
     assert process.returncode == 130, stderr
     assert "interrupted" in stderr and "Traceback" not in stderr
     assert not (out / "job.json").exists() and not list(out.glob(".*.partial-*"))
@@ -433,6 +435,8 @@ def test_the_store_is_proven_intact_before_any_file_is_final(
     [
         (["--packs", "7:12"], "pack range", 1),  # not in this store: the library knows
         (["--packs", "0:3"], "outside the block", 2),  # not a pack range: a usage line
+        (["--packs", "1:99999"], "outside the block", 2),  # nor is this one, in any block
+        (["--packs", "8:1"], "FIRST <= LAST", 2),
         (["--sheet", "B9"], "unknown sheet size", 2),
         (["--sheet", "100x100"], "too small", 1),  # for this template's tickets
         (["--coating", "panel"], "--coating", 2),
@@ -580,14 +584,44 @@ def test_a_resumed_job_keeps_its_date(tmp_path, small_block, keys_dir, approvals
     args = ["export", str(small_block), "--out", str(out), "--packs", "1:2", "--chunk-packs",
             "1", "--keys", str(keys_dir), "--approvals", str(approvals_dir), "-q"]  # fmt: skip
     wall_clock = {"SOURCE_DATE_EPOCH": ""}  # the job's own date, not the session's fixed one
-    run_cli(*args, check=True, env=wall_clock)
+    done = run_cli(*args, check=True, env=wall_clock)
+    assert done.stdout.startswith("exported 250 tickets (packs 1 to 2) to 2 press PDF(s)")
     first = json.loads((out / "job.json").read_text())
     assert first["date"] != "D:20260101000000+00'00'"
     (out / first["files"][1]["path"]).unlink()
     time.sleep(1.1)
-    run_cli(*args, check=True, env=wall_clock)
+    resumed = run_cli(*args, check=True, env=wall_clock)
+    assert resumed.stdout.startswith("resumed: rendered 125 of the 250 tickets (packs 1 to 2;")
     again = json.loads((out / "job.json").read_text())
     assert again["date"] == first["date"] and again["files"] == first["files"]
+    nothing = run_cli(*args, check=True, env=wall_clock)
+    assert nothing.stdout.startswith(
+        "nothing to render: the 250 tickets (packs 1 to 2) were already in 2 press PDF(s)"
+    )
+    assert json.loads((out / "job.json").read_text())["files"] == first["files"]
+
+
+def test_a_second_export_into_the_same_folder_at_once_is_refused(
+    tmp_path, small_block, keys_dir, approvals_dir
+):
+    """The first export holds the folder's lock; the second one fails at once, in one line,
+    and touches nothing of the first's (here the lock is held by this process, as a running
+    export holds it)."""
+    from printpipe.atomic import FolderLock
+
+    out = tmp_path / "print"
+    first = FolderLock(out, "export")
+    try:
+        result = run_cli("export", str(small_block), "--out", str(out), "--packs", "1:1",
+                         "--keys", str(keys_dir), "--approvals", str(approvals_dir))  # fmt: skip
+        _assert_one_line_error(result, out, "is being written by another export (process", 1)
+        assert str(os.getpid()) in result.stderr
+    finally:
+        first.release()
+    assert not (tmp_path / ".print.lock").exists()
+    run_cli("export", str(small_block), "--out", str(out), "--packs", "1:1", "--keys",
+            str(keys_dir), "--approvals", str(approvals_dir), "-q", check=True)  # fmt: skip
+    assert not (tmp_path / ".print.lock").exists()  # released, and removed, at the end
 
 
 def test_output_intent_embeds_the_print_shops_profile(

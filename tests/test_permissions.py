@@ -53,6 +53,7 @@ def test_outputs_that_reveal_outcomes_are_private_whatever_the_umask(
         expect={"tier.npy", "virn.npy", "symbols.npy", "salt.npy", "manifest.ppm"}
         | {"commitment.json"},
     )
+    assert stat.S_IMODE((tmp_path / "out").stat().st_mode) == 0o700  # made for it: private too
 
     shared = tmp_path / "shared"
     shared.mkdir(mode=0o755)  # a folder the user made: kept as it is, the file is private
@@ -86,6 +87,7 @@ def test_outputs_that_reveal_outcomes_are_private_whatever_the_umask(
         check=True,
     )
     assert_private(press, expect={"chien-chat-b0001-p000001-000001.pdf", "job.json"})
+    assert stat.S_IMODE((tmp_path / "print").stat().st_mode) == 0o700
 
     proof = tmp_path / "proof"
     run_cli(
@@ -99,6 +101,20 @@ def test_outputs_that_reveal_outcomes_are_private_whatever_the_umask(
         check=True,
     )
     assert_private(proof, expect={"press-proof-b0001-packs-1-2.pdf"})
+
+
+def test_the_main_jobs_folders_are_private_whatever_the_umask(
+    open_umask, approvals_dir, keys_dir, tmp_path
+):
+    """``printpipe-out/`` and ``printpipe-approvals/`` (and any folder printpipe makes on the
+    way to its output) are 0700."""
+    approvals = tmp_path / "printpipe-approvals" / "lottery"
+    run_cli("proof", "approve", str(approvals_dir.parent / "proof"), "--keys", str(keys_dir),
+            "--approvals", str(approvals), check=True)  # fmt: skip
+    assert_private(tmp_path / "printpipe-approvals")
+    out = tmp_path / "printpipe-out" / "chien-chat-proof"
+    run_cli("proof", "--out", str(out), "-q", check=True)
+    assert stat.S_IMODE((tmp_path / "printpipe-out").stat().st_mode) == 0o700
 
 
 def test_an_online_games_feed_is_private_whatever_the_umask(open_umask, keys_dir, tmp_path):

@@ -21,13 +21,11 @@ from printpipe.cli._common import (
 from printpipe.cli.params import BLOCK_RANGE, MAX_BLOCK, PACK_RANGE
 from printpipe.cli.press import export
 from printpipe.keys import LOTTERY_SIGNING_PUB, PRODUCER_SIGNING_PUB
+from printpipe.main_job import RUN_EXPORT_PACKS, block_dir_name
 
 if TYPE_CHECKING:
     from printpipe.block import PackRange
     from printpipe.generate import Emission
-
-RUN_EXPORT_PACKS = "1:200"
-"""What `printpipe run` exports: 200 packs, 25,000 tickets, a few seconds."""
 
 
 @click.group()
@@ -88,9 +86,9 @@ def generate(
         raise click.UsageError("give --block or --blocks, not both")
     if blocks is None:
         block = block or 1
-        outs = {block: out or DEFAULT_OUT / _block_dir_name(game_id, block)}
+        outs = {block: out or DEFAULT_OUT / block_dir_name(game_id, block)}
     else:
-        outs = {n: (out or DEFAULT_OUT) / _block_dir_name(game_id, n) for n in blocks}
+        outs = {n: (out or DEFAULT_OUT) / block_dir_name(game_id, n) for n in blocks}
     emission = generate_emission(
         game_id,
         keys_dir=keys_dir,
@@ -169,11 +167,13 @@ def run(
     quiet: bool,
 ) -> None:
     """The main job on defaults: keys (demo ones if none), generate a block, audit it, export
-    the first packs to press PDFs (on demo keys, after making and approving its proof)."""
-    from printpipe.approval import approve_demo_proof
+    the first packs to press PDFs (on demo keys, after making and approving its proof).
+    With --quiet, no progress bars and the audit in one line."""
+    from printpipe.audit import audit_store
     from printpipe.generate import generate_emission
+    from printpipe.main_job import approve_demo_proof
 
-    block_dir = out / _block_dir_name(game_id, block)
+    block_dir = out / block_dir_name(game_id, block)
     emission = generate_emission(
         game_id,
         keys_dir=keys_dir,
@@ -182,18 +182,27 @@ def run(
         show_progress=not quiet,
     )
     _report(emission, game_id, {block: block_dir})
-    ctx.invoke(audit, block_dir=block_dir, keys_dir=keys_dir, quiet=quiet)
-    approved = approve_demo_proof(game_id, keys_dir=keys_dir, proof_dir=out / f"{game_id}-proof")
+    if quiet:
+        report = audit_store(
+            block_dir,
+            producer_key=keys_dir / PRODUCER_SIGNING_PUB,
+            lottery_key=keys_dir / LOTTERY_SIGNING_PUB,
+            show_progress=False,
+        )
+        click.echo(report.verdict())
+        if not report.passed:
+            sys.exit(1)
+    else:
+        ctx.invoke(audit, block_dir=block_dir, keys_dir=keys_dir, quiet=quiet)
+    approved = approve_demo_proof(
+        game_id, keys_dir=keys_dir, proof_dir=out / f"{game_id}-proof", show_progress=not quiet
+    )
     if approved:
         click.echo(approved, err=True)
     ctx.invoke(
         export, block_dir=block_dir, out_dir=out / f"{block_dir.name}-print",
         packs=export_packs, keys_dir=keys_dir, quiet=quiet,
     )  # fmt: skip
-
-
-def _block_dir_name(game_id: str, block: int) -> str:
-    return f"{game_id}-block-{block:04d}"
 
 
 def _report(emission: Emission, game_id: str, outs: dict[int, Path]) -> None:

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 import click
 
 from printpipe.approval import APPROVALS_DIR
-from printpipe.cli._common import DEFAULT_GAME, keys_option, scheduler_option
+from printpipe.cli._common import DEFAULT_GAME, keys_option, quiet_option, scheduler_option
 from printpipe.cli.params import COATING, PACK_RANGE, PRESS_SHEET, SHEET_LIST
-from printpipe.export import DEFAULT_CHUNK_PACKS
+from printpipe.render.imposition import DEFAULT_CHUNK_PACKS
 
 if TYPE_CHECKING:
     from printpipe.block import PackRange
@@ -180,6 +180,7 @@ def export(
     help="Coating of the press sheets.",
 )
 @keys_option
+@quiet_option
 @click.pass_context
 def proof(
     ctx: click.Context,
@@ -193,6 +194,7 @@ def proof(
     sheet: PressSheet,
     coating: Coating,
     keys_dir: Path,
+    quiet: bool,
 ) -> None:
     """The proof pack the lottery approves: cover, specimens, symbol sheet, PNG previews
     (printpipe proof --out PROOF_DIR); then printpipe proof approve PROOF_DIR."""
@@ -213,7 +215,12 @@ def proof(
             coating=coating,
         )
     record = make_proof(
-        game_id=game_id, out_dir=out_dir, force=force, press=press, template=template
+        game_id=game_id,
+        out_dir=out_dir,
+        force=force,
+        press=press,
+        template=template,
+        show_progress=not quiet,
     )
     for line in proof_summary(record, out_dir):
         click.echo(line)

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 @keys_option
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option(
-    "--port", type=click.IntRange(0, 65535), default=8787, show_default=True,
+    "--port", type=click.IntRange(0, 65535), default=8250, show_default=True,
     help="Port to listen on (0: a free one; see --url-file).",
 )  # fmt: skip
 @click.option(
@@ -119,7 +119,9 @@ def terminals_add(
     from printpipe.ledger import Ledger
     from printpipe.service.signatures import key_id_of, raw_public_key
 
-    key = load_public_key(public_key)
+    key = load_public_key(
+        public_key, create_with="printpipe terminal keygen FILE writes FILE and FILE.pub"
+    )
     with Ledger(db_path) as book:
         record = book.add_terminal(
             terminal_id,
@@ -185,7 +187,7 @@ def terminal_keygen(key_file: Path) -> None:
 
 
 server_option = click.option(
-    "--server", required=True, metavar="URL", help="The service, e.g. http://127.0.0.1:8787."
+    "--server", required=True, metavar="URL", help="The service, e.g. http://127.0.0.1:8250."
 )
 key_option = click.option(
     "--key", "key_file", type=click.Path(path_type=Path, dir_okay=False), required=True,

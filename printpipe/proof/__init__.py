@@ -27,7 +27,7 @@ from printpipe.atomic import make_private_dir, make_tree_private, partial_path, 
 from printpipe.block import PackRange
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import is_online, is_paper
-from printpipe.render.imposition import SRA3, PressSheet
+from printpipe.render.imposition import DEFAULT_CHUNK_PACKS, SRA3, PressSheet
 from printpipe.render.template import Coating
 
 if TYPE_CHECKING:
@@ -58,11 +58,13 @@ def make_proof(
     force: bool = False,
     press: PressRequest | None = None,
     template: Path | None = None,
+    show_progress: bool = False,
 ) -> dict[str, Any]:
     """Write the proof pack of ``game_id`` to ``out_dir``; returns the ``proof.json`` record.
 
     ``template``: the ticket template the press run will use (default the game's own); the
-    pack records its inputs, which ``printpipe proof approve`` signs."""
+    pack records its inputs, which ``printpipe proof approve`` signs. ``show_progress``: a bar
+    on stderr over the pages drawn and previewed (a paper game's pack)."""
     from printpipe.games import game_template_dir, load_game
     from printpipe.render.template import load_template
 
@@ -90,13 +92,13 @@ def make_proof(
         press_job = _check_press(press, game) if press else None
 
         def write(tmp: Path) -> dict[str, Any]:
-            return _write_pack(tmp, game, loaded, texts_path, press_job)
+            return _write_pack(tmp, game, loaded, texts_path, press_job, show_progress)
 
     if out_dir.exists() and not force:
         raise PrintpipeError(f"{out_dir} already exists (use --force to replace it)")
     tmp = partial_path(out_dir)
     try:
-        out_dir.parent.mkdir(parents=True, exist_ok=True)
+        make_private_dir(out_dir.parent)
         shutil.rmtree(tmp, ignore_errors=True)
         make_private_dir(tmp)
     except OSError as exc:
@@ -123,7 +125,6 @@ def make_proof(
 
 def _check_press(press: PressRequest, game: Game) -> dict[str, Any]:
     """Open and check everything a press proof needs before anything is written."""
-    from printpipe.export import DEFAULT_CHUNK_PACKS
     from printpipe.keys import PRODUCER_SIGNING_PUB, load_public_key
     from printpipe.store import BlockStore
 
@@ -153,7 +154,9 @@ def _write_pack(
     template: Template,
     texts_path: Path,
     press_job: dict[str, Any] | None,
+    show_progress: bool = False,
 ) -> dict[str, Any]:
+    from printpipe.progress import progress_bar
     from printpipe.proof.cover import draw_cover
     from printpipe.proof.page import PAGE, footer
     from printpipe.proof.previews import PREVIEW_DPI, write_previews
@@ -181,22 +184,28 @@ def _write_pack(
         f"p. {pages} : planche des symboles",
         f"{SIDECAR}, aperçus PNG {PREVIEW_DPI} dpi de chaque page",
     ]
-    draw_cover(canvas, game, template, texts_path, fonts, contents)
-    footer(canvas, fonts, slug, 1, pages)
-    canvas.showPage()
-    records = []
-    for i, specimen in enumerate(specimens, start=1):
-        page = draw_specimen_page(canvas, renderer, game, specimen, i, len(specimens))
-        page["page"] = i + 1
-        records.append(page)
-        footer(canvas, fonts, slug, i + 1, pages)
-        renderer.finish_page()
+    with progress_bar(2 * pages, "proof", "pages", show_progress) as bar:  # drawn, previewed
+        draw_cover(canvas, game, template, texts_path, fonts, contents)
+        footer(canvas, fonts, slug, 1, pages)
         canvas.showPage()
-    symbols = draw_symbol_sheet(canvas, renderer, game)
-    footer(canvas, fonts, slug, pages, pages)
-    canvas.showPage()
-    canvas.save()
-    previews = write_previews(out / name, out, name.removesuffix(".pdf"))
+        bar.update()
+        records = []
+        for i, specimen in enumerate(specimens, start=1):
+            page = draw_specimen_page(canvas, renderer, game, specimen, i, len(specimens))
+            page["page"] = i + 1
+            records.append(page)
+            footer(canvas, fonts, slug, i + 1, pages)
+            renderer.finish_page()
+            canvas.showPage()
+            bar.update()
+        symbols = draw_symbol_sheet(canvas, renderer, game)
+        footer(canvas, fonts, slug, pages, pages)
+        canvas.showPage()
+        canvas.save()
+        bar.update()
+        previews = write_previews(
+            out / name, out, name.removesuffix(".pdf"), on_page=lambda: bar.update()
+        )
     record: dict[str, Any] = {
         "format": PROOF_FORMAT,
         "game": {"id": d.id, "number": d.number, "definition_sha256": d.source_sha256},

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from printpipe.errors import PrintpipeError
@@ -9,8 +10,16 @@ from printpipe.errors import PrintpipeError
 PREVIEW_DPI = 150
 
 
-def write_previews(pdf: Path, out_dir: Path, stem: str, dpi: int = PREVIEW_DPI) -> list[str]:
-    """Render each page of ``pdf`` to ``out_dir/stem-pNN.png``; returns the file names."""
+def write_previews(
+    pdf: Path,
+    out_dir: Path,
+    stem: str,
+    dpi: int = PREVIEW_DPI,
+    *,
+    on_page: Callable[[], object] | None = None,
+) -> list[str]:
+    """Render each page of ``pdf`` to ``out_dir/stem-pNN.png``; returns the file names.
+    ``on_page`` is called after each page (a progress bar's step)."""
     try:
         import pypdfium2 as pdfium
     except ImportError:  # a dependency: only a broken install lacks it
@@ -25,6 +34,8 @@ def write_previews(pdf: Path, out_dir: Path, stem: str, dpi: int = PREVIEW_DPI) 
             name = f"{stem}-p{i + 1:02d}.png"
             image.save(out_dir / name, dpi=(dpi, dpi), compress_level=3)
             names.append(name)
+            if on_page is not None:
+                on_page()
     finally:
         document.close()
     return names

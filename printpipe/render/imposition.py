@@ -31,6 +31,10 @@ from printpipe.render.template import MM, Template
 SHEETS = {"A3": (297.0, 420.0), "SRA3": (320.0, 450.0)}
 """The named press sheets, in mm."""
 
+DEFAULT_CHUNK_PACKS = 40
+"""Packs a press file holds (the export's chunk, and what a press proof shows by default):
+5,000 tickets, 556 SRA3 sheets, about 60 MB of reportlab memory until save()."""
+
 
 def parse_sheet(text: str) -> tuple[float, float]:
     """``A3``, ``SRA3`` or ``WxH`` in mm -> (width, height) in mm."""

@@ -28,7 +28,8 @@ from printpipe.ledger import Location, location_argument, parse_location
 
 CONFIG_ENV = "PRINTPIPE_SERVE_CONFIG"
 DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8787
+DEFAULT_PORT = 8250
+"""Not 8787, the port of Dask's dashboard, which printpipe's cluster runs beside it."""
 POOL_CONNECTIONS = 8
 """Connections (and ledger threads) per worker, where the database takes several
 (PostgreSQL; an SQLite ledger is one connection, one thread: ``Database.threads``)."""

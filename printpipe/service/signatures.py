@@ -180,7 +180,9 @@ def generate_terminal_key(path: Path) -> str:
 def load_terminal_key(path: Path) -> Ed25519PrivateKey:
     from printpipe.keys import load_signing_key
 
-    return load_signing_key(path.parent, path.name)
+    return load_signing_key(
+        path.parent, path.name, create_with=f"create it: printpipe terminal keygen {path}"
+    )
 
 
 # -- the server's side --------------------------------------------------------------------------
