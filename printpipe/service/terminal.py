@@ -4,7 +4,7 @@
 
     from printpipe.service.terminal import TerminalClient, load_terminal_key
 
-    with TerminalClient("http://127.0.0.1:8787", key=load_terminal_key(Path("till.key"))) as till:
+    with TerminalClient("http://127.0.0.1:8250", key=load_terminal_key(Path("till.key"))) as till:
         print(till.validate(code).text)   # WIN 10
         print(till.claim(code).text)      # PAID 10
 
