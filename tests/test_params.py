@@ -67,6 +67,7 @@ def test_press_commands_hand_the_library_typed_values(tmp_path, monkeypatch):
     import printpipe.audit
     import printpipe.export
     import printpipe.generate
+    import printpipe.main_job
     import printpipe.proof
 
     calls: dict[str, dict] = {}
@@ -122,7 +123,7 @@ def test_press_commands_hand_the_library_typed_values(tmp_path, monkeypatch):
         lambda game_id, **kwargs: printpipe.generate.Emission([], [1], 0.0),
     )
     monkeypatch.setattr(printpipe.audit, "audit_store", lambda block_dir, **kwargs: Report())
-    monkeypatch.setattr(printpipe.approval, "approve_demo_proof", lambda game_id, **kw: None)
+    monkeypatch.setattr(printpipe.main_job, "approve_demo_proof", lambda game_id, **kw: None)
     result = runner.invoke(cli, ["run", "--out", str(tmp_path), "--packs", "5:6"])
     assert result.exit_code == 0, result.output
     assert calls["export"]["packs"] == PackRange(5, 6)
