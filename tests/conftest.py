@@ -34,22 +34,69 @@ settings.register_profile("printpipe", deadline=None)
 settings.load_profile("printpipe")
 
 
+SUBPROCESS_ONLY = {"serve", "--scheduler", "--detach"}
+"""Arguments that need a process of their own: a server, a Dask client (its event loop and
+threads), a daemon.  Set PRINTPIPE_TEST_SUBPROCESS=1 to run every command in one."""
+
+
 def run_cli(
-    *args: str, cwd: Path | None = None, check: bool = False, env: dict[str, str] | None = None
+    *args: str,
+    cwd: Path | None = None,
+    check: bool = False,
+    env: dict[str, str] | None = None,
+    subprocess_: bool = False,
 ) -> subprocess.CompletedProcess:
-    """Run `printpipe` as a user would, in a subprocess of this interpreter (``env``: extra
-    environment variables)."""
-    result = subprocess.run(
-        [sys.executable, "-m", "printpipe", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env={**os.environ, **env} if env else None,
-    )
+    """Run `printpipe` as a user would, with ``printpipe.cli.main`` (``env``: extra environment
+    variables): in this process, with click's CliRunner streams, when nothing needs a process
+    of its own (a subprocess costs a second interpreter and every import again); in a
+    subprocess of this interpreter with ``subprocess_`` (what only a process shows: the entry
+    point, signals) or for :data:`SUBPROCESS_ONLY` arguments.  Either way: the exit status
+    ``main`` gives, stdout and stderr apart, and an escaping exception's traceback in stderr."""
+    if subprocess_ or SUBPROCESS_ONLY & set(args) or os.environ.get("PRINTPIPE_TEST_SUBPROCESS"):
+        result = subprocess.run(
+            [sys.executable, "-m", "printpipe", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env={**os.environ, **env} if env else None,
+        )
+    else:
+        result = _run_in_process(list(args), cwd, env)
     if check and result.returncode != 0:
         raise AssertionError(f"printpipe {' '.join(args)} failed:\n{result.stderr}")
     return result
+
+
+def _run_in_process(
+    args: list[str], cwd: Path | None, env: dict[str, str] | None
+) -> subprocess.CompletedProcess:
+    import traceback
+
+    from click.testing import CliRunner
+
+    from printpipe.cli import main
+
+    before = os.getcwd()
+    with CliRunner().isolation(env=env) as (stdout, stderr, _):
+        if cwd is not None:
+            os.chdir(cwd)
+        try:
+            main(args)
+            status = 0
+        except SystemExit as exc:
+            status = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+        except Exception:  # a bug, as a subprocess would show it
+            sys.stderr.write(traceback.format_exc())
+            status = 1
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.chdir(before)
+        out, err = stdout.getvalue(), stderr.getvalue()
+    return subprocess.CompletedProcess(
+        ["printpipe", *args], status, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
+    )
 
 
 def read_until(process: subprocess.Popen, text: str) -> str:

@@ -208,13 +208,53 @@ def test_the_main_job_on_defaults(tmp_path):
     "args", [("export",), ("generate", "--block", "0"), ("frobnicate",), ("validate",)]
 )
 def test_usage_errors_are_one_line(args):
-    result = run_cli(*args)
+    """From the installed entry point, as a user sees them."""
+    result = run_cli(*args, subprocess_=True)
     assert result.returncode == 2
     assert_one_line_error(result, "(see printpipe")
 
 
 def test_the_proof_shows_its_progress_unless_quiet(tmp_path):
     shown = run_cli("proof", "--out", str(tmp_path / "shown"), check=True)
-    assert "proof: 100%" in shown.stderr and "52/52" in shown.stderr, shown.stderr  # 26 pages x 2
+    assert "proof: 100%" in shown.stderr and "/52.0 [" in shown.stderr, shown.stderr  # 26 pages x 2
     quiet = run_cli("proof", "--out", str(tmp_path / "quiet"), "-q", check=True)
     assert quiet.stderr == ""
+
+
+START_UP = """
+import sys
+from printpipe.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit as exit:
+    assert exit.code in (0, None), exit.code
+loaded = sorted(m for m in sys.modules if m.split(".")[0] in {"reportlab", "numpy", "cryptography"}
+                or m.startswith(("printpipe.ledger", "printpipe.service", "printpipe.render")))
+print("loaded:", ",".join(loaded))
+"""
+
+
+@pytest.mark.parametrize("args", [["--help"], ["--version"]])
+def test_help_and_version_load_no_stage(args):
+    """``printpipe --help`` lists every command without importing one: no reportlab, numpy,
+    cryptography, ledger or service (each command imports what it uses when it runs)."""
+    result = subprocess.run(
+        [sys.executable, "-c", START_UP, *args], capture_output=True, text=True, check=True
+    )
+    assert result.stdout.splitlines()[-1] == "loaded: ", result.stdout
+    if args == ["--help"]:
+        from printpipe.cli import COMMANDS
+
+        assert all(f"  {name} " in result.stdout for name in COMMANDS)
+
+
+def test_every_listed_command_is_the_command_of_that_name():
+    import click
+
+    from printpipe.cli import COMMANDS, cli
+
+    context = click.Context(cli)
+    for name in COMMANDS:
+        command = cli.get_command(context, name)
+        assert isinstance(command, click.Command) and command.name == name, name
+    assert cli.get_command(context, "frobnicate") is None
