@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -97,6 +98,15 @@ def _run_in_process(
     return subprocess.CompletedProcess(
         ["printpipe", *args], status, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
     )
+
+
+def as_from_a_shell() -> None:
+    """``preexec_fn`` of a process a test will Ctrl-C: SIGINT at its default and unblocked, as
+    a user's shell starts a command.  A signal disposition or mask the test session's worker
+    picked up on the way (both are inherited across exec) must not make the child deaf to it:
+    that made the two Ctrl-C tests exit 0 after finishing their whole run."""
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def read_until(process: subprocess.Popen, text: str) -> str:

@@ -17,7 +17,7 @@ from printpipe.keys import (
     load_public_key,
     load_signing_key,
 )
-from tests.conftest import read_until, run_cli
+from tests.conftest import as_from_a_shell, read_until, run_cli
 
 
 def assert_one_line_error(result, *fragments):
@@ -170,6 +170,7 @@ def test_interrupted_generation_leaves_nothing_that_looks_finished(tmp_path, key
         [sys.executable, "-m", "printpipe", "generate", "--keys", str(keys_dir), "--out", str(out)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        preexec_fn=as_from_a_shell,
     )
     read_until(process, "generate: ")  # its progress bar: generating, the partial store open
     assert any(p.name.startswith(".block.partial") for p in tmp_path.iterdir())

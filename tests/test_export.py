@@ -28,7 +28,7 @@ from printpipe.ids import TicketId
 from printpipe.render.imposition import cut_and_stack, impose, parse_sheet
 from printpipe.render.template import load_template
 from printpipe.store import BlockStore
-from tests.conftest import generate_store, run_cli, wait_for_files
+from tests.conftest import as_from_a_shell, generate_store, run_cli, wait_for_files
 
 TEMPLATES = game_template_dir("chien-chat")
 
@@ -322,6 +322,7 @@ def test_ctrl_c_stops_cleanly_and_the_rerun_finishes(tmp_path, long_block, keys_
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=as_from_a_shell,
     )
     wait_for_files(process, out, "*.pdf")  # the run's own progress: its first press file
     # Stopped while the signal is sent, the coordinator (which alone renames finished chunks
