@@ -214,8 +214,10 @@ class PressCanvas(Canvas):
 
     def tint_current_form(self, what: str) -> None:
         """Turn the greys of the form being drawn into tints of whatever colour space the page
-        sets before placing it (black 1 = full tint, white 0 = none), so that one form prints
-        on a separation although reportlab gives forms no colour space of their own."""
+        sets before placing it (black 1 = full tint), so that one form prints on a separation
+        although reportlab gives forms no colour space of their own.  White (a 0 tint) is
+        refused: on its plate it would knock out only with overprint simulated, and every
+        other viewer (pdfium, browsers, the proofs' PNGs) would paint it white."""
         for i, line in enumerate(self._code):
             if not isinstance(line, str) or not line.endswith(("k", "K")):
                 continue
@@ -224,6 +226,11 @@ class PressCanvas(Canvas):
                 if re.fullmatch(r"(\S+ ){4}[kK]", line):
                     raise PrintpipeError(f"{what} is drawn in colour: it prints in one ink")
                 continue
+            if float(match.group(1)) == 0:
+                raise PrintpipeError(
+                    f"{what} paints white on its ink (a 0 tint, which only a viewer simulating "
+                    "overprint shows as nothing): draw the white parts as holes of the shape"
+                )
             op = "scn" if match.group(2) == "k" else "SCN"
             self._code[i] = f"{match.group(1)} {op}"
 
