@@ -212,6 +212,15 @@ class PressCanvas(Canvas):
             ops.append(f"/{name} gs")
         return " ".join(ops)
 
+    def black_overprint(self) -> None:
+        """Fill with 100 % black (process K) that overprints: the text or shape drawn next
+        prints its black over the tinted artwork under it instead of knocking it out (a hair
+        of misregistration then shows no white rim).  ``OPM 1``: the zero C, M and Y of the
+        black leave the plates under it as they are.  Call between ``saveState`` and
+        ``restoreState``; works in forms too (their resources then list the states)."""
+        self.addLiteral(self.gstate_operator(op=True, OPM=1))
+        self.setFillColorCMYK(0, 0, 0, 1)
+
     def tint_current_form(self, what: str) -> None:
         """Turn the greys of the form being drawn into tints of whatever colour space the page
         sets before placing it (black 1 = full tint), so that one form prints on a separation
@@ -247,12 +256,23 @@ class PressCanvas(Canvas):
         used = frozenset(self._formsinuse)
         if not used:
             thing.XObjects = None
-            return
-        shared = self._shared_xobjects.get(used)
-        if shared is None:
-            shared = self._doc.Reference(self._doc.xobjDict(sorted(used)))
-            self._shared_xobjects[used] = shared
-        thing.XObjects = shared
+        else:
+            shared = self._shared_xobjects.get(used)
+            if shared is None:
+                shared = self._doc.Reference(self._doc.xobjDict(sorted(used)))
+                self._shared_xobjects[used] = shared
+            thing.XObjects = shared
+        if isinstance(thing, pdfdoc.PDFFormXObject) and self._extgstate._c:
+            # reportlab writes a form's resources without its graphics states: a form that
+            # sets some (black_overprint) gets them here, as PDFFormXObject.format would build
+            # its resources otherwise
+            resources = pdfdoc.PDFResourceDictionary()
+            resources.basicFonts()
+            resources.basicProcs()
+            if thing.XObjects:
+                resources.XObject = thing.XObjects
+            resources.ExtGState = thing.ExtGState
+            thing.Resources = resources
 
     def _setShadingUsed(self, page: object) -> None:
         super()._setShadingUsed(page)
