@@ -734,7 +734,7 @@ class TicketRenderer:
         size = min(line * 0.78, 7)
         pad = 1.2 * MM
         for left, right in rows:  # one size for the whole table, the widest row fitting
-            while size > 3.5 and (
+            while size > MIN_TEXT_PT and (
                 stringWidth(left, fonts["regular"], size)
                 + stringWidth(right, fonts["bold"], size)
                 + 3 * pad
@@ -745,13 +745,15 @@ class TicketRenderer:
         c.setFont(fonts["bold"], size)
         top = y + h - line
         c.drawCentredString(x + w / 2, top + line * 0.2, self.texts["front"]["paytable_title"])
-        c.setFillColorCMYK(*K)
+        c.saveState()
+        c.black_overprint()
         for i, (left, right) in enumerate(rows):
             ly = top - (i + 1) * line + line * 0.25
             c.setFont(fonts["regular"], size)
             c.drawString(x + pad, ly, left)
             c.setFont(fonts["bold"], size)
             c.drawRightString(x + w - pad, ly, right)
+        c.restoreState()
 
     def _define_back(self) -> str:
         t, c, fonts = self.t, self.c, self.fonts

@@ -56,7 +56,7 @@ def fronts(game: ChienChat, texts: Mapping[str, Any]) -> tuple[FrontArt, ...]:
             (f"{count} {words['winning_word']}", french.euros(int(game.prize_by_count[count])))
             for count in range(1, game.max_winning_symbols + 1)
         ]
-        rows.append((f"{words['multiplier_word']} au bonus", f"gain x{game.multiplier}"))
+        rows.append((f"{words['multiplier_word']} au bonus", f"x{game.multiplier}"))
         out.append(
             FrontArt(
                 name=effigy.code,
