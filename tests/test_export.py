@@ -245,6 +245,8 @@ def test_job_json_lists_every_ticket_once(press):
     assert job["files"][0]["first_serial"] == TicketId(412, 1, 0).serial
     assert job["files"][-1]["last_serial"] == TicketId(412, 2, 124).serial
     assert set(job["settings"]) >= {"sheet", "template", "chunk_packs", "coating"}
+    # the template's narrowest bar, which the print shop sets to its ink-jet line's minimum
+    assert job["settings"]["code128_module_mm"] == 0.2
 
 
 def test_cut_and_stack_puts_every_ticket_once():
