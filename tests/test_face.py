@@ -97,8 +97,8 @@ def test_the_coating_plate_is_shaped_as_paws(game, drawn, tmp_path):
 
     renderer, pdf = drawn
     dpi = 150
-    subprocess.run(["gs", "-q", "-dNOPAUSE", "-dBATCH", "-sDEVICE=tiffsep", f"-r{dpi}",
-                    f"-sOutputFile={tmp_path}/p.tif", str(pdf)], check=True, timeout=120)  # fmt: skip
+    command = ["gs", "-q", "-dNOPAUSE", "-dBATCH", "-sDEVICE=tiffsep", f"-r{dpi}"]
+    subprocess.run([*command, f"-sOutputFile={tmp_path}/p.tif", str(pdf)], check=True, timeout=120)
     plate = 255 - np.asarray(Image.open(tmp_path / "p(ScratchOff).tif").convert("L")) > 127
     height = plate.shape[0]
 

@@ -125,10 +125,10 @@ TOE_GAP = 0.5 * MM
 
 def paw_pad(hidden: Box, spread: float) -> tuple[Box, float]:
     """The pad of a paw print over ``hidden``, and its corner radius: a rounded rectangle
-    holding ``hidden`` grown by ``spread`` on every side, corners included.  A box grown by d
-    with corners of radius r >= d keeps its corners d + (r - d)(sqrt 2 - 1) from the hidden
-    box's corners... precisely: with r = spread + e, growing by spread + e (1 - 1/sqrt 2)
-    leaves the spread between each rounded corner and the hidden corner."""
+    that keeps ``spread`` from every side of ``hidden`` and, round its corners, from every
+    corner of it.  With corners of radius r = spread + e, the pad is ``hidden`` grown by
+    spread + e (1 - 1/sqrt 2): a corner's centre then lies e / sqrt 2 inside the hidden corner
+    along the diagonal, e + spread - e = spread short of the arc."""
     extra = PAD_ROUNDING * min(hidden[2], hidden[3])
     corner = spread + extra
     return _grow(hidden, spread + extra * (1 - 1 / math.sqrt(2))), corner
