@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 import pikepdf
 import pypdfium2 as pdfium
@@ -139,9 +140,11 @@ def _text_runs(pdf: Path):
         for name, form in page.Resources.XObject.items():
             if not (str(name).startswith("/FormXob")):
                 continue
-            states = form.get("/Resources", {}).get("/ExtGState", {})
+            resources = form.get("/Resources")
+            states: Any = resources.get("/ExtGState", {}) if resources is not None else {}
             stack: list[tuple[list, bool, int, float]] = [([0.0] * 4, False, 0, 0.0)]
-            for operands, operator in pikepdf.parse_content_stream(form):
+            for instruction in pikepdf.parse_content_stream(form):
+                operands, operator = instruction.operands, instruction.operator
                 op = str(operator)
                 fill, overprint, mode, size = stack[-1]
                 if op == "q":
