@@ -93,6 +93,9 @@ class ExportSettings:
     """SHA-256 of the embedded ICC profile; None for a registered name."""
     approval: str = NOT_APPROVED
     """The SHA-256 of the approval file the run prints under, or ``NOT APPROVED``."""
+    code128_module_mm: float = 0.0
+    """The validation barcode's narrow bar: the template's ``barcodes.code128_module``, which
+    the print shop sets to the narrowest bar its imaging line prints reliably."""
 
 
 @dataclass(frozen=True)
@@ -299,6 +302,7 @@ def export_block(
         intent.identifier,
         hashlib.sha256(intent.profile).hexdigest() if intent.profile else None,
         approval.sha256 if approval else NOT_APPROVED,
+        code128_module_mm=loaded.barcodes["code128_module"],
     )
     folder = _claim_out_dir(out_dir, store, packs, settings, approval)
     intact = _IntactGate(store, folder.open_for_finished_files)

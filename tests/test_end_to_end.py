@@ -94,9 +94,10 @@ def printed_tickets(pdf_path: Path, game):
                 x, y, w, h = template.box(rect)
                 return text.get_text_bounded(x0 + x, y0 + y, x0 + x + w, y0 + y + h + above)
 
-            paws = [symbol_code(read(cell).strip()) for cell in template.grid_cells]
-            bonus = [symbol_code(w) for w in read(template.bonus_scratch).split()]
-            label = read(template.bonus_scratch, above=20).split()  # "BONUS NICHE" or "PANIER"
+            paw_area, bonus_area = template.play_areas
+            paws = [symbol_code(read(cell).strip()) for cell in paw_area.slots]
+            bonus = [symbol_code(w) for w in read(bonus_area.area).split()]
+            label = read(bonus_area.area, above=20).split()  # "BONUS NICHE" or "PANIER"
             effigy = next(effigy_of_box[w] for w in label if w in effigy_of_box)
             found.append((barcode.text, effigy, paws, bonus))
     return found

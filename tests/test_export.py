@@ -245,6 +245,8 @@ def test_job_json_lists_every_ticket_once(press):
     assert job["files"][0]["first_serial"] == TicketId(412, 1, 0).serial
     assert job["files"][-1]["last_serial"] == TicketId(412, 2, 124).serial
     assert set(job["settings"]) >= {"sheet", "template", "chunk_packs", "coating"}
+    # the template's narrowest bar, which the print shop sets to its ink-jet line's minimum
+    assert job["settings"]["code128_module_mm"] == 0.2
 
 
 def test_cut_and_stack_puts_every_ticket_once():
@@ -494,7 +496,7 @@ def test_missing_store_and_unwritable_folder(tmp_path, small_block, keys_dir, ap
 @pytest.mark.parametrize(
     ("edit", "zone"),
     [
-        (("y = 78.5\nw = 35", "y = 70\nw = 35"), "overlaps front.bonus"),
+        (("y = 86\nw = 40", "y = 80\nw = 40"), "overlaps front.bonus"),
         (("[back.inventory]\nx = 4", "[back.inventory]\nx = 40"), "back.inventory"),
     ],
 )
@@ -520,17 +522,18 @@ def test_bad_template_names_the_zone(tmp_path, small_block, keys_dir, approvals_
 
 
 def test_a_scratch_zone_too_small_for_its_coating_is_refused(tmp_path, small_block, keys_dir):
-    """2 mm of coating beyond the symbols needs 17.08 mm of a grid cell's 17: the coating
-    would reach over the cells around it, so the run stops before any file, naming the zone."""
+    """2 mm of coating beyond the symbols makes a paw 20.05 mm tall in a grid cell of 18.63:
+    it would reach over the paws around it, so the run stops before any file, naming the
+    zone."""
     text = (TEMPLATES / "ticket.toml").read_text()
-    assert "spread = 1.2" in text
+    assert "spread = 1.4" in text
     bad = tmp_path / "bad.toml"
-    bad.write_text(text.replace("spread = 1.2", "spread = 2.0"))
+    bad.write_text(text.replace("spread = 1.4", "spread = 2.0"))
     out = tmp_path / "print"
     result = run_cli("export", str(small_block), "--out", str(out), "--keys", str(keys_dir),
                      "--template", str(bad), "--unapproved")  # fmt: skip
     _assert_one_line_error(
-        result, out, "zone front.grid cell 1: too small for its coating, spread 2 mm"
+        result, out, "zone front.grid cell 1: too small for its paw, spread 2 mm"
     )
 
 

@@ -218,6 +218,24 @@ class FrontArt:
 
 
 @dataclass(frozen=True, slots=True)
+class BackArt:
+    """The back of a paper ticket (one for every variant), in the game's colours and words."""
+
+    background: CMYK
+    motif: Drawing | None
+    """A small picture scattered over the background, or none."""
+    motif_colour: CMYK
+    band: CMYK
+    """The colour of the band that carries the game's logo."""
+    emblems: tuple[Drawing, ...]
+    """The pictures on either side of the title in the band (e.g. each variant's animal)."""
+    rules_title: str
+    rules: tuple[str, ...]
+    """How to play, long form, then the legal lines: paragraphs, from the ticket texts with
+    the figures of the rules."""
+
+
+@dataclass(frozen=True, slots=True)
 class SpecimenWords:
     """What a proof prints beside one specimen (French, for the lottery's approver)."""
 
@@ -266,6 +284,10 @@ class PaperGame(Game, Protocol):
 
     def fronts(self, texts: Mapping[str, Any]) -> tuple[FrontArt, ...]:
         """The front of each variant, in variant order."""
+        ...
+
+    def back(self, texts: Mapping[str, Any]) -> BackArt:
+        """The back, shared by every variant."""
         ...
 
     def symbol_roles(self) -> dict[str, list[str]]:

@@ -212,10 +212,21 @@ class PressCanvas(Canvas):
             ops.append(f"/{name} gs")
         return " ".join(ops)
 
+    def black_overprint(self) -> None:
+        """Fill with 100 % black (process K) that overprints: the text or shape drawn next
+        prints its black over the tinted artwork under it instead of knocking it out (a hair
+        of misregistration then shows no white rim).  ``OPM 1``: the zero C, M and Y of the
+        black leave the plates under it as they are.  Call between ``saveState`` and
+        ``restoreState``; works in forms too (their resources then list the states)."""
+        self.addLiteral(self.gstate_operator(op=True, OPM=1))
+        self.setFillColorCMYK(0, 0, 0, 1)
+
     def tint_current_form(self, what: str) -> None:
         """Turn the greys of the form being drawn into tints of whatever colour space the page
-        sets before placing it (black 1 = full tint, white 0 = none), so that one form prints
-        on a separation although reportlab gives forms no colour space of their own."""
+        sets before placing it (black 1 = full tint), so that one form prints on a separation
+        although reportlab gives forms no colour space of their own.  White (a 0 tint) is
+        refused: on its plate it would knock out only with overprint simulated, and every
+        other viewer (pdfium, browsers, the proofs' PNGs) would paint it white."""
         for i, line in enumerate(self._code):
             if not isinstance(line, str) or not line.endswith(("k", "K")):
                 continue
@@ -224,6 +235,11 @@ class PressCanvas(Canvas):
                 if re.fullmatch(r"(\S+ ){4}[kK]", line):
                     raise PrintpipeError(f"{what} is drawn in colour: it prints in one ink")
                 continue
+            if float(match.group(1)) == 0:
+                raise PrintpipeError(
+                    f"{what} paints white on its ink (a 0 tint, which only a viewer simulating "
+                    "overprint shows as nothing): draw the white parts as holes of the shape"
+                )
             op = "scn" if match.group(2) == "k" else "SCN"
             self._code[i] = f"{match.group(1)} {op}"
 
@@ -240,12 +256,23 @@ class PressCanvas(Canvas):
         used = frozenset(self._formsinuse)
         if not used:
             thing.XObjects = None
-            return
-        shared = self._shared_xobjects.get(used)
-        if shared is None:
-            shared = self._doc.Reference(self._doc.xobjDict(sorted(used)))
-            self._shared_xobjects[used] = shared
-        thing.XObjects = shared
+        else:
+            shared = self._shared_xobjects.get(used)
+            if shared is None:
+                shared = self._doc.Reference(self._doc.xobjDict(sorted(used)))
+                self._shared_xobjects[used] = shared
+            thing.XObjects = shared
+        if isinstance(thing, pdfdoc.PDFFormXObject) and self._extgstate._c:
+            # reportlab writes a form's resources without its graphics states: a form that
+            # sets some (black_overprint) gets them here, as PDFFormXObject.format would build
+            # its resources otherwise
+            resources = pdfdoc.PDFResourceDictionary()
+            resources.basicFonts()
+            resources.basicProcs()
+            if thing.XObjects:
+                resources.XObject = thing.XObjects
+            resources.ExtGState = thing.ExtGState
+            thing.Resources = resources
 
     def _setShadingUsed(self, page: object) -> None:
         super()._setShadingUsed(page)

@@ -5,6 +5,13 @@ rectangle given from the top-left corner of the trim with y downwards, as a desi
 it; :meth:`Template.box` converts to PDF points (origin bottom-left, y upwards).  Loading
 refuses, in one line naming the zone, a zone outside the safe area, two zones of one face that
 overlap, or a barcode or symbol that does not fit its zone.
+
+The symbol slots are data too: ``[[play]]`` lists the play areas in the order of the game's
+symbol fields, each a zone of the front cut into ``cols`` x ``rows`` slots, one symbol a slot,
+and how its coating is laid: ``paw`` (each slot its own coating, shaped as a paw print: a pad
+over the symbol and its caption, four toes above) or ``area`` (one coating over all the area's
+slots).  The renderer places whatever the template lists, so a paper game with another face
+needs only its own template and game package.
 """
 
 from __future__ import annotations
@@ -22,13 +29,22 @@ MM = 72 / 25.4
 """PDF points per millimetre."""
 
 FRONT_ZONES = (
-    "artwork", "title", "price", "howto", "grid", "bonus", "paytable", "validation", "legal",
+    "artwork", "title", "price", "toprize", "howto", "grid", "bonus", "paytable", "validation",
+    "legal",
 )  # fmt: skip
 BACK_ZONES = ("title", "odds", "legal", "serial", "inventory")
 ARTWORK_ROLES = ("front", "back", "decoration")
 """What a designer's SVG may be given for (``[artwork]``): see :mod:`printpipe.render.designer`."""
-DEFAULT_COATING = {"spread": 1.2, "corner": 1.5}
+DEFAULT_COATING = {"spread": 1.35, "corner": 1.5}
 """The coating's spread beyond what it hides (printers spread 1 to 1.5 mm) and its corners."""
+
+
+class PlayCoating(StrEnum):
+    """How a play area's slots are coated: each its own ``paw`` print, or one coating over the
+    whole ``area``."""
+
+    PAW = "paw"
+    AREA = "area"
 
 
 class Coating(StrEnum):
@@ -40,11 +56,14 @@ class Coating(StrEnum):
 
 
 LABEL_GAP = 1.0
-"""Between the retailer zone's label band and its scratch zone, mm."""
+"""Between the retailer zone's label band (if it has one) and its scratch zone, mm."""
 BONUS_INSET = (1.5, 0.2, 1.5, 0.8)
 """The bonus box's scratch zone inside the box less its roof, mm: left, top (a gap below the
 roof), right, bottom (the box's floor).  The scratch zone's symbols are centred in it, so the
 coating, spread beyond them, stands clear of the roof and of the floor alike."""
+MIN_MODULE = 0.17
+"""The narrowest bar a template may ask for, mm: 4 dots of a 600 dpi ink-jet head.  The print
+shop sets ``code128_module`` to what its imaging line prints reliably (recorded in job.json)."""
 CODE128_MODULES = 189  # 25 digits: start C, 12 pairs, code B, 1 digit, check, stop (11 x 16 + 13)
 ITF_MODULES = 135  # 14 digits, narrow 1 wide 3: start 4 + 7 pairs x 18 + stop 5
 
@@ -70,6 +89,19 @@ class Rect:
         return Rect(self.x + left, self.y + top, self.w - left - right, self.h - top - bottom)
 
 
+@dataclass(frozen=True, slots=True)
+class PlayArea:
+    """One play area: a front zone cut into symbol slots, in reading order."""
+
+    zone: str
+    """The front zone it lies in (e.g. ``grid``, ``bonus``)."""
+    area: Rect
+    """Where its slots lie: the zone, or, for a zone with a ``roof``, the zone below the roof
+    less :data:`BONUS_INSET`."""
+    slots: tuple[Rect, ...]
+    coating: PlayCoating
+
+
 @dataclass(frozen=True)
 class Template:
     """One ticket size: trim, bleed, zones of both faces, sheet marks, fonts, barcode sizes."""
@@ -86,7 +118,8 @@ class Template:
     barcodes: dict[str, float]
     front: dict[str, Rect]
     back: dict[str, Rect]
-    grid_cells: tuple[Rect, ...]
+    play_areas: tuple[PlayArea, ...]
+    """The play areas, in the order of the game's symbol fields."""
     bonus_roof: float
     validation_label: float
     coating: dict[str, float]
@@ -100,20 +133,18 @@ class Template:
 
     # -- derived zones ------------------------------------------------------------------------
     @property
-    def bonus_scratch(self) -> Rect:
-        """The bonus box's scratch zone: the box below its roof, less :data:`BONUS_INSET`."""
-        left, top, right, bottom = BONUS_INSET
-        return self.front["bonus"].inset(left, self.bonus_roof + top, right, bottom)
+    def slots(self) -> tuple[Rect, ...]:
+        """Every symbol slot, play area after play area: the order of a ticket's symbols."""
+        return tuple(slot for area in self.play_areas for slot in area.slots)
 
     @property
     def validation_scratch(self) -> Rect:
-        """The retailer's scratch zone: the validation zone below its label, a gap between
-        them (the coating's rounded corners stand clear of the label band)."""
+        """The retailer's scratch zone: the validation zone below its label band, a gap between
+        them (the coating's rounded corners stand clear of the band); without a band, the
+        whole zone."""
+        if self.validation_label == 0:
+            return self.front["validation"]
         return self.front["validation"].inset(0, self.validation_label + LABEL_GAP, 0, 0)
-
-    def scratch_zones(self) -> tuple[Rect, ...]:
-        """Every scratch zone of the front: the grid's cells, the bonus box, the validation zone."""
-        return (*self.grid_cells, self.bonus_scratch, self.validation_scratch)
 
     def box(self, rect: Rect) -> tuple[float, float, float, float]:
         """``rect`` in PDF points relative to the trim's bottom-left corner: x, y, w, h."""
@@ -134,21 +165,7 @@ def load_template(path: Path) -> Template:
     bleed, safe = reader.number(ticket, "ticket.bleed"), reader.number(ticket, "ticket.safe")
     front = {name: reader.rect(f"front.{name}") for name in FRONT_ZONES}
     back = {name: reader.rect(f"back.{name}") for name in BACK_ZONES}
-    grid_zone = reader.table("front.grid")
-    cols, rows = (
-        int(reader.number(grid_zone, "front.grid.cols")),
-        int(reader.number(grid_zone, "front.grid.rows")),
-    )
-    gap = reader.number(grid_zone, "front.grid.gap")
-    if cols * rows != 9:
-        raise reader.error("front.grid", f"cols x rows must be 9 cells, not {cols * rows}")
-    grid = front["grid"]
-    cell_w, cell_h = (grid.w - gap * (cols - 1)) / cols, (grid.h - gap * (rows - 1)) / rows
-    cells = tuple(
-        Rect(grid.x + c * (cell_w + gap), grid.y + r * (cell_h + gap), cell_w, cell_h)
-        for r in range(rows)
-        for c in range(cols)
-    )
+    play_areas = reader.play_areas(front)
     template = Template(
         path=path,
         sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
@@ -172,7 +189,7 @@ def load_template(path: Path) -> Template:
         ),
         front=front,
         back=back,
-        grid_cells=cells,
+        play_areas=play_areas,
         bonus_roof=reader.number(reader.table("front.bonus"), "front.bonus.roof"),
         validation_label=reader.number(reader.table("front.validation"), "front.validation.label"),
         coating=reader.optional_numbers("coating", DEFAULT_COATING),
@@ -204,11 +221,12 @@ def _check(t: Template, reader: _Reader) -> None:
                     raise reader.error(f"{face}.{name}", f"overlaps {face}.{other}")
     b, s = t.barcodes, t.symbols
     symbol_h = s["size"] + s["caption_gap"] + s["caption_pt"] / MM
-    if symbol_h > t.grid_cells[0].h - 1 or s["size"] > t.grid_cells[0].w - 1:
-        raise reader.error("front.grid", "a grid cell is too small for a symbol and its caption")
-    bonus = t.bonus_scratch
-    if bonus.h < symbol_h or bonus.w < 2 * s["size"] + 2:
-        raise reader.error("front.bonus", "the bonus scratch zone is too small for two symbols")
+    for area in t.play_areas:
+        slot = area.slots[0]
+        if symbol_h > slot.h - 1 or s["size"] > slot.w - 1:
+            raise reader.error(
+                f"front.{area.zone}", "a slot is too small for a symbol and its caption"
+            )
     needed = (CODE128_MODULES + 2 * b["quiet_modules"]) * b["code128_module"]
     scratch = t.validation_scratch
     if needed > scratch.w or b["code128_height"] + b["digits_pt"] / MM + 2 > scratch.h:
@@ -216,8 +234,12 @@ def _check(t: Template, reader: _Reader) -> None:
     needed = (ITF_MODULES + 2 * b["quiet_modules"]) * b["itf_narrow"]
     if needed > t.back["inventory"].w or b["itf_height"] + 1 > t.back["inventory"].h:
         raise reader.error("back.inventory", "too small for the ITF barcode")
-    if b["code128_module"] < 0.25 or b["itf_narrow"] < 0.25 or b["code128_height"] < 8:
-        raise reader.error("barcodes", "narrow bars must be >= 0.25 mm and bars >= 8 mm tall")
+    if b["code128_module"] < MIN_MODULE or b["itf_narrow"] < MIN_MODULE:
+        raise reader.error(
+            "barcodes", f"narrow bars must be >= {MIN_MODULE} mm (4 dots of a 600 dpi ink-jet)"
+        )
+    if b["code128_height"] < 8:
+        raise reader.error("barcodes", "bars must be >= 8 mm tall")
     if b["itf_height"] < 8 or b["quiet_modules"] < 10:
         raise reader.error("barcodes", "bars >= 8 mm tall and quiet zones >= 10 narrow bars")
 
@@ -266,6 +288,45 @@ class _Reader:
                 raise self.error(where, f"{path} does not exist")
             files[role] = path
         return files
+
+    def play_areas(self, front: dict[str, Rect]) -> tuple[PlayArea, ...]:
+        """``[[play]]``: the play areas in the game's field order, each cut into its slots."""
+        node = self.data.get("play")
+        if not isinstance(node, list) or not node or not all(isinstance(n, dict) for n in node):
+            raise self.error("play", "missing (expected [[play]] tables, one per play area)")
+        areas = []
+        for i, table in enumerate(node):
+            where = f"play {i + 1}"
+            zone = table.get("zone")
+            if zone not in front:
+                raise self.error(f"{where}.zone", f"expected a front zone, found {zone!r}")
+            try:
+                coating = PlayCoating(table.get("coating"))
+            except ValueError:
+                known = ", ".join(c.value for c in PlayCoating)
+                raise self.error(f"{where}.coating", f"expected one of {known}") from None
+            cols = self.number(table, f"{where}.cols")
+            rows = self.number(table, f"{where}.rows")
+            gap = self.number(table, f"{where}.gap") if "gap" in table else 0.0
+            if cols != int(cols) or rows != int(rows) or cols < 1 or rows < 1:
+                raise self.error(where, "cols and rows must be whole numbers >= 1")
+            area = front[zone]
+            roof = self.data["front"][zone].get("roof")
+            if roof is not None:
+                left, top, right, bottom = BONUS_INSET
+                roof_mm = self.number(self.data["front"][zone], f"front.{zone}.roof")
+                area = area.inset(left, roof_mm + top, right, bottom)
+            cols, rows = int(cols), int(rows)
+            w, h = (area.w - gap * (cols - 1)) / cols, (area.h - gap * (rows - 1)) / rows
+            if w <= 0 or h <= 0:
+                raise self.error(where, "its slots have no area")
+            slots = tuple(
+                Rect(area.x + c * (w + gap), area.y + r * (h + gap), w, h)
+                for r in range(rows)
+                for c in range(cols)
+            )
+            areas.append(PlayArea(zone, area, slots, coating))
+        return tuple(areas)
 
     def optional_numbers(self, where: str, defaults: dict[str, float]) -> dict[str, float]:
         """A table of numbers that may be absent, each key defaulting to ``defaults``."""

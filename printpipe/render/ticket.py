@@ -51,23 +51,33 @@ from reportlab.pdfbase.pdfmetrics import stringWidth
 
 from printpipe import french
 from printpipe.errors import PrintpipeError
-from printpipe.games.base import FrontArt, PaperGame
+from printpipe.games.base import CMYK, BackArt, Drawing, FrontArt, PaperGame
 from printpipe.ids import TicketId, printed_codes
 from printpipe.render.barcodes import Code128Digits, InterleavedTwoOfFive
 from printpipe.render.canvas import PressCanvas
 from printpipe.render.fonts import CachedText, register_fonts
 from printpipe.render.inks import BLOCKING, SCRATCH_DECOR, SCRATCH_OFF, VARIABLE
 from printpipe.render.symbols import define_symbol_forms, symbol_block_height
-from printpipe.render.template import MM, Coating, Rect, Template
+from printpipe.render.template import MM, Coating, PlayCoating, Rect, Template
 
 K = (0, 0, 0, 1)
 WHITE = (0, 0, 0, 0)
 MARK_TINT = 0.6
 """The decoration's mark (e.g. a paw print) in a lighter tint than its words."""
+CONTOUR_TINT = 0.45
+"""The fine line drawn inside a paw's edge, in the decoration's ink."""
 Box = tuple[float, float, float, float]
 """x, y, width, height in points from the trim's bottom-left corner."""
+DIGITS_GAP = 0.5 * MM
+"""Between the validation barcode's bars and its digits."""
+MIN_TEXT_PT = 6.0
+"""The smallest type of the ticket's texts (rules, how to play, legal lines, the tables)."""
 FIT = 0.01
 """What a scratch zone may lack of the coating's spread, points (rounding)."""
+
+
+Toe = tuple[float, float, float, float, float]
+"""A paw's toe: an ellipse's centre x, y, its radii along and across, its turn in degrees."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,16 +88,98 @@ class ScratchZone:
     name: str
     hidden: Box
     """The bounding box of what the coating hides (symbols and captions, or the code)."""
-    coating: Box
-    """The coating: the zone, which holds ``hidden`` with ``spread`` to spare on every side."""
+    pad: Box
+    """The coating's body, a rectangle with corners of radius ``corner``, which holds
+    ``hidden`` with the spread to spare on every side (rounded corners included)."""
+    corner: float
+    toes: tuple[Toe, ...]
+    """A paw print's four toes above its pad (coating that hides nothing); none for a plain
+    zone."""
     base: Box
-    """The play area's light base (static artwork) and its blocking layer: the coating less
-    its spread on every side, so at least ``hidden``, and the coating covers it with its
-    spread, corners included: nothing of the base frames the coating."""
+    """The play area's light base (static artwork) and its blocking layer: the pad less the
+    spread on every side, so at least ``hidden``, corners of radius ``base_corner``: the
+    coating covers it with its spread, corners included, and nothing of the base frames it."""
+    base_corner: float
     words: str
     """The decoration's words on the coating."""
     mark: bool
     """Whether the game's mark is printed on the coating too."""
+
+    @property
+    def coating(self) -> Box:
+        """The bounding box of the whole coating (pad and toes)."""
+        return _union(self.pad, *(_toe_box(toe) for toe in self.toes))
+
+
+PAD_ROUNDING = 0.15
+"""A paw's pad: its corner radius is the spread plus this share of the smaller side of what it
+hides (a rounded pad, not a rectangle); the pad grows just enough that its rounded corners
+still keep the spread from every corner of what it hides."""
+TOE_WIDTH = 0.22
+"""A toe's width, as a share of the pad's."""
+TOE_ASPECT = 1.25
+"""A toe's height over its width."""
+TOE_GAP = 0.5 * MM
+"""Between the pad and its toes."""
+
+
+def paw_pad(hidden: Box, spread: float) -> tuple[Box, float]:
+    """The pad of a paw print over ``hidden``, and its corner radius: a rounded rectangle
+    that keeps ``spread`` from every side of ``hidden`` and, round its corners, from every
+    corner of it.  With corners of radius r = spread + e, the pad is ``hidden`` grown by
+    spread + e (1 - 1/sqrt 2): a corner's centre then lies e / sqrt 2 inside the hidden corner
+    along the diagonal, e + spread - e = spread short of the arc."""
+    extra = PAD_ROUNDING * min(hidden[2], hidden[3])
+    corner = spread + extra
+    return _grow(hidden, spread + extra * (1 - 1 / math.sqrt(2))), corner
+
+
+def paw_toes(pad: Box) -> tuple[Toe, ...]:
+    """Four toes in an arc above ``pad``: the middle two upright and highest, the outer two
+    lower and turned outwards, none touching the pad."""
+    x, y, w, h = pad
+    rx = w * TOE_WIDTH / 2
+    ry = rx * TOE_ASPECT
+    top = y + h + TOE_GAP
+    centre = x + w / 2
+    inner = [(centre + side * w * 0.17, top + ry, rx, ry, -side * 6.0) for side in (-1, 1)]
+    outer = [
+        (centre + side * (w * 0.5 + rx * 0.35), top - ry * 0.2, rx, ry, -side * 35.0)
+        for side in (-1, 1)
+    ]
+    return (outer[0], inner[0], inner[1], outer[1])
+
+
+def paw_height(hidden_h: float, hidden_w: float, spread: float) -> tuple[float, float]:
+    """A paw's height over what it hides, and how far below its top what it hides begins."""
+    pad, _ = paw_pad((0, 0, hidden_w, hidden_h), spread)
+    top = max(_toe_box(t)[1] + _toe_box(t)[3] for t in paw_toes(pad))
+    return top - pad[1], top
+
+
+def _toe_box(toe: Toe) -> Box:
+    cx, cy, rx, ry, turn = toe
+    a = math.radians(turn)
+    half_w = math.hypot(rx * math.cos(a), ry * math.sin(a))
+    half_h = math.hypot(rx * math.sin(a), ry * math.cos(a))
+    return (cx - half_w, cy - half_h, 2 * half_w, 2 * half_h)
+
+
+def add_toe(path: Any, toe: Toe) -> None:
+    """A turned ellipse as four Bezier arcs (reportlab's ellipses are upright only)."""
+    cx, cy, rx, ry, turn = toe
+    a = math.radians(turn)
+    cos, sin = math.cos(a), math.sin(a)
+    k = 0.5522847498
+
+    def at(u: float, v: float) -> tuple[float, float]:
+        return (cx + u * cos - v * sin, cy + u * sin + v * cos)
+
+    path.moveTo(*at(rx, 0))
+    for (u0, v0), (u1, v1) in (((rx, 0), (0, ry)), ((0, ry), (-rx, 0)),
+                               ((-rx, 0), (0, -ry)), ((0, -ry), (rx, 0))):  # fmt: skip
+        path.curveTo(*at(u0 + k * u1, v0 + k * v1), *at(u1 + k * u0, v1 + k * v0), *at(u1, v1))
+    path.close()
 
 
 def _grow(box: Box, by: float) -> Box:
@@ -193,6 +285,7 @@ class TicketRenderer:
             canvas, template, definition.captions, self.fonts["bold"], game.symbol_drawings()
         )
         self.symbol_forms = [forms[code] for code in self.codes]
+        self._check_fields()
         self._layout()
         self.zones = self._scratch_zones()
         self.artwork = self._designer_forms()
@@ -288,27 +381,33 @@ class TicketRenderer:
     def _layout(self) -> None:
         t = self.t
         block_h = symbol_block_height(t)
+        self.hidden_w = self._hidden_width()
+        spread = t.coating["spread"] * MM
         places = []
-        for cell in t.grid_cells:
-            x, y, w, h = t.box(cell)
-            places.append((x + w / 2, y + (h - block_h) / 2))
-        x, y, w, h = t.box(t.bonus_scratch)
-        for i in (1, 3):
-            places.append((x + w * i / 4, y + (h - block_h) / 2))
+        for area in t.play_areas:
+            for slot in area.slots:
+                x, y, w, h = t.box(slot)
+                if area.coating is PlayCoating.PAW:  # the paw centred in its slot
+                    height, below_top = paw_height(block_h, self.hidden_w, spread)
+                    top = y + h - (h - height) / 2
+                    places.append((x + w / 2, top - below_top))
+                else:
+                    places.append((x + w / 2, y + (h - block_h) / 2))
         self.symbol_places = [f"q 1 0 0 1 {px:.2f} {py:.2f} cm" for px, py in places]
         b = t.barcodes
         digits_font = self.fonts["digits"]
         x, y, w, h = t.box(t.validation_scratch)
-        sample = TicketFace.of(self.game.definition.number, 1, 0, 0, (0,) * 11, 0)
+        width = self.game.definition.symbol_width
+        sample = TicketFace.of(self.game.definition.number, 1, 0, 0, (0,) * width, 0)
         self.code128 = Code128Digits(
             len(sample.validation_code), b["code128_module"], b["code128_height"]
         )
         bars_w = self.code128.width_modules * b["code128_module"] * MM
         digits_h = b["digits_pt"]
         descent = digits_h * 0.25  # below the digits' baseline, which is 0.2 of them up
-        stack = b["code128_height"] * MM + 1.0 * MM + digits_h
+        stack = b["code128_height"] * MM + DIGITS_GAP + digits_h
         bottom = y + (h - stack + descent - digits_h * 0.2) / 2  # all it hides, centred
-        bars_y = bottom + digits_h + 1.0 * MM
+        bars_y = bottom + digits_h + DIGITS_GAP
         bars_x = x + (w - bars_w) / 2
         self.code128_place = f"q 1 0 0 1 {bars_x:.2f} {bars_y:.2f} cm\n"
         text_w = stringWidth(sample.validation_text, digits_font, digits_h)
@@ -338,41 +437,83 @@ class TicketRenderer:
         self.serial_digits = CachedText(self.c, digits_font, self.serial_pt, alphabet)
         self.symbol_boxes = self._symbol_boxes(places)
 
-    def _symbol_boxes(self, places: list[tuple[float, float]]) -> list[Box]:
-        """The box each placed symbol with its caption covers (the widest caption counts)."""
+    def _hidden_width(self) -> float:
+        """The width a placed symbol with its caption covers (the widest caption counts)."""
         t = self.t
-        size = t.symbols["size"] * MM
         widest = max(
             stringWidth(caption, self.fonts["bold"], t.symbols["caption_pt"])
             for caption in self.game.definition.captions.values()
         )
-        half = max(size, widest) / 2
-        height = symbol_block_height(t)
+        return max(t.symbols["size"] * MM, widest)
+
+    def _symbol_boxes(self, places: list[tuple[float, float]]) -> list[Box]:
+        """The box each placed symbol with its caption covers."""
+        half = self.hidden_w / 2
+        height = symbol_block_height(self.t)
         return [(px - half, py, 2 * half, height) for px, py in places]
 
+    def _check_fields(self) -> None:
+        """The template's play areas must hold the game's symbol fields, slot for symbol."""
+        t, fields = self.t, self.game.definition.fields
+        areas = [(a.zone, len(a.slots)) for a in t.play_areas]
+        wanted = [(f.name, f.width) for f in fields]
+        if [n for _, n in areas] != [n for _, n in wanted]:
+            raise PrintpipeError(
+                f"ticket template {t.path}: its play areas hold "
+                + ", ".join(f"{n} ({zone})" for zone, n in areas)
+                + " symbols; the game's fields need "
+                + ", ".join(f"{n} ({name})" for name, n in wanted)
+            )
+
     def _scratch_zones(self) -> tuple[ScratchZone, ...]:
-        """Every scratch zone: what it hides, its coating (the zone itself) and its base;
-        refuses, in one line naming it, a zone too small to hold what it hides with the
-        coating's spread on every side (the coating would reach over the artwork around it)."""
+        """Every scratch zone: what it hides, its coating and its base; refuses, in one line
+        naming it, a zone too small to hold what it hides with the coating's spread on every
+        side (the coating would reach over the artwork around it)."""
         t = self.t
         spread = t.coating["spread"] * MM
+        corner = t.coating["corner"] * MM
         front = self.texts["front"]
-        cells = len(t.grid_cells)
-        hidden: list[tuple[str, Rect, Box, str, bool]] = [
-            (f"front.grid cell {i + 1}", cell, self.symbol_boxes[i], front["scratch"], True)
-            for i, cell in enumerate(t.grid_cells)
-        ]
-        hidden.append(
-            (
-                "front.bonus",
-                t.bonus_scratch,
-                _union(*self.symbol_boxes[cells:]),
-                front["scratch"],
-                True,
-            )
-        )
-        hidden.append(
-            (
+        zones: list[ScratchZone] = []
+
+        def plain(name: str, zone: Rect, hidden: Box, words: str, mark: bool) -> ScratchZone:
+            coating = t.box(zone)
+            needed = _grow(hidden, spread)
+            if not _holds(coating, needed):
+                raise PrintpipeError(
+                    f"ticket template {t.path}: zone {name}: too small for its coating, spread "
+                    f"{t.coating['spread']:g} mm beyond what it hides ({needed[2] / MM:.2f} x "
+                    f"{needed[3] / MM:.2f} mm needed, {zone.w:.2f} x {zone.h:.2f} mm given)"
+                )
+            base_corner = max(corner - spread, 0)
+            return ScratchZone(name, hidden, coating, corner, (), _grow(coating, -spread),
+                               base_corner, words, mark)  # fmt: skip
+
+        first = 0
+        for area in t.play_areas:
+            boxes = self.symbol_boxes[first : first + len(area.slots)]
+            first += len(area.slots)
+            if area.coating is PlayCoating.AREA:
+                zones.append(
+                    plain(f"front.{area.zone}", area.area, _union(*boxes), front["scratch"], True)
+                )
+                continue
+            for i, (slot, hidden) in enumerate(zip(area.slots, boxes, strict=True)):
+                pad, pad_corner = paw_pad(hidden, spread)
+                zone = ScratchZone(
+                    f"front.{area.zone} cell {i + 1}", hidden, pad, pad_corner, paw_toes(pad),
+                    _grow(pad, -spread), pad_corner - spread, front["scratch"], False,
+                )  # fmt: skip
+                if not _holds(t.box(slot), zone.coating):
+                    need = zone.coating
+                    raise PrintpipeError(
+                        f"ticket template {t.path}: zone {zone.name}: too small for its paw, "
+                        f"spread {t.coating['spread']:g} mm beyond what it hides "
+                        f"({need[2] / MM:.2f} x {need[3] / MM:.2f} mm needed, "
+                        f"{slot.w:.2f} x {slot.h:.2f} mm given)"
+                    )
+                zones.append(zone)
+        zones.append(
+            plain(
                 "front.validation",
                 t.validation_scratch,
                 self.code_box,
@@ -380,30 +521,27 @@ class TicketRenderer:
                 False,
             )
         )
-        zones = []
-        for name, zone, box, words, mark in hidden:
-            coating = t.box(zone)
-            needed = _grow(box, spread)
-            if not _holds(coating, needed):
-                raise PrintpipeError(
-                    f"ticket template {t.path}: zone {name}: too small for its coating, spread "
-                    f"{t.coating['spread']:g} mm beyond what it hides ({needed[2] / MM:.2f} x "
-                    f"{needed[3] / MM:.2f} mm needed, {zone.w:.2f} x {zone.h:.2f} mm given)"
-                )
-            zones.append(ScratchZone(name, box, coating, _grow(coating, -spread), words, mark))
         return tuple(zones)
 
     def _rounded(self, box: Box, corner: float) -> None:
         """Fill ``box`` with corners of radius ``corner`` (at most half its height)."""
         self.c.roundRect(*box, min(corner, box[3] / 2, box[2] / 2), stroke=0, fill=1)
 
+    def _coat(self, zone: ScratchZone) -> None:
+        """Fill a zone's coating: its pad and, a paw, its toes, as one path."""
+        path = self.c.beginPath()
+        x, y, w, h = zone.pad
+        path.roundRect(x, y, w, h, min(zone.corner, w / 2, h / 2))
+        for toe in zone.toes:
+            add_toe(path, toe)
+        self.c.drawPath(path, stroke=0, fill=1)
+
     def _bases(self) -> None:
-        """Every play area's light base, corners rounded so that the coating's, ``spread``
-        further out, cover them (an offset curve's radius grows by the offset)."""
-        corner = max(self.t.coating["corner"] - self.t.coating["spread"], 0) * MM
+        """Every play area's light base, inside its coating by the spread, corners rounded so
+        that the coating's cover them (an offset curve's radius grows by the offset)."""
         self.c.setFillColorCMYK(*WHITE)
         for zone in self.zones:
-            self._rounded(zone.base, corner)
+            self._rounded(zone.base, zone.base_corner)
 
     # -- static forms ---------------------------------------------------------------------------
     def _text_fit(
@@ -415,26 +553,60 @@ class TicketRenderer:
         colour: tuple[float, float, float, float] = K,
         centred: bool = False,
         leading: float = 1.15,
-    ) -> None:
-        """Wrap ``text`` into the zone, shrinking the type until it fits."""
+        *,
+        minimum: float = 3.5,
+        middle: bool = False,
+    ) -> float:
+        """Wrap ``text`` into the zone, shrinking the type until it fits, never below
+        ``minimum`` (a template whose zone is too small for it is refused in one line);
+        ``middle``: centred vertically.  Black text overprints the artwork under it.  Returns
+        the size used."""
         x, y, w, h = zone
         c = self.c
         while True:
             lines = simpleSplit(text, font, size, w)
-            if len(lines) * size * leading <= h or size <= 3.5:
+            if len(lines) * size * leading <= h or size <= minimum:
                 break
-            size -= 0.1
-        if len(lines) * size * leading > h:
-            raise PrintpipeError(f"ticket template {self.t.path}: text does not fit: {text[:40]!r}")
-        c.setFillColorCMYK(*colour)
+            size = max(size - 0.1, minimum)
+        if len(lines) * size * leading > h + 0.01:
+            raise PrintpipeError(
+                f"ticket template {self.t.path}: text does not fit at {minimum:g} pt or more: "
+                f"{text[:40]!r}"
+            )
+        c.saveState()
+        if colour == K:
+            c.black_overprint()
+        else:
+            c.setFillColorCMYK(*colour)
         c.setFont(font, size)
         top = y + h - size * 0.95
+        if middle:
+            top -= (h - len(lines) * size * leading) / 2
         for i, line in enumerate(lines):
             ly = top - i * size * leading
             if centred:
                 c.drawCentredString(x + w / 2, ly, line)
             else:
                 c.drawString(x, ly, line)
+        c.restoreState()
+        return size
+
+    def _top_prize(self, zone: Box, art: FrontArt) -> None:
+        """The top prize, the ticket's selling line (e.g. JUSQU'À 15 000 €): the amount from
+        the game's definition, written by :mod:`printpipe.french`, the words from the texts,
+        white on a banner of the variant's accent colour."""
+        c, font = self.c, self.fonts["bold"]
+        x, y, w, h = zone
+        top = max(p.amount_eur for p in self.game.definition.prizes)
+        words = self.texts["front"]["top_prize"].format(amount=french.euros(top))
+        c.setFillColorCMYK(*art.accent)
+        c.roundRect(x, y, w, h, h * 0.28, stroke=0, fill=1)
+        size = h * 0.62
+        while size > 4 and stringWidth(words, font, size) > w * 0.92:
+            size -= 0.25
+        c.setFillColorCMYK(*WHITE)
+        c.setFont(font, size)
+        c.drawCentredString(x + w / 2, y + (h - size * 0.72) / 2, words)
 
     def _define_front(self, art: FrontArt) -> str:
         t, c, fonts = self.t, self.c, self.fonts
@@ -443,7 +615,7 @@ class TicketRenderer:
         bleed = t.bleed * MM
         width, height = t.width * MM, t.height * MM
         if art.motif is not None and "front" not in self.artwork:
-            self._define_motif(art)
+            self._define_motif(art.name, art.motif, art.motif_colour)
         c.beginForm(name, -bleed, -bleed, width + bleed, height + bleed)
         if "front" in self.artwork:  # the designer's background, one form for every variant
             c.doForm(self.artwork["front"])
@@ -451,7 +623,7 @@ class TicketRenderer:
             c.setFillColorCMYK(*art.background)
             c.rect(-bleed, -bleed, width + 2 * bleed, height + 2 * bleed, stroke=0, fill=1)
             if art.motif is not None:
-                self._motif(art, -bleed, -bleed, width + 2 * bleed, height + 2 * bleed)
+                self._motif(art.name, -bleed, -bleed, width + 2 * bleed, height + 2 * bleed)
         self._price(t.box(t.front["price"]), art)
         # title and artwork
         x, y, w, h = t.box(t.front["title"])
@@ -470,7 +642,9 @@ class TicketRenderer:
         c.scale(side / 100, side / 100)
         art.emblem(c)
         c.restoreState()
-        self._text_fit(art.howto, t.box(t.front["howto"]), fonts["regular"], 6)
+        self._text_fit(
+            art.howto, t.box(t.front["howto"]), fonts["regular"], 6.5, minimum=MIN_TEXT_PT
+        )
         x, y, w, h = t.box(t.front["bonus"])
         c.saveState()
         c.translate(x, y)
@@ -485,38 +659,41 @@ class TicketRenderer:
         c.setFont(fonts["bold"], label_pt)
         c.drawCentredString(x + w / 2, y + h - roof + roof * 0.14, art.bonus_label)
         self._paytable(t.box(t.front["paytable"]), art)
-        # validation zone: a label band, then the retailer's scratch zone
+        # validation zone: a label band if the template has one, then the retailer's zone
         x, y, w, h = t.box(t.front["validation"])
         label_h = t.validation_label * MM
-        c.setFillColorCMYK(*K)
-        c.rect(x, y + h - label_h, w, label_h, stroke=0, fill=1)
-        c.setFillColorCMYK(*WHITE)
-        c.setFont(fonts["bold"], min(label_h * 0.6, 6.5))
-        c.drawCentredString(x + w / 2, y + h - label_h * 0.72, front["validation_label"])
+        if label_h > 0:
+            c.setFillColorCMYK(*K)
+            c.rect(x, y + h - label_h, w, label_h, stroke=0, fill=1)
+            c.setFillColorCMYK(*WHITE)
+            c.setFont(fonts["bold"], min(label_h * 0.6, 6.5))
+            c.drawCentredString(x + w / 2, y + h - label_h * 0.72, front["validation_label"])
         self._bases()  # the play areas' light bases, under their coating
-        self._text_fit(front["legal"], t.box(t.front["legal"]), fonts["regular"], 5.5, centred=True)
+        self._top_prize(t.box(t.front["toprize"]), art)
+        self._text_fit(
+            front["legal"], t.box(t.front["legal"]), fonts["regular"], 6.5, centred=True,
+            minimum=MIN_TEXT_PT, middle=True,
+        )  # fmt: skip
         c.endForm()
         return name
 
-    def _define_motif(self, art: FrontArt) -> None:
-        """The motif's picture as one form, in its colour (placed by :meth:`_motif`)."""
-        assert art.motif is not None
+    def _define_motif(self, name: str, motif: Drawing, colour: CMYK) -> None:
+        """A motif's picture as one form, in its colour (placed by :meth:`_motif`)."""
         c = self.c
-        c.beginForm(f"motif-{art.name}", 0, 0, 100, 100)
-        c.setFillColorCMYK(*art.motif_colour)
-        c.setStrokeColorCMYK(*art.motif_colour)
-        art.motif(c)
+        c.beginForm(f"motif-{name}", 0, 0, 100, 100)
+        c.setFillColorCMYK(*colour)
+        c.setStrokeColorCMYK(*colour)
+        motif(c)
         c.endForm()
 
-    def _motif(self, art: FrontArt, x0: float, y0: float, w: float, h: float) -> None:
-        """The variant's motif scattered over the background: a staggered grid of small,
-        alternately turned pictures in a shade of the background (part of the static art).
-        The picture is one form, placed by one literal."""
-        assert art.motif is not None
+    def _motif(self, name: str, x0: float, y0: float, w: float, h: float) -> None:
+        """A motif scattered over a background: a staggered grid of small, alternately turned
+        pictures in a shade of the background (part of the static art).  The picture is one
+        form (:meth:`_define_motif`, defined before the side's form: forms do not nest),
+        placed by one literal."""
         c = self.c
         step, size = 9 * MM, 4.2 * MM
-        name = f"motif-{art.name}"  # defined before the front's form (forms do not nest)
-        do = c.form_operator(name)
+        do = c.form_operator(f"motif-{name}")
         places = []
         for r in range(int(h // step) + 2):
             for k in range(int(w // step) + 2):
@@ -531,7 +708,7 @@ class TicketRenderer:
                     f"q {cos:.4f} {sin:.4f} {-sin:.4f} {cos:.4f} {e:.2f} {f:.2f} cm {do} Q"
                 )
         c.addLiteral("\n".join(places))
-        c.use_forms([name])
+        c.use_forms([f"motif-{name}"])
 
     def _price(self, zone: tuple[float, float, float, float], art: FrontArt) -> None:
         """The price, prominent: white on the variant's accent colour."""
@@ -557,7 +734,7 @@ class TicketRenderer:
         size = min(line * 0.78, 7)
         pad = 1.2 * MM
         for left, right in rows:  # one size for the whole table, the widest row fitting
-            while size > 3.5 and (
+            while size > MIN_TEXT_PT and (
                 stringWidth(left, fonts["regular"], size)
                 + stringWidth(right, fonts["bold"], size)
                 + 3 * pad
@@ -568,33 +745,33 @@ class TicketRenderer:
         c.setFont(fonts["bold"], size)
         top = y + h - line
         c.drawCentredString(x + w / 2, top + line * 0.2, self.texts["front"]["paytable_title"])
-        c.setFillColorCMYK(*K)
+        c.saveState()
+        c.black_overprint()
         for i, (left, right) in enumerate(rows):
             ly = top - (i + 1) * line + line * 0.25
             c.setFont(fonts["regular"], size)
             c.drawString(x + pad, ly, left)
             c.setFont(fonts["bold"], size)
             c.drawRightString(x + w - pad, ly, right)
+        c.restoreState()
 
     def _define_back(self) -> str:
         t, c, fonts = self.t, self.c, self.fonts
         back = self.texts["back"]
+        art = self.game.back(self.texts)
         bleed = t.bleed * MM
         width, height = t.width * MM, t.height * MM
+        if art.motif is not None and "back" not in self.artwork:
+            self._define_motif("back", art.motif, art.motif_colour)
         c.beginForm("back", -bleed, -bleed, width + bleed, height + bleed)
         if "back" in self.artwork:
             c.doForm(self.artwork["back"])
         else:
-            c.setFillColorCMYK(0, 0, 0, 0.06)
+            c.setFillColorCMYK(*art.background)
             c.rect(-bleed, -bleed, width + 2 * bleed, height + 2 * bleed, stroke=0, fill=1)
-        x, y, w, h = t.box(t.back["title"])
-        title = self.game.definition.title
-        size = h * 0.75
-        while stringWidth(title, fonts["bold"], size) > w:
-            size -= 0.5
-        c.setFillColorCMYK(*K)
-        c.setFont(fonts["bold"], size)
-        c.drawCentredString(x + w / 2, y + (h - size * 0.72) / 2, title)
+            if art.motif is not None:
+                self._motif("back", -bleed, -bleed, width + 2 * bleed, height + 2 * bleed)
+        self._logo(t.box(t.back["title"]), art)
         definition = self.game.definition
         lots = sum(p.lots for p in definition.prizes)
         odds = french.number(definition.block.size / lots, 2)
@@ -605,30 +782,108 @@ class TicketRenderer:
             (f"{french.number(p.lots)} lots de", french.euros(p.amount_eur))
             for p in definition.prizes
         ]
-        line = h / (len(rows) + 2.4)
-        size = min(line * 0.8, 7)
-        c.setFillColorCMYK(*K)
-        c.setFont(fonts["bold"], size)
+        half = -(-len(rows) // 2)  # the lots in two columns
+        line = h / (half + 2.6)
+        size = min(line * 0.8, 7.5)
         head = back["odds_title"].format(odds=odds, block_size=french.number(definition.block.size))
-        while stringWidth(head, fonts["bold"], size) > w - 2 * MM:
+        while stringWidth(head, fonts["bold"], size) > w - 2 * MM and size > MIN_TEXT_PT:
             size -= 0.1
+        c.saveState()
+        c.black_overprint()
+        c.setFont(fonts["bold"], size)
         top = y + h - line
         c.drawCentredString(x + w / 2, top + line * 0.1, head)
         c.setFont(fonts["regular"], size)
-        c.drawCentredString(x + w / 2 + 3 * MM, top - line * 0.9, back["lots_title"])
+        c.drawCentredString(x + w / 2, top - line * 0.9, back["lots_title"])
         for i, (left, right) in enumerate(rows):
-            ly = top - (i + 2) * line
-            c.drawRightString(x + w / 2 + 2 * MM, ly, left)
-            c.drawString(x + w / 2 + 4 * MM, ly, right)
-        self._text_fit(" ".join(back["legal"]), t.box(t.back["legal"]), fonts["regular"], 6.5)
+            column, row = divmod(i, half)
+            ly = top - (row + 2) * line
+            middle = x + w * (0.25 + 0.5 * column) + 4 * MM
+            c.drawRightString(middle - 1 * MM, ly, left)
+            c.setFont(fonts["bold"], size)
+            c.drawString(middle + 1 * MM, ly, right)
+            c.setFont(fonts["regular"], size)
+        c.restoreState()
+        self._rules(t.box(t.back["legal"]), art)
         x, y, w, h = t.box(t.back["inventory"])
         c.setFillColorCMYK(*WHITE)
-        c.rect(x, y, w, h, stroke=0, fill=1)
-        c.setFillColorCMYK(*K)
+        c.roundRect(x, y, w, h, 1.5 * MM, stroke=0, fill=1)
+        x, y, w, h = t.box(t.back["serial"])
+        c.roundRect(x, y, w, h, 1.5 * MM, stroke=0, fill=1)
+        c.saveState()
+        c.black_overprint()
         c.setFont(fonts["bold"], self.serial_pt)
         c.drawString(self.serial_label_x, self.serial_y, back["serial_label"])
+        c.restoreState()
         c.endForm()
         return "back"
+
+    def _logo(self, zone: Box, art: BackArt) -> None:
+        """The game's logo: its title in white on a band of its colour, between its emblems."""
+        c, font = self.c, self.fonts["bold"]
+        x, y, w, h = zone
+        c.setFillColorCMYK(*art.band)
+        c.roundRect(x, y, w, h, h * 0.3, stroke=0, fill=1)
+        side = h * 0.82
+        pad = (h - side) / 2
+        for i, emblem in enumerate(art.emblems[:2]):
+            ex = x + pad if i == 0 else x + w - pad - side
+            c.setFillColorCMYK(*WHITE)
+            c.circle(ex + side / 2, y + h / 2, side / 2, stroke=0, fill=1)
+            c.saveState()
+            inner = side * 0.86
+            c.translate(ex + (side - inner) / 2, y + (h - inner) / 2)
+            c.scale(inner / 100, inner / 100)
+            emblem(c)
+            c.restoreState()
+        room = w - 2 * (side + 2 * pad)
+        title = self.game.definition.title
+        size = h * 0.62
+        while stringWidth(title, font, size) > room:
+            size -= 0.25
+        c.setFillColorCMYK(*WHITE)
+        c.setFont(font, size)
+        c.drawCentredString(x + w / 2, y + (h - size * 0.72) / 2, title)
+
+    def _rules(self, zone: Box, art: BackArt) -> None:
+        """The rules in full on a white panel filling ``zone``: a heading, then paragraphs in
+        the largest type (at most 7.5 pt, at least :data:`MIN_TEXT_PT`) that fills the panel."""
+        c, fonts = self.c, self.fonts
+        x, y, w, h = zone
+        c.setFillColorCMYK(*WHITE)
+        c.roundRect(x, y, w, h, 1.5 * MM, stroke=0, fill=1)
+        pad = 1.8 * MM
+        inner_w, inner_h = w - 2 * pad, h - 2 * pad
+        leading, gap = 1.18, 0.35  # line spacing, and between paragraphs (in lines)
+        size = 7.5
+
+        def laid(size: float) -> tuple[list[list[str]], float]:
+            blocks = [simpleSplit(p, fonts["regular"], size, inner_w) for p in art.rules]
+            lines = sum(len(b) for b in blocks) + gap * (len(blocks) - 1) + 1.5
+            return blocks, lines * size * leading
+
+        blocks, needed = laid(size)
+        while needed > inner_h and size > MIN_TEXT_PT:
+            size = max(size - 0.1, MIN_TEXT_PT)
+            blocks, needed = laid(size)
+        if needed > inner_h + 0.01:
+            raise PrintpipeError(
+                f"ticket template {self.t.path}: zone back.legal: the rules do not fit at "
+                f"{MIN_TEXT_PT:g} pt"
+            )
+        c.saveState()
+        c.black_overprint()
+        top = y + h - pad - size * 0.95 - (inner_h - needed) / 2
+        c.setFont(fonts["bold"], size)
+        c.drawString(x + pad, top, art.rules_title)
+        ly = top - size * leading * 1.5
+        c.setFont(fonts["regular"], size)
+        for block in blocks:
+            for line in block:
+                c.drawString(x + pad, ly, line)
+                ly -= size * leading
+            ly -= size * leading * gap
+        c.restoreState()
 
     def _designer_forms(self) -> dict[str, str]:
         """The template's designer files: the sides' artwork as forms (full bleed), the
@@ -655,20 +910,18 @@ class TicketRenderer:
         """The blocking, coating and decoration forms of a front: each paints in tints of the
         colour space the page selects, so each prints on its own separation."""
         c, t, fonts = self.c, self.t, self.fonts
-        corner = t.coating["corner"] * MM
         width, height = t.width * MM, t.height * MM
         self.blocking_form = "layer-blocking"
         c.beginForm(self.blocking_form, 0, 0, width, height)
         c.addLiteral("1 scn")
-        base_corner = max(t.coating["corner"] - t.coating["spread"], 0) * MM
         for zone in self.zones:
-            self._rounded(zone.base, base_corner)
+            self._rounded(zone.base, zone.base_corner)
         c.endForm()
         self.coating_form = "layer-coating"
         c.beginForm(self.coating_form, 0, 0, width, height)
         c.addLiteral("1 scn")
         for zone in self.zones:
-            self._rounded(zone.coating, corner)
+            self._coat(zone)
         c.endForm()
         self.decor_form = "layer-decor"
         mark = self.game.coating_mark()
@@ -682,7 +935,10 @@ class TicketRenderer:
 
         c.beginForm(self.decor_form, 0, 0, width, height)
         for zone in self.zones:
-            x, y, w, h = zone.coating
+            x, y, w, h = zone.pad
+            if zone.toes:
+                self._decorate_paw(zone)
+                continue
             size = min(h * 0.16, 6.0)
             if zone.mark:
                 side = min(h * 0.6, w * 0.5)
@@ -692,18 +948,70 @@ class TicketRenderer:
                 c.scale(side / 100, side / 100)
                 mark(c)
                 c.restoreState()
+                c.addLiteral("1 scn")
+                self._words(zone.words, x + w / 2, y + h * 0.1, w - 2 * MM, size)
             else:
-                size = min(h * 0.2, 7.0)
-            c.addLiteral("1 scn")
-            c.setFont(fonts["bold"], size)
-            words = zone.words
-            while size > 3.5 and stringWidth(words, fonts["bold"], size) > w - 2 * MM:
-                size -= 0.1
-                c.setFont(fonts["bold"], size)
-            text_y = y + h * 0.1 if zone.mark else y + (h - size * 0.72) / 2
-            c.drawCentredString(x + w / 2, text_y, words)
+                self._lines(zone.words, zone.pad, 7.0)
         c.tint_current_form("the coating's decoration")
         c.endForm()
+
+    def _words(self, words: str, cx: float, y: float, room: float, size: float) -> float:
+        """One line of the decoration, centred at cx, shrunk to ``room``; returns its size."""
+        c, font = self.c, self.fonts["bold"]
+        while size > 3.5 and stringWidth(words, font, size) > room:
+            size -= 0.1
+        c.setFont(font, size)
+        c.drawCentredString(cx, y, words)
+        return size
+
+    def _lines(self, words: str, box: Box, size: float) -> None:
+        """The decoration's words centred in ``box`` on one line, or on two if they fit better
+        (the retailer's zone: its one label)."""
+        x, y, w, h = box
+        room = w - 3 * MM
+        font = self.fonts["bold"]
+        one = min(size, h * 0.3)
+        while one > 3.5 and stringWidth(words, font, one) > room:
+            one -= 0.1
+        head, _, tail = words.partition(" - ")
+        if one >= min(size, h * 0.3) or not tail:
+            self.c.addLiteral("1 scn")
+            self._words(words, x + w / 2, y + (h - one * 0.72) / 2, room, one)
+            return
+        two = min(size, h * 0.22)
+        for line in (head, tail):
+            while two > 3.5 and stringWidth(line, font, two) > room:
+                two -= 0.1
+        self.c.addLiteral("1 scn")
+        middle = y + h / 2
+        self._words(head, x + w / 2, middle + two * 0.25, room, two)
+        self._words(tail, x + w / 2, middle - two * 0.97, room, two)
+
+    def _decorate_paw(self, zone: ScratchZone) -> None:
+        """A paw's decoration: a fine line inside its pad and toes, and the words (e.g.
+        GRATTEZ ICI) on the pad, in two lines when one is too wide."""
+        c = self.c
+        inset = 0.6 * MM
+        c.addLiteral(f"{CONTOUR_TINT:g} SCN")
+        c.setLineWidth(0.4)
+        x, y, w, h = _grow(zone.pad, -inset)
+        path = c.beginPath()
+        path.roundRect(x, y, w, h, max(zone.corner - inset, 0))
+        for cx, cy, rx, ry, turn in zone.toes:
+            add_toe(path, (cx, cy, rx - inset, ry - inset, turn))
+        c.drawPath(path, stroke=1, fill=0)
+        c.addLiteral("1 scn")
+        x, y, w, h = zone.pad
+        words = zone.words.split(" ", 1) if " " in zone.words else [zone.words]
+        room = w - 2.4 * MM
+        size = 7.0
+        font = self.fonts["bold"]
+        while size > 3.5 and max(stringWidth(line, font, size) for line in words) > room:
+            size -= 0.1
+        leading = size * 1.05
+        first = y + h / 2 + (len(words) - 1) * leading / 2 - size * 0.36
+        for i, line in enumerate(words):
+            self._words(line, x + w / 2, first - i * leading, room, size)
 
     def _operators(self) -> None:
         """Each form placement as its final operators, formatted once for every ticket."""

@@ -19,6 +19,7 @@ from printpipe.errors import InvalidLayout
 from printpipe.games.base import (
     INVALID_PRIZE,
     LOSING_TIER,
+    BackArt,
     DefinitionReader,
     Drawing,
     Evaluation,
@@ -200,6 +201,11 @@ class ChienChat:
         from printpipe.games.chien_chat.ticket import fronts
 
         return fronts(self, texts)
+
+    def back(self, texts: Mapping[str, Any]) -> BackArt:
+        from printpipe.games.chien_chat.ticket import back
+
+        return back(self, texts)
 
     def symbol_roles(self) -> dict[str, list[str]]:
         from printpipe.games.chien_chat.ticket import symbol_roles

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from printpipe import french
-from printpipe.games.base import LOSING_TIER, FrontArt, SpecimenWords
+from printpipe.games.base import LOSING_TIER, BackArt, FrontArt, SpecimenWords
 from printpipe.games.chien_chat import artwork
 
 if TYPE_CHECKING:
@@ -29,6 +29,11 @@ BACKGROUNDS = {"CHIEN": (0, 0.12, 0.35, 0), "CHAT": (0.22, 0.08, 0, 0)}
 ACCENTS = {"CHIEN": (0, 0.6, 1, 0.1), "CHAT": (0.75, 0.45, 0, 0.1)}
 MOTIFS = {"CHIEN": (0, 0.2, 0.5, 0.02), "CHAT": (0.32, 0.13, 0, 0.02)}
 """The paw prints scattered over each background, a shade darker."""
+BACK_BACKGROUND = (0, 0.05, 0.16, 0)
+"""The back: a light cream of the game's colours, its paws a shade darker, its logo on a band
+of the dog's orange."""
+BACK_MOTIF = (0, 0.1, 0.28, 0.02)
+BACK_BAND = ACCENTS["CHIEN"]
 PLAIN_BACKGROUND = (0, 0, 0, 0.08)
 PLAIN_ACCENT = (0, 0, 0, 1)
 
@@ -43,6 +48,7 @@ def fronts(game: ChienChat, texts: Mapping[str, Any]) -> tuple[FrontArt, ...]:
             winning_plural=words["winning_plural"],
             winning_word=words["winning_word"],
             multiplier=words["multiplier"],
+            multiplier_word=words["multiplier_word"],
             box=words["box"],
             multiplier_factor=game.multiplier,
         )
@@ -50,7 +56,7 @@ def fronts(game: ChienChat, texts: Mapping[str, Any]) -> tuple[FrontArt, ...]:
             (f"{count} {words['winning_word']}", french.euros(int(game.prize_by_count[count])))
             for count in range(1, game.max_winning_symbols + 1)
         ]
-        rows.append((f"{words['multiplier_word']} au bonus", f"gain x{game.multiplier}"))
+        rows.append((f"{words['multiplier_word']} au bonus", f"x{game.multiplier}"))
         out.append(
             FrontArt(
                 name=effigy.code,
@@ -67,6 +73,43 @@ def fronts(game: ChienChat, texts: Mapping[str, Any]) -> tuple[FrontArt, ...]:
             )
         )
     return tuple(out)
+
+
+def back(game: ChienChat, texts: Mapping[str, Any]) -> BackArt:
+    """The back: the game's logo (its title between its effigies), the rules in full (from the
+    ticket texts, with every figure from the rules), the legal lines."""
+    words = texts["back"]
+    effigies = [(e, texts["effigies"][e.code]) for e in game.effigies]
+    counts = ", ".join(str(n) for n in range(1, game.max_winning_symbols))
+    amounts = ", ".join(
+        french.euros(int(game.prize_by_count[n])) for n in range(1, game.max_winning_symbols)
+    )
+    top = game.max_winning_symbols
+    play = words["how_to_play"]
+    rules = [
+        play["surfaces"],
+        play["paws"].format(
+            winning=" ou ".join(f"{w['winning_plural']} (ticket {e.caption})" for e, w in effigies),
+            counts=f"{counts} ou {top}",
+            amounts=f"{amounts} ou {french.euros(int(game.prize_by_count[top]))}",
+        ),
+        play["bonus"].format(
+            boxes=" ou ".join(w["box"] for _, w in effigies),
+            multipliers=" ou ".join(f"{w['multiplier']} ({e.caption})" for e, w in effigies),
+            multiplier_factor=game.multiplier,
+        ),
+        play["otherwise"],
+        " ".join(words["legal"]),
+    ]
+    return BackArt(
+        background=BACK_BACKGROUND,
+        motif=artwork.draw_paw,
+        motif_colour=BACK_MOTIF,
+        band=BACK_BAND,
+        emblems=tuple(EMBLEMS.get(e.code, artwork.draw_paw) for e in game.effigies),
+        rules_title=play["title"],
+        rules=tuple(rules),
+    )
 
 
 def symbol_roles(game: ChienChat) -> dict[str, list[str]]:
