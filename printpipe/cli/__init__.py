@@ -1,7 +1,7 @@
 """The ``printpipe`` command: parse, call a stage, print. No logic of its own.
 
 One module per group of commands (``blocks``, ``press``, ``records``, ``ledger``,
-``commitment``, ``service``); this module
+``commitment``, ``service``, ``play``); this module
 holds the root group and :func:`main`, which turns every user error into one line.
 """
 
@@ -12,7 +12,7 @@ import sys
 import click
 
 from printpipe import __version__
-from printpipe.cli import blocks, commitment, ledger, press, records, service
+from printpipe.cli import blocks, commitment, ledger, play, press, records, service
 from printpipe.errors import PrintpipeError
 
 
@@ -65,5 +65,7 @@ for command in (
     service.serve,
     service.terminals,
     service.terminal,
+    play.play,
+    play.players,
 ):
     cli.add_command(command)

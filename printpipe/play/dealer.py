@@ -449,4 +449,3 @@ def record_deal_order(tx: Tx, *, loaded: LoadedCommitment, ledger_key: Any) -> s
         (loaded.id, commitment.tickets, digest),
     )
     return digest
-

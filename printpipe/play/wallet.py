@@ -94,3 +94,22 @@ class DatabaseWallet:
         if row is None:
             raise NoSuchPlayer(f"no player {player!r}")
         return int(row[0])
+
+
+MAX_BALANCE_CENTS = 10**11
+
+
+def parse_euros(text: str) -> int:
+    """An amount in EUR as typed (``20``, ``20.5``, ``20,50``) -> cents; refused in one line
+    if malformed, negative, with more than 2 decimals, or over a billion."""
+    import re
+
+    from printpipe.errors import InvalidInput
+
+    match = re.fullmatch(r"([0-9]{1,12})(?:[.,]([0-9]{1,2}))?", text.strip())
+    if match is None:
+        raise InvalidInput(f"{text!r} is not an amount in EUR (e.g. 20 or 20.50)")
+    cents = int(match[1]) * 100 + int((match[2] or "0").ljust(2, "0"))
+    if cents > MAX_BALANCE_CENTS:
+        raise InvalidInput(f"{text} EUR: at most {MAX_BALANCE_CENTS // 100:,} EUR")
+    return cents
