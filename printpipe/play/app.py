@@ -29,7 +29,6 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -39,7 +38,15 @@ from starlette.types import ASGIApp
 
 from printpipe import __version__
 from printpipe.errors import InvalidInput
-from printpipe.play.dealer import Dealer, NoSuchPlay, Play, PlayRefused, check_player
+from printpipe.play.dealer import (
+    Dealer,
+    NoSuchPlay,
+    Play,
+    PlayBatcher,
+    PlayRefused,
+    PlayRequest,
+    check_player,
+)
 from printpipe.play.openapi import openapi_document
 from printpipe.play.screen import game_screen, unit_screen
 from printpipe.play.wallet import InsufficientFunds, NoSuchPlayer
@@ -92,10 +99,10 @@ class PlayService(Service):
     def __init__(self, ledger: Any, dealer: Dealer, *, threads: int, demo: bool) -> None:
         super().__init__(ledger, threads=threads)
         self.dealer = dealer
+        self.batcher = PlayBatcher(dealer, self.executor)
         self.demo = demo
 
     def play_json(self, play: Play) -> dict[str, Any]:
-        symbols = list(play.symbols)
         return {
             "play": play.id,
             "serial": play.serial,
@@ -103,7 +110,7 @@ class PlayService(Service):
             "stake_cents": play.stake_cents,
             "lot_eur": play.lot_eur,
             "balance_cents": play.balance_cents,
-            "unit": unit_screen(self.dealer.game, np.array(symbols)),
+            "unit": unit_screen(self.dealer.game, play.symbols, play.lot_eur),
         }
 
 
@@ -207,9 +214,8 @@ async def plays(
         )
     _empty_body(body)
     fingerprint = service.ledger.request_fingerprint("POST", request.url.path, body.strip())
-    play, replayed = await service.run(
-        service.dealer.play, player=player, key=key, fingerprint=fingerprint, admission=admission
-    )
+    request = PlayRequest(player, key, fingerprint, admission)
+    play, replayed = await asyncio.wrap_future(service.batcher.submit(request))
     headers = {"Idempotent-Replayed": "true"} if replayed else {}
     return json_response(service.play_json(play), status=200 if replayed else 201, headers=headers)
 

@@ -25,11 +25,11 @@ from __future__ import annotations
 import datetime as dt
 import secrets
 import sqlite3
+import threading
 from collections.abc import Callable
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 from printpipe.commitment.inclusion import InclusionProof, TicketOpening, make_proof
 from printpipe.errors import InvalidInput, PrintpipeError
@@ -38,9 +38,10 @@ from printpipe.ledger_proofs import LoadedCommitment
 from printpipe.ledger_store import Tx, ticket_of_key
 from printpipe.ledger_tree import read_leaf_and_path, read_salt
 from printpipe.merkle import leaf_hash, root_from_audit_path
-from printpipe.play.deal import DEAL_PURPOSE, DealOrder, deal_key, order_digest
+from printpipe.play.deal import DEAL_PURPOSE, DealOrder, deal_key
 from printpipe.play.screen import stake_cents
 from printpipe.play.wallet import DatabaseWallet, Wallet
+from printpipe.validation import RequestRefused
 
 PLAYER_RULE = "1 to 64 of A-Z a-z 0-9 . _ @ -"
 LOGIN_TTL_S = 24 * 3600
@@ -97,6 +98,66 @@ class Play:
     balance_cents: int
     played_at: str
     symbols: bytes
+
+
+@dataclass(frozen=True)
+class PlayRequest:
+    """What a play is asked with: the player, the Idempotency-Key and the request's
+    fingerprint (an HMAC of its method, path and body), and a signed request's nonce."""
+
+    player: str
+    key: str
+    fingerprint: bytes
+    admission: Any = None
+
+
+class PlayBatcher:
+    """Group commit: plays asked while a batch is being written wait, then go together in
+    the next one (one transaction, one flush to disk for all of them).
+
+    Batches run one at a time on ``executor`` (on SQLite, the one thread that uses the
+    connection; on PostgreSQL one of the pool's), so the deal cursor, the one row every play
+    moves, is never fought over within a process: what would be a queue of transactions
+    each waiting for the one before to reach the disk becomes one transaction.
+    """
+
+    def __init__(self, dealer: Dealer, executor: Executor, *, most: int = 128) -> None:
+        self.dealer = dealer
+        self.executor = executor
+        self.most = most
+        self._pending: list[tuple[PlayRequest, Future[tuple[Play, bool]]]] = []
+        self._lock = threading.Lock()
+        self._running = False
+
+    def submit(self, request: PlayRequest) -> Future[tuple[Play, bool]]:
+        future: Future[tuple[Play, bool]] = Future()
+        with self._lock:
+            self._pending.append((request, future))
+            if not self._running:
+                self._running = True
+                self.executor.submit(self._run)
+        return future
+
+    def _run(self) -> None:
+        with self._lock:
+            batch, self._pending = self._pending[: self.most], self._pending[self.most :]
+        try:
+            outcomes = self.dealer.play_batch([request for request, _ in batch])
+        except BaseException as exc:  # the database failed: none of them happened
+            for _, future in batch:
+                future.set_exception(exc)
+        else:
+            for (_, future), outcome in zip(batch, outcomes, strict=True):
+                if isinstance(outcome, BaseException):
+                    future.set_exception(outcome)
+                else:
+                    future.set_result(outcome)
+        finally:
+            with self._lock:
+                if self._pending:
+                    self.executor.submit(self._run)
+                else:
+                    self._running = False
 
 
 _PLAY_COLUMNS = (
@@ -183,77 +244,106 @@ class Dealer:
     ) -> tuple[Play, bool]:
         """Deal one unit to ``player`` against the stake; (the play, whether it is a replay
         of the one made earlier under ``key``)."""
-        for attempt in range(3):
-            try:
-                return self._play(player, key, fingerprint, admission)
-            except self._unique:
-                if attempt == 2:
-                    raise
-                admission = None  # admitted by the attempt that lost: the transaction is gone
-        raise AssertionError("unreachable")  # pragma: no cover
+        (outcome,) = self.play_batch([PlayRequest(player, key, fingerprint, admission)])
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
 
-    def _play(self, player: str, key: str, fingerprint: bytes, admission: Any) -> tuple[Play, bool]:
+    def play_batch(self, requests: list[PlayRequest]) -> list[tuple[Play, bool] | BaseException]:
+        """Several plays in one durable transaction (group commit: one disk flush for all),
+        each in its own savepoint, so that a refused play changes nothing and the others stand.
+        Each outcome is a play or the exception that refused it; a failure of the database
+        itself raises (then none of them happened)."""
         now = self.clock()
         stamp = now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         day = now.date().isoformat()
+        outcomes: list[tuple[Play, bool] | BaseException] = []
         with self.db.transaction(durable=True) as tx:
-            self.ledger._admit(tx, admission)
-            earlier = tx.one(
-                f"SELECT {_PLAY_COLUMNS}, p.fingerprint FROM plays p "
-                "JOIN units u ON u.id = p.unit WHERE p.player = ? AND p.idempotency_key = ?",
-                (player, key),
+            for request in requests:
+                for attempt in range(2):
+                    tx.execute("SAVEPOINT play")
+                    try:
+                        outcome: tuple[Play, bool] | BaseException = self._play(
+                            tx, request, stamp, day, admit=attempt == 0
+                        )
+                    except self._unique:
+                        # PostgreSQL: another worker's play under this key committed first;
+                        # run again, it is found and answered (never on the second attempt)
+                        tx.execute("ROLLBACK TO SAVEPOINT play")
+                        if attempt:
+                            raise
+                        continue
+                    except (PrintpipeError, RequestRefused) as exc:
+                        tx.execute("ROLLBACK TO SAVEPOINT play")
+                        outcome = exc
+                    else:
+                        tx.execute("RELEASE SAVEPOINT play")
+                    outcomes.append(outcome)
+                    break
+        return outcomes
+
+    def _play(
+        self, tx: Tx, request: PlayRequest, stamp: str, day: str, *, admit: bool
+    ) -> tuple[Play, bool]:
+        player, key, fingerprint = request.player, request.key, request.fingerprint
+        if admit:
+            self.ledger._admit(tx, request.admission)
+        earlier = tx.one(
+            f"SELECT {_PLAY_COLUMNS}, p.fingerprint FROM plays p "
+            "JOIN units u ON u.id = p.unit WHERE p.player = ? AND p.idempotency_key = ?",
+            (player, key),
+        )
+        if earlier is not None:
+            if bytes(earlier[-1]) != fingerprint:
+                raise KeyReused("this Idempotency-Key was used for another request")
+            return _play_of(earlier[:-1]), True
+        self.wallet.balance(tx, player=player)  # NoSuchPlayer
+        staked = tx.one(
+            "SELECT COALESCE(SUM(stake_cents), 0) FROM plays WHERE player = ? AND day = ?",
+            (player, day),
+        )
+        limit = self.ledger.settings.daily_stake_limit_eur * 100
+        if staked is not None and int(staked[0]) + self.stake > limit:
+            raise DailyLimitReached(
+                f"daily stake limit reached: {int(staked[0]) / 100:.2f} EUR staked today, "
+                f"the limit is {limit / 100:.2f} EUR"
             )
-            if earlier is not None:
-                if bytes(earlier[-1]) != fingerprint:
-                    raise KeyReused("this Idempotency-Key was used for another request")
-                return _play_of(earlier[:-1]), True
-            self.wallet.balance(tx, player=player)  # NoSuchPlayer
-            staked = tx.one(
-                "SELECT COALESCE(SUM(stake_cents), 0) FROM plays WHERE player = ? AND day = ?",
-                (player, day),
+        play_id = secrets.token_hex(16)
+        self.wallet.debit(tx, player=player, amount_cents=self.stake, reference=play_id)
+        commitment, position = self._next_position(tx)
+        order, loaded = self._order(tx, commitment)
+        leaf = order.leaf(position)
+        unit = tx.one(
+            "SELECT id, prize_eur, symbols FROM units WHERE commitment = ? AND leaf = ?",
+            (commitment, leaf),
+        )
+        if unit is None:
+            raise PrintpipeError(f"the ledger holds no unit at leaf {leaf} of {loaded.name}")
+        unit_id, prize, symbols = int(unit[0]), int(unit[1]), bytes(unit[2])
+        balance = self.wallet.balance(tx, player=player)
+        if prize:
+            balance = self.wallet.credit(
+                tx, player=player, amount_cents=prize * 100, reference=play_id
             )
-            limit = self.ledger.settings.daily_stake_limit_eur * 100
-            if staked is not None and int(staked[0]) + self.stake > limit:
-                raise DailyLimitReached(
-                    f"daily stake limit reached: {int(staked[0]) / 100:.2f} EUR staked today, "
-                    f"the limit is {limit / 100:.2f} EUR"
-                )
-            play_id = secrets.token_hex(16)
-            self.wallet.debit(tx, player=player, amount_cents=self.stake, reference=play_id)
-            commitment, position = self._next_position(tx)
-            order, loaded = self._order(tx, commitment)
-            leaf = order.leaf(position)
-            unit = tx.one(
-                "SELECT id, prize_eur, symbols FROM units WHERE commitment = ? AND leaf = ?",
-                (commitment, leaf),
-            )
-            if unit is None:
-                raise PrintpipeError(f"the ledger holds no unit at leaf {leaf} of {loaded.name}")
-            unit_id, prize, symbols = int(unit[0]), int(unit[1]), bytes(unit[2])
-            balance = self.wallet.balance(tx, player=player)
-            if prize:
-                balance = self.wallet.credit(
-                    tx, player=player, amount_cents=prize * 100, reference=play_id
-                )
-            tx.execute(
-                "INSERT INTO plays (id, player, idempotency_key, fingerprint, unit, commitment, "
-                "position, stake_cents, lot_cents, balance_cents, day, played_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    play_id,
-                    player,
-                    key,
-                    fingerprint,
-                    unit_id,
-                    commitment,
-                    position,
-                    self.stake,
-                    prize * 100,
-                    balance,
-                    day,
-                    stamp,
-                ),
-            )
+        tx.execute(
+            "INSERT INTO plays (id, player, idempotency_key, fingerprint, unit, commitment, "
+            "position, stake_cents, lot_cents, balance_cents, day, played_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                play_id,
+                player,
+                key,
+                fingerprint,
+                unit_id,
+                commitment,
+                position,
+                self.stake,
+                prize * 100,
+                balance,
+                day,
+                stamp,
+            ),
+        )
         serial = ticket_of_key(unit_id).serial
         return (
             Play(play_id, player, serial, commitment, position, leaf, self.stake, prize,
@@ -418,34 +508,3 @@ class Dealer:
     def end_session(self, session: str) -> None:
         with self.db.transaction() as tx:
             tx.execute("DELETE FROM player_sessions WHERE token_hash = ?", (_hash_token(session),))
-
-
-# -- at import: a block's units and its deal order ------------------------------------------------
-
-
-def store_units(
-    tx: Tx, *, commitment: int, keys: np.ndarray, leaves: np.ndarray, prizes: np.ndarray,
-    symbols: np.ndarray,
-) -> None:  # fmt: skip
-    """An import's batch of an online block's units (their places, lots and symbols)."""
-    rows = [
-        (int(k), commitment, int(leaf), int(p), bytes(s))
-        for k, leaf, p, s in zip(
-            keys.tolist(), leaves.tolist(), prizes.tolist(), symbols.astype(np.uint8), strict=True
-        )
-    ]
-    tx.insert_rows("units", ("id", "commitment", "leaf", "prize_eur", "symbols"), rows)
-
-
-def record_deal_order(tx: Tx, *, loaded: LoadedCommitment, ledger_key: Any) -> str:
-    """Fix a block's deal order before sale: its cursor at 0 and the SHA-256 of the whole
-    order recorded; returns the digest."""
-    commitment = loaded.commitment
-    key = deal_key(ledger_key.derive(DEAL_PURPOSE), commitment.root)
-    digest = order_digest(DealOrder(key, commitment.tickets))
-    tx.execute(
-        "INSERT INTO deal_orders (commitment, units, order_sha256, next_position) "
-        "VALUES (?, ?, ?, 0)",
-        (loaded.id, commitment.tickets, digest),
-    )
-    return digest

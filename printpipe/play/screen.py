@@ -9,7 +9,7 @@ are the rules' own reckoning, never a second one.
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import numpy as np
@@ -70,19 +70,24 @@ def stake_cents(game: OnlineGame) -> int:
     return int(getattr(game, "offer_price_cents", game.definition.price_cents))
 
 
-def unit_screen(game: OnlineGame, symbols: np.ndarray) -> dict[str, Any]:
+def unit_screen(game: OnlineGame, symbols: bytes, lot_eur: int) -> dict[str, Any]:
     """One unit as the screen shows it: its grid, and its second grid when it opens one, each
     with its symbol codes row by row, which cells win (the rules' groups and money symbols)
-    and its wins in words; the lot the rules give."""
-    symbols = np.asarray(symbols, dtype=np.int64)
+    and its wins in words; and its lot (the unit's record, which the import checked against
+    the rules).  ``symbols``: the record's symbol indices, one byte each."""
+    return _unit_screen(game, bytes(symbols), lot_eur)
+
+
+@lru_cache(maxsize=8192)
+def _unit_screen(game: OnlineGame, symbols: bytes, lot_eur: int) -> dict[str, Any]:
+    indices = np.frombuffer(symbols, dtype=np.uint8).astype(np.int64)
     codes = game.definition.symbol_codes
     cells = game.cells
-    winning, words = game.unit_wins(symbols)
-    opens = game.opens_second_grid(symbols.tolist())
-    result = game.evaluate(np.zeros(1, dtype=np.int64), symbols[None, :])
+    winning, words = game.unit_wins(indices)
+    opens = game.opens_second_grid(indices.tolist())
     grids = []
     for g in range(2 if opens else 1):
-        part = symbols[g * cells : (g + 1) * cells]
+        part = indices[g * cells : (g + 1) * cells]
         grids.append(
             {
                 "symbols": [codes[s] for s in part.tolist()],
@@ -93,6 +98,6 @@ def unit_screen(game: OnlineGame, symbols: np.ndarray) -> dict[str, Any]:
     return {
         "grids": grids,
         "second_grid": opens,
-        "lot_eur": int(result.prize_eur[0]),
+        "lot_eur": lot_eur,
         "wins_text": game.describe_wins(words),
     }
