@@ -371,7 +371,7 @@ class Dealer:
         with self.db.snapshot() as tx:
             rows = tx.execute(
                 f"SELECT {_PLAY_COLUMNS} FROM plays p JOIN units u ON u.id = p.unit "
-                "WHERE p.player = ? ORDER BY p.played_at DESC, p.id DESC LIMIT ?",
+                "WHERE p.player = ? ORDER BY p.commitment DESC, p.position DESC LIMIT ?",
                 (player, limit),
             )
         return [_play_of(row) for row in rows]
