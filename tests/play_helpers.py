@@ -219,15 +219,16 @@ def make_world(
             by=LOTTERY,
         )
     world = PlayWorld(block, location, folder, RequestSigner(private))
-    for i in range(players):
-        name = f"player-{i:02d}"
-        result = run_in_process(
-            "players", "add", name, "--db", db, "--keys", str(block.keys),
-            "--balance", str(balance_eur),
-        )  # fmt: skip
-        assert result.returncode == 0, result.stderr
-        world.players[name] = balance_eur * 100
-        world.logins[name] = result.stdout.strip().rsplit("#login=", 1)[1]
+    from printpipe.play.server import open_dealer
+
+    ledger, dealer = open_dealer(location, block.keys)
+    with ledger:
+        for i in range(players):
+            name = f"player-{i:02d}"
+            world.logins[name] = dealer.add_player(
+                player=name, balance_cents=balance_eur * 100, by="test"
+            )
+            world.players[name] = balance_eur * 100
     return world
 
 
