@@ -146,7 +146,7 @@ def test_a_plays_proof_holds_for_anyone_offline(world, dealer, tmp_path):
 
 
 @given(steps=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 5)), min_size=1, max_size=8))
-@settings(max_examples=15, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=8, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_any_sequence_of_plays_and_retries_keeps_the_books(world, dealer, steps):
     salt = os.urandom(4).hex()
     seen: dict[tuple[int, int], str] = {}

@@ -103,7 +103,12 @@ def test_a_player_plays_sees_every_unit_as_the_feed_records_it_and_checks_its_pr
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
         page = browser.new_page(viewport={"width": 390, "height": 844})  # a phone's screen
         page.set_default_timeout(15_000)
-        page.on("console", lambda m: m.type == "error" and problems.append(m.text))
+
+        def console(message) -> None:
+            if message.type == "error":
+                problems.append(message.text)
+
+        page.on("console", console)
         page.on("pageerror", lambda e: problems.append(str(e)))
         page.goto(f"{w.url}/#login={token}")
         page.wait_for_selector("#play:enabled")

@@ -48,7 +48,7 @@ from printpipe.play.dealer import (
     check_player,
 )
 from printpipe.play.openapi import openapi_document
-from printpipe.play.screen import game_screen, unit_screen
+from printpipe.play.screen import ScreenMaker
 from printpipe.play.wallet import InsufficientFunds, NoSuchPlayer
 from printpipe.render.fonts import FONTS_DIR
 from printpipe.service.app import (
@@ -100,6 +100,7 @@ class PlayService(Service):
         super().__init__(ledger, threads=threads)
         self.dealer = dealer
         self.batcher = PlayBatcher(dealer, self.executor)
+        self.screen = ScreenMaker(dealer.game)
         self.demo = demo
 
     def play_json(self, play: Play) -> dict[str, Any]:
@@ -110,7 +111,7 @@ class PlayService(Service):
             "stake_cents": play.stake_cents,
             "lot_eur": play.lot_eur,
             "balance_cents": play.balance_cents,
-            "unit": unit_screen(self.dealer.game, play.symbols, play.lot_eur),
+            "unit": self.screen.unit(play.symbols, play.lot_eur),
         }
 
 
@@ -214,8 +215,8 @@ async def plays(
         )
     _empty_body(body)
     fingerprint = service.ledger.request_fingerprint("POST", request.url.path, body.strip())
-    request = PlayRequest(player, key, fingerprint, admission)
-    play, replayed = await asyncio.wrap_future(service.batcher.submit(request))
+    asked = PlayRequest(player, key, fingerprint, admission)
+    play, replayed = await asyncio.wrap_future(service.batcher.submit(asked))
     headers = {"Idempotent-Replayed": "true"} if replayed else {}
     return json_response(service.play_json(play), status=200 if replayed else 201, headers=headers)
 
@@ -273,9 +274,9 @@ async def sessions(request: Request) -> Response:
         body = await read_body(request)
         _same_site(request)
         if request.method == "DELETE":
-            session = request.cookies.get(SESSION_COOKIE)
-            if session is not None and len(session) <= 128:
-                await service.run(service.dealer.end_session, session=session)
+            ending = request.cookies.get(SESSION_COOKIE)
+            if ending is not None and len(ending) <= 128:
+                await service.run(service.dealer.end_session, session=ending)
             response = json_response({"logged_out": True})
             response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
             return response
@@ -320,7 +321,7 @@ async def me(request: Request) -> Response:
 
 async def game(request: Request) -> Response:
     service: PlayService = request.app.state.service
-    return json_response({**game_screen(service.dealer.game), "demo": service.demo})
+    return json_response({**service.screen.fixed, "demo": service.demo})
 
 
 async def commitments(request: Request) -> Response:

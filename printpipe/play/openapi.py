@@ -45,7 +45,7 @@ def _ok(description: str, schema: dict[str, Any]) -> dict[str, Any]:
 
 _PLAYER = {"name": "player", "in": "path", "required": True, "schema": {"type": "string"}}
 _PLAY_ID = {"name": "play", "in": "path", "required": True, "schema": {"type": "string"}}
-_AUTH = [{"platform": []}, {"session": []}]
+_AUTH: list[dict[str, list[str]]] = [{"platform": []}, {"session": []}]
 
 
 @cache

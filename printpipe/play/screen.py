@@ -9,7 +9,7 @@ are the rules' own reckoning, never a second one.
 
 from __future__ import annotations
 
-from functools import cache, lru_cache
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -28,7 +28,6 @@ def _lighten(hex_colour: str, by: float = 0.7) -> str:
     return f"#{r:02x}{g:02x}{b:02x}"
 
 
-@cache
 def game_screen(game: OnlineGame) -> dict[str, Any]:
     """The fixed part of the screen: the game's symbols (SVG pictogram, caption, cell tint),
     its paytable and its words; the same for every player (``GET /v1/game``)."""
@@ -70,17 +69,25 @@ def stake_cents(game: OnlineGame) -> int:
     return int(getattr(game, "offer_price_cents", game.definition.price_cents))
 
 
+class ScreenMaker:
+    """The screen of one game: its fixed part made once, each unit's cached (units never
+    change, and a history shows the same ones again and again)."""
+
+    def __init__(self, game: OnlineGame, *, cached_units: int = 8192) -> None:
+        self.game = game
+        self.fixed = game_screen(game)
+        self.unit = lru_cache(maxsize=cached_units)(self._unit)
+
+    def _unit(self, symbols: bytes, lot_eur: int) -> dict[str, Any]:
+        return unit_screen(self.game, symbols, lot_eur)
+
+
 def unit_screen(game: OnlineGame, symbols: bytes, lot_eur: int) -> dict[str, Any]:
     """One unit as the screen shows it: its grid, and its second grid when it opens one, each
     with its symbol codes row by row, which cells win (the rules' groups and money symbols)
     and its wins in words; and its lot (the unit's record, which the import checked against
     the rules).  ``symbols``: the record's symbol indices, one byte each."""
-    return _unit_screen(game, bytes(symbols), lot_eur)
-
-
-@lru_cache(maxsize=8192)
-def _unit_screen(game: OnlineGame, symbols: bytes, lot_eur: int) -> dict[str, Any]:
-    indices = np.frombuffer(symbols, dtype=np.uint8).astype(np.int64)
+    indices = np.frombuffer(bytes(symbols), dtype=np.uint8).astype(np.int64)
     codes = game.definition.symbol_codes
     cells = game.cells
     winning, words = game.unit_wins(indices)
