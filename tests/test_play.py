@@ -35,6 +35,8 @@ def test_the_deal_order_is_a_permutation_and_its_inverse(units, key):
     leaves = order.leaves(np.arange(units))
     assert sorted(leaves.tolist()) == list(range(units))
     assert order.positions(leaves).tolist() == list(range(units))
+    some = range(0, units, max(1, units // 50))
+    assert [order.leaf(p) for p in some] == leaves[list(some)].tolist()  # one at a time, alike
 
 
 def test_the_deal_order_depends_on_the_key():
