@@ -193,6 +193,7 @@ function finish() {
   $("play").disabled = false;
   $("play").focus();
   loadHistory();
+  loadAccount();
 }
 
 // -- history and verification ---------------------------------------------------------------
@@ -320,6 +321,13 @@ async function verify() {
   out.classList.add(ok ? "ok" : "bad");
 }
 
+async function loadAccount() {
+  const account = await api(`/v1/players/${encodeURIComponent(state.player)}`);
+  showBalance(account.balance_cents);
+  $("limit").textContent = `Votre limite de mise : ${cents(account.daily_stake_limit_cents)} par jour `
+    + `(misé aujourd'hui : ${cents(account.staked_today_cents)}).`;
+}
+
 // -- start ----------------------------------------------------------------------------------
 
 async function login() {
@@ -364,10 +372,7 @@ async function start() {
     return;
   }
   $("player").textContent = state.player;
-  const account = await api(`/v1/players/${encodeURIComponent(state.player)}`);
-  showBalance(account.balance_cents);
-  $("limit").textContent = `Votre limite de mise : ${cents(account.daily_stake_limit_cents)} par jour `
-    + `(misé aujourd'hui : ${cents(account.staked_today_cents)}).`;
+  await loadAccount();
   await loadHistory();
   say("Cliquez sur « " + $("play").textContent + " » pour jouer.");
   $("play").disabled = false;
