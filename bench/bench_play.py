@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from printpipe.ledger_store import Location, PostgresLocation
+from printpipe.ledger import Location, parse_location
 from tests import pgserver
 from tests.play_helpers import PlayWorld, make_block, make_world
 from tests.storm import storm
@@ -90,7 +90,7 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
         pg_folder = Path(tempfile.mkdtemp(prefix="printpipe-bench-pg-"))
         os.chmod(pg_folder, 0o711)
         url = pgserver.start(pg_folder / "server", durable=True)
-        location = PostgresLocation(pgserver.create_database(url))
+        location = parse_location(pgserver.create_database(url))
     try:
         started = time.perf_counter()
         block = make_block(root / "block", packs=args.packs)

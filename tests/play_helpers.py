@@ -17,11 +17,15 @@ from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from printpipe.feed import FeedReader
-from printpipe.inputs import TerminalId
-from printpipe.ledger_key import load_ledger_key
-from printpipe.ledger_store import Location, PostgresLocation
+from printpipe.ledger import (
+    LOTTERY,
+    Ledger,
+    Location,
+    TerminalId,
+    load_ledger_key,
+    location_argument,
+)
 from printpipe.service.signatures import RequestSigner, key_id_of, raw_public_key
-from printpipe.validation import LOTTERY, Ledger
 from tests.ledger_helpers import run_in_process
 from tests.storm import signed_request
 
@@ -83,7 +87,7 @@ def make_block(folder: Path, *, packs: int = 2) -> OnlineBlock:
 
 
 def db_text(location: Location) -> str:
-    return location.dsn if isinstance(location, PostgresLocation) else str(location)
+    return location_argument(location)
 
 
 @dataclass

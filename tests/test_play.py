@@ -16,12 +16,18 @@ from starlette.testclient import TestClient
 
 from printpipe.commitment import load_commitment
 from printpipe.errors import InvalidInput
-from printpipe.ledger_key import load_ledger_key
+from printpipe.ledger import (
+    DailyLimitReached,
+    InsufficientFunds,
+    KeyReused,
+    NoSuchPlayer,
+    SoldOut,
+    load_ledger_key,
+    parse_euros,
+)
+from printpipe.ledger.deal import DEAL_PURPOSE, DealOrder, deal_key, order_digest
 from printpipe.play.app import create_app
-from printpipe.play.deal import DEAL_PURPOSE, DealOrder, deal_key, order_digest
-from printpipe.play.dealer import DailyLimitReached, KeyReused, SoldOut
 from printpipe.play.server import open_dealer
-from printpipe.play.wallet import InsufficientFunds, NoSuchPlayer, parse_euros
 from tests.ledger_helpers import db_arg, run_in_process
 from tests.play_helpers import make_block, make_world
 

@@ -21,8 +21,8 @@ import pytest
 
 from printpipe.commitment import load_commitment
 from printpipe.games import load_game
-from printpipe.ledger_key import LedgerKey
-from printpipe.play.deal import DEAL_PURPOSE, DealOrder, deal_key
+from printpipe.ledger import LedgerKey
+from printpipe.ledger.deal import DEAL_PURPOSE, DealOrder, deal_key
 from tests.ledger_helpers import run_in_process
 from tests.play_helpers import make_block, make_world
 

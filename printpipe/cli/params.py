@@ -193,7 +193,7 @@ class EurosType(_Converted):
     name = "EUR"
 
     def parse(self, text: str) -> int:
-        from printpipe.play.wallet import parse_euros
+        from printpipe.ledger import parse_euros
 
         return parse_euros(text)
 
@@ -204,7 +204,7 @@ class PlayerType(_Converted):
     name = "NAME"
 
     def parse(self, text: str) -> str:
-        from printpipe.play.dealer import check_player
+        from printpipe.ledger import check_player
 
         return check_player(text)
 

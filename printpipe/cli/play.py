@@ -16,8 +16,7 @@ from printpipe.cli.ledger import _database_errors, db_option, terminal_option
 from printpipe.cli.params import EUROS, PLAYER
 
 if TYPE_CHECKING:
-    from printpipe.inputs import TerminalId
-    from printpipe.ledger_store import Location
+    from printpipe.ledger import Location, TerminalId
 
 
 @click.command()

@@ -38,18 +38,21 @@ from starlette.types import ASGIApp
 
 from printpipe import __version__
 from printpipe.errors import InvalidInput
-from printpipe.play.dealer import (
+from printpipe.ledger import (
+    Admission,
     Dealer,
+    InsufficientFunds,
     NoSuchPlay,
+    NoSuchPlayer,
     Play,
     PlayBatcher,
     PlayRefused,
     PlayRequest,
+    RequestRefused,
     check_player,
 )
 from printpipe.play.openapi import openapi_document
 from printpipe.play.screen import ScreenMaker
-from printpipe.play.wallet import InsufficientFunds, NoSuchPlayer
 from printpipe.render.fonts import FONTS_DIR
 from printpipe.service.app import (
     IDEMPOTENCY_KEY,
@@ -61,7 +64,6 @@ from printpipe.service.app import (
     error_response,
     read_body,
 )
-from printpipe.validation import Admission, RequestRefused
 
 STATIC_DIR = Path(str(files("printpipe.play") / "static"))
 SESSION_COOKIE = "pp_session"

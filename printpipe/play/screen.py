@@ -47,7 +47,7 @@ def game_screen(game: OnlineGame) -> dict[str, Any]:
             "svg": canvas.svg(label=caption),
             "tint": _lighten(rgb_of(tint)) if tint else "#f4f1ea",
         }
-    offer = getattr(game, "offer_price_cents", definition.price_cents)
+    offer = game.offer_price_cents
     return {
         "game": definition.id,
         "number": definition.number,
@@ -62,11 +62,6 @@ def game_screen(game: OnlineGame) -> dict[str, Any]:
         "second_grid_title": words.second_grid_title,
         "help_line": HELP_LINE,
     }
-
-
-def stake_cents(game: OnlineGame) -> int:
-    """What one play costs the player: the offer's price (e.g. 1 EUR, linked game included)."""
-    return int(getattr(game, "offer_price_cents", game.definition.price_cents))
 
 
 class ScreenMaker:

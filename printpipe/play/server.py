@@ -12,8 +12,8 @@ from typing import Any
 
 from printpipe.atomic import atomic_file
 from printpipe.errors import PrintpipeError
-from printpipe.ledger_store import Location, PostgresLocation, parse_location
-from printpipe.service.server import POSTGRES_CONNECTIONS, bind, run_uvicorn, url_of
+from printpipe.ledger import Location, location_argument, parse_location
+from printpipe.service.server import POOL_CONNECTIONS, bind, run_uvicorn, url_of
 
 CONFIG_ENV = "PRINTPIPE_PLAY_CONFIG"
 DEFAULT_PORT = 8788
@@ -35,9 +35,7 @@ def open_dealer(location: Location, keys_dir: Path, *, pool: int = 0, shared: bo
     """The ledger at ``location`` and its dealer, for the online game whose blocks it holds."""
     from printpipe.games import load_game
     from printpipe.games.base import is_online
-    from printpipe.ledger_key import load_ledger_key
-    from printpipe.play.dealer import Dealer
-    from printpipe.validation import Ledger
+    from printpipe.ledger import Dealer, Ledger, load_ledger_key
 
     ledger = Ledger(location, key=load_ledger_key(keys_dir), pool_size=pool, shared=shared)
     try:
@@ -65,12 +63,10 @@ def create_app_from_environment() -> Any:
     from printpipe.play.app import create_app
 
     config = PlayConfig(**json.loads(os.environ[CONFIG_ENV]))
-    postgres = isinstance(config.location, PostgresLocation)
-    pool = POSTGRES_CONNECTIONS if postgres else 0
     ledger, dealer = open_dealer(
-        config.location, Path(config.keys_dir), pool=pool, shared=config.workers > 1
+        config.location, Path(config.keys_dir), pool=POOL_CONNECTIONS, shared=config.workers > 1
     )
-    return create_app(ledger, dealer, threads=pool if postgres else 1, demo=config.demo)
+    return create_app(ledger, dealer, threads=ledger.db.threads, demo=config.demo)
 
 
 def play(
@@ -90,7 +86,7 @@ def play(
         dialect, game = ledger.db.dialect, dealer.game.definition.id
     sock = bind(host, port)
     url = url_of(sock)
-    db = location.dsn if isinstance(location, PostgresLocation) else str(location)
+    db = location_argument(location)
     os.environ[CONFIG_ENV] = json.dumps(
         asdict(PlayConfig(db=db, keys_dir=str(keys_dir), demo=demo, workers=workers))
     )

@@ -12,7 +12,7 @@ READ COMMITTED), so it happens whole or not at all, whatever crashes:
 5. the deal cursor of the first block not sold out moves one position on
    (``UPDATE deal_orders SET next_position = next_position + 1 WHERE ... AND next_position <
    units RETURNING``: one statement that checks and moves, so two plays never get one
-   position), and the position's leaf (:mod:`printpipe.play.deal`) is the unit dealt;
+   position), and the position's leaf (:mod:`printpipe.ledger.deal`) is the unit dealt;
 6. the wallet credits the unit's lot; the play is written (``plays``: unique per unit, per
    position and per (player, key): the database itself refuses a second deal of a unit).
 
@@ -34,14 +34,13 @@ from typing import Any
 from printpipe.commitment.inclusion import InclusionProof, TicketOpening, make_proof
 from printpipe.errors import InvalidInput, PrintpipeError
 from printpipe.games.base import OnlineGame
-from printpipe.ledger_proofs import LoadedCommitment
-from printpipe.ledger_store import Tx, ticket_of_key
-from printpipe.ledger_tree import read_leaf_and_path, read_salt
+from printpipe.ledger.core import RequestRefused
+from printpipe.ledger.deal import DEAL_PURPOSE, DealOrder, deal_key
+from printpipe.ledger.proofs import LoadedCommitment
+from printpipe.ledger.store import Tx, ticket_of_key
+from printpipe.ledger.tree import read_leaf_and_path, read_salt
+from printpipe.ledger.wallet import DatabaseWallet, Wallet
 from printpipe.merkle import leaf_hash, root_from_audit_path
-from printpipe.play.deal import DEAL_PURPOSE, DealOrder, deal_key
-from printpipe.play.screen import stake_cents
-from printpipe.play.wallet import DatabaseWallet, Wallet
-from printpipe.validation import RequestRefused
 
 PLAYER_RULE = "1 to 64 of A-Z a-z 0-9 . _ @ -"
 LOGIN_TTL_S = 24 * 3600
@@ -217,7 +216,7 @@ class Dealer:
         self.game = game
         self.wallet: Wallet = wallet or DatabaseWallet()
         self.clock = clock or ledger.clock
-        self.stake = stake_cents(game)
+        self.stake = game.offer_price_cents
         self._orders: dict[int, tuple[DealOrder, LoadedCommitment]] = {}
         self._unique = _unique_violations()
 

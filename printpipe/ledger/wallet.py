@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from printpipe.errors import PrintpipeError
-from printpipe.ledger_store import Tx
+from printpipe.ledger.store import Tx
 
 KINDS = ("deposit", "debit", "credit")
 

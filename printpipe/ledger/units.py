@@ -3,7 +3,7 @@
 At the import of an online block's manifest with its commitment (in the import's one
 transaction), each unit is stored with its place in the block (its leaf), its lot and its
 symbols (``units``), and the block's deal order is fixed (``deal_orders``: the cursor at 0 and
-the SHA-256 of the whole order, :mod:`printpipe.play.deal`), before the first play.
+the SHA-256 of the whole order, :mod:`printpipe.ledger.deal`), before the first play.
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from printpipe.ledger_proofs import LoadedCommitment
-from printpipe.ledger_store import Tx
-from printpipe.play.deal import DEAL_PURPOSE, DealOrder, deal_key, order_digest
+from printpipe.ledger.deal import DEAL_PURPOSE, DealOrder, deal_key, order_digest
+from printpipe.ledger.proofs import LoadedCommitment
+from printpipe.ledger.store import Tx
 
 
 def store_units(
