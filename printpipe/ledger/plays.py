@@ -23,6 +23,8 @@ meets the first's key and is rolled back whole; it is run again and answers the 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
 import secrets
 import sqlite3
 import threading
@@ -34,7 +36,8 @@ from typing import Any
 from printpipe.commitment.inclusion import InclusionProof, TicketOpening, make_proof
 from printpipe.errors import InvalidInput, PrintpipeError
 from printpipe.games.base import OnlineGame
-from printpipe.ledger.core import RequestRefused
+from printpipe.ledger.book import Ledger
+from printpipe.ledger.core import Admission, RequestRefused
 from printpipe.ledger.deal import DEAL_PURPOSE, DealOrder, deal_key
 from printpipe.ledger.proofs import LoadedCommitment
 from printpipe.ledger.store import Tx, ticket_of_key
@@ -107,7 +110,7 @@ class PlayRequest:
     player: str
     key: str
     fingerprint: bytes
-    admission: Any = None
+    admission: Admission | None = None
 
 
 class PlayBatcher:
@@ -194,8 +197,6 @@ def _unique_violations() -> tuple[type[BaseException], ...]:
 
 
 def _hash_token(token: str) -> bytes:
-    import hashlib
-
     return hashlib.sha256(token.encode()).digest()
 
 
@@ -205,7 +206,7 @@ class Dealer:
 
     def __init__(
         self,
-        ledger: Any,
+        ledger: Ledger,
         game: OnlineGame,
         *,
         wallet: Wallet | None = None,
@@ -225,12 +226,7 @@ class Dealer:
     def _order(self, tx: Tx, commitment: int) -> tuple[DealOrder, LoadedCommitment]:
         known = self._orders.get(commitment)
         if known is None:
-            row = tx.one(
-                "SELECT id, document, salt_nonce, closed_on FROM commitments WHERE id = ?",
-                (commitment,),
-            )
-            assert row is not None
-            loaded = self.ledger.commitments._loaded(row)
+            loaded = self.ledger.commitments.by_id(tx, commitment)
             key = deal_key(self.ledger._require_key().derive(DEAL_PURPOSE), loaded.commitment.root)
             known = (DealOrder(key, loaded.commitment.tickets), loaded)
             self._orders[commitment] = known
@@ -239,7 +235,7 @@ class Dealer:
     # -- a play --------------------------------------------------------------------------------
 
     def play(
-        self, *, player: str, key: str, fingerprint: bytes, admission: Any = None
+        self, *, player: str, key: str, fingerprint: bytes, admission: Admission | None = None
     ) -> tuple[Play, bool]:
         """Deal one unit to ``player`` against the stake; (the play, whether it is a replay
         of the one made earlier under ``key``)."""
@@ -439,8 +435,6 @@ class Dealer:
                 "SELECT c.document FROM commitments c JOIN deal_orders d ON d.commitment = c.id "
                 "ORDER BY c.id"
             )
-        import json
-
         return [json.loads(document) for (document,) in rows]
 
     # -- players and their demo logins ---------------------------------------------------------

@@ -8,11 +8,10 @@ the SHA-256 of the whole order, :mod:`printpipe.ledger.deal`), before the first 
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from printpipe.ledger.deal import DEAL_PURPOSE, DealOrder, deal_key, order_digest
+from printpipe.ledger.key import LedgerKey
 from printpipe.ledger.proofs import LoadedCommitment
 from printpipe.ledger.store import Tx
 
@@ -31,7 +30,7 @@ def store_units(
     tx.insert_rows("units", ("id", "commitment", "leaf", "prize_eur", "symbols"), rows)
 
 
-def record_deal_order(tx: Tx, *, loaded: LoadedCommitment, ledger_key: Any) -> str:
+def record_deal_order(tx: Tx, *, loaded: LoadedCommitment, ledger_key: LedgerKey) -> str:
     """Fix a block's deal order before sale: its cursor at 0 and the SHA-256 of the whole
     order recorded; returns the digest."""
     commitment = loaded.commitment
