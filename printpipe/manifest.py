@@ -729,6 +729,8 @@ class ParsedRecords:
     """The auditor's CSV rows: the plaintext rows without their salt."""
     salts: np.ndarray
     """(n, 32) uint8: each ticket's leaf salt."""
+    symbols: np.ndarray | None = None
+    """(n, symbol width) int64: each ticket's symbol indices (an online game's units)."""
 
 
 class RecordChecker:
@@ -866,7 +868,9 @@ class RecordChecker:
             block=self.block, block_pack=block_pack, packs_per_block=definition.block.packs
         )
         keys = definition.number * 10**9 + pack_number * 10**3 + ticket
-        return ParsedRecords(keys, pack_number, ticket, prize, virn, counts, records, salts)
+        return ParsedRecords(
+            keys, pack_number, ticket, prize, virn, counts, records, salts, symbols
+        )
 
     def finish(self) -> None:
         """After the last batch: the counts and totals must be those of the signed header."""

@@ -187,7 +187,7 @@ def test_the_auditor_csv_has_the_spec_columns_and_rechecks(store_dir, keys_dir, 
     refused = run_cli(
         "ledger", "import", manifest, "--keys", str(keys_dir), "--db", str(tmp_path / "l.db")
     )
-    assert refused.returncode == 1 and "no VIRN" in refused.stderr
+    assert refused.returncode == 1 and "with its commitment (--commitment" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
 
 

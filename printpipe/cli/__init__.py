@@ -1,8 +1,8 @@
 """The ``printpipe`` command: parse, call a stage, print. No logic of its own.
 
 One module per group of commands (``blocks``, ``press``, ``records``, ``ledger``,
-``commitment``, ``service``); this module holds the root group and :func:`main`, which turns
-every user error into one line.
+``commitment``, ``service``, ``play``); this module holds the root group and :func:`main`, which
+turns every user error into one line.
 
 The root group loads a command's module only when that command runs (or shows its own help):
 ``printpipe --help`` and ``--version`` import click and this module, not reportlab, numpy or
@@ -33,6 +33,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ledger": ("ledger:ledger", "The lottery's validation database."),
     "manifest": ("records:manifest", "Check a secure manifest, or export its CSV."),
     "packs": ("ledger:packs", "Pack states: ship, activate, settle."),
+    "play": ("play:play", "The online game's server: deals units to players."),
+    "players": ("play:players", "Players of the online game (demo logins)."),
     "preflight": ("press:preflight", "Check press PDFs as a prepress intake does."),
     "proof": ("press:proof", "The proof pack the lottery approves, and its approval."),
     "prove": ("ledger:prove", "The inclusion proof of a paid ticket."),

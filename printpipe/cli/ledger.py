@@ -253,6 +253,7 @@ def _setting_option(flag: str, help_text: str) -> Callable[[Any], Any]:
 @_setting_option("--max-virn-failures", "Wrong VIRNs (from 2 terminals or more) locking a ticket.")
 @_setting_option("--max-terminal-virn-failures", "Wrong VIRNs throttling a terminal.")
 @_setting_option("--terminal-window-hours", "How long a terminal's wrong VIRNs count.")
+@_setting_option("--daily-stake-limit", "What an online player may stake in a day (EUR).")
 @terminal_option("lottery", "Who changes the settings, for the log")
 @_database_errors
 def ledger_config(
@@ -261,6 +262,7 @@ def ledger_config(
     max_virn_failures: int | None,
     max_terminal_virn_failures: int | None,
     terminal_window_hours: int | None,
+    daily_stake_limit: int | None,
     terminal: TerminalId,
 ) -> None:
     """Show the settings, or change them (audited). Showing never writes to the database."""
@@ -273,6 +275,7 @@ def ledger_config(
         max_virn_failures=max_virn_failures,
         max_terminal_virn_failures=max_terminal_virn_failures,
         terminal_window_hours=terminal_window_hours,
+        daily_stake_limit_eur=daily_stake_limit,
     )
     click.echo(settings.describe())
 

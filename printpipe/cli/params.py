@@ -185,3 +185,29 @@ PACK_REF = PackRefType()
 TICKET_REF = TicketRefType()
 REASON = ReasonType()
 LEDGER_LOCATION = LedgerLocationType()
+
+
+class EurosType(_Converted):
+    """An amount in EUR (``20``, ``20.50``) -> cents (``int``)."""
+
+    name = "EUR"
+
+    def parse(self, text: str) -> int:
+        from printpipe.ledger import parse_euros
+
+        return parse_euros(text)
+
+
+class PlayerType(_Converted):
+    """An online player's name (1 to 64 of A-Z a-z 0-9 . _ @ -)."""
+
+    name = "NAME"
+
+    def parse(self, text: str) -> str:
+        from printpipe.ledger import check_player
+
+        return check_player(text)
+
+
+EUROS = EurosType()
+PLAYER = PlayerType()

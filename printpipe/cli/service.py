@@ -101,8 +101,10 @@ def terminals() -> None:
 )  # fmt: skip
 @click.option("--retailer", type=TERMINAL, default=None, help="The retailer it belongs to.")
 @click.option(
-    "--role", type=click.Choice(["retailer", "office"]), default="retailer", show_default=True,
-    help="office: the lottery's own, acts on every pack and pays above the retailer limit.",
+    "--role", type=click.Choice(["retailer", "office", "platform"]), default="retailer",
+    show_default=True,
+    help="office: the lottery's own, acts on every pack and pays above the retailer limit; "
+    "platform: the online operator's, acts for its players at printpipe play.",
 )  # fmt: skip
 @terminal_option("lottery", "Who registers it, for the log")
 @_database_errors

@@ -308,6 +308,8 @@ class OnlineGame(Game, Protocol):
     rows: int
     columns: int
     cells: int
+    offer_price_cents: int
+    """What one play costs the player (the offer's price, a linked game's share included)."""
 
     def unit_wins(self, symbols: np.ndarray) -> tuple[np.ndarray, list[list[str]]]:
         """One unit's winning cells (both grids) and its wins per grid, in words."""

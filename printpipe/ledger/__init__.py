@@ -7,7 +7,10 @@ it are the ledger's own:
 - ``book.py``: :class:`Ledger`, which applies it in transactions (validate, claim, prove,
   prizes remaining, block closure), with the office's controls (``office.py``), terminals
   (``terminals.py``) and packs (``packs.py``) it shares an open database with (``core.py``);
-- ``importer.py``: a verified manifest into the ledger, all or nothing;
+- ``importer.py``: a verified manifest into the ledger, all or nothing (an online block's units
+  and its deal order with it: ``units.py``, ``deal.py``);
+- ``plays.py``: the online game server's transactions (a play: debit, unit, credit, once per
+  Idempotency-Key; history, proofs, players), over the wallet of ``wallet.py``;
 - ``store/``: the database behind one protocol, one module per engine, the schema written once;
 - ``key.py`` (HMACs under the ledger key), ``tree.py`` and ``proofs.py`` (a block's commitment
   in the ledger), ``log.py`` (the audit log's hash chain), ``inputs.py`` (what terminals and
@@ -48,9 +51,28 @@ if TYPE_CHECKING:
     )
     from printpipe.ledger.key import LedgerKey, load_ledger_key
     from printpipe.ledger.packs import ForeignPack, NoSuchPack
+    from printpipe.ledger.plays import (
+        DailyLimitReached,
+        Dealer,
+        KeyReused,
+        NoSuchPlay,
+        Play,
+        PlayBatcher,
+        PlayRefused,
+        PlayRequest,
+        SoldOut,
+        check_player,
+    )
     from printpipe.ledger.rules import Answer, Settings, parse_time
     from printpipe.ledger.store import Location, database_errors, location_argument, parse_location
     from printpipe.ledger.terminals import Terminal
+    from printpipe.ledger.wallet import (
+        DatabaseWallet,
+        InsufficientFunds,
+        NoSuchPlayer,
+        Wallet,
+        parse_euros,
+    )
 
 _HOMES = {
     "IdempotentClaim": "book",
@@ -85,32 +107,62 @@ _HOMES = {
     "location_argument": "store",
     "parse_location": "store",
     "Terminal": "terminals",
+    "DailyLimitReached": "plays",
+    "Dealer": "plays",
+    "KeyReused": "plays",
+    "NoSuchPlay": "plays",
+    "Play": "plays",
+    "PlayBatcher": "plays",
+    "PlayRefused": "plays",
+    "PlayRequest": "plays",
+    "SoldOut": "plays",
+    "check_player": "plays",
+    "DatabaseWallet": "wallet",
+    "InsufficientFunds": "wallet",
+    "NoSuchPlayer": "wallet",
+    "Wallet": "wallet",
+    "parse_euros": "wallet",
 }
 
 __all__ = [
     "LOTTERY",
     "Admission",
     "Answer",
+    "DailyLimitReached",
+    "DatabaseWallet",
+    "Dealer",
     "ForeignPack",
     "IdempotentClaim",
+    "InsufficientFunds",
+    "KeyReused",
     "KeyTakenOver",
     "Ledger",
     "LedgerKey",
     "Location",
     "NoSuchPack",
+    "NoSuchPlay",
+    "NoSuchPlayer",
     "PackRef",
+    "Play",
+    "PlayBatcher",
+    "PlayRefused",
+    "PlayRequest",
     "Reason",
     "RequestRefused",
     "Settings",
+    "SoldOut",
     "Terminal",
     "TerminalId",
+    "Wallet",
     "audit_text",
+    "check_player",
     "close_block",
     "configure",
     "database_errors",
     "import_manifest",
     "load_ledger_key",
     "location_argument",
+    "parse_euros",
     "parse_location",
     "parse_pack_ref",
     "parse_reason",

@@ -27,6 +27,7 @@ from printpipe.ledger.key import LedgerKey
 from printpipe.ledger.proofs import CommitmentLoad
 from printpipe.ledger.rules import default_settings_rows, format_time, pack_key, utc_now
 from printpipe.ledger.store import Database, Location, create_or_open, ticket_of_key
+from printpipe.ledger.units import record_deal_order, store_units
 from printpipe.manifest import Manifest, ParsedRecords, RecordChecker, decrypt_manifest
 
 # -- creating and importing ----------------------------------------------------------------
@@ -60,12 +61,13 @@ def import_manifest(
     the ledger's tables in the import's own transaction.
     """
     require_terminal(terminal)
-    if not game.definition.records.has_virn:
-        # e.g. golden-animals: an online unit is never scanned at a retailer, and its
-        # records carry no VIRN to check a scanned code against
+    if not game.definition.records.has_virn and commitment is None:
+        # e.g. golden-animals: an online unit is never scanned at a retailer; the game server
+        # deals it, and proves it against the block's commitment, loaded with it
         raise PrintpipeError(
-            f"manifest {manifest.path} refused: the records of {game.definition.id} carry "
-            "no VIRN, its units are not validated by retailers"
+            f"manifest {manifest.path} refused: the units of {game.definition.id} are dealt "
+            "online, not validated by retailers: import the block manifest with its "
+            "commitment (--commitment COMMITMENT), for the game server (printpipe play)"
         )
 
     def fill(database: Database) -> str:
@@ -149,10 +151,12 @@ def _load(
         manifest_id = created[0]
         block = int(header["block"])
 
+        online = not definition.records.has_virn
+
         def store(parsed: ParsedRecords) -> None:
             if progress is not None:
                 progress(len(parsed.keys))
-            if not len(parsed.keys):
+            if not len(parsed.keys) or online:  # an online block's units: see below
                 return
             keys = parsed.keys
             records = key.record_hmacs(parsed.lines)
@@ -219,6 +223,19 @@ def _load(
             def store_with_tree(parsed: ParsedRecords) -> None:
                 store(parsed)
                 load.on_batch(parsed)
+                if online and len(parsed.keys):
+                    assert parsed.symbols is not None
+                    c = load.loaded.commitment
+                    store_units(
+                        tx,
+                        commitment=load.loaded.id,
+                        keys=parsed.keys,
+                        leaves=(parsed.pack_number - c.first_pack_number) * c.pack_size
+                        + parsed.ticket,
+                        prizes=parsed.prize_eur,
+                        symbols=parsed.symbols,
+                    )
+                    stats["new"] += len(parsed.keys)
 
             rebuilt = manifest_commitment(
                 manifest, game, identity, on_batch=store_with_tree, on_nodes=load.nodes
@@ -231,11 +248,18 @@ def _load(
                 )
             earlier = load.finish()
             seen = rebuilt.tickets
-            with_tree = f"; its commitment (root {commitment.root.hex()}) and tree: every " + (
-                "payment is proven"
-                if not earlier
-                else f"payment is proven, the {earlier:,} made before included"
-            )
+            if online:
+                digest = record_deal_order(tx, loaded=load.loaded, ledger_key=key)
+                with_tree = (
+                    f"; its commitment (root {commitment.root.hex()}) and tree; units dealt "
+                    f"in the order of SHA-256 {digest}, fixed now (printpipe play deals them)"
+                )
+            else:
+                with_tree = f"; its commitment (root {commitment.root.hex()}) and tree: every " + (
+                    "payment is proven"
+                    if not earlier
+                    else f"payment is proven, the {earlier:,} made before included"
+                )
         tx.execute(
             "UPDATE manifests SET new_records = new_records + ? WHERE id = ?",
             (stats["new"], manifest_id),

@@ -86,6 +86,13 @@ class Commitments:
         closed = dt.date.fromisoformat(closed_on) if closed_on else None
         return LoadedCommitment(int(key), commitment, bytes(nonce), closed)
 
+    def by_id(self, tx: Tx, commitment: int) -> LoadedCommitment:
+        """The commitment of that row (one the caller knows exists, e.g. a play's)."""
+        row = tx.one(_SELECT + "WHERE id = ?", (commitment,))
+        if row is None:
+            raise PrintpipeError(f"the ledger holds no commitment {commitment}")
+        return self._loaded(row)
+
     def of_ticket(self, tx: Tx, ticket: TicketId) -> LoadedCommitment | None:
         row = tx.one(
             _SELECT + "WHERE game_number = ? AND first_pack <= ? AND last_pack >= ?",

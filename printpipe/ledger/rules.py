@@ -21,12 +21,13 @@ DEFAULT_RETAILER_LIMIT_EUR = 150
 DEFAULT_MAX_VIRN_FAILURES = 5
 DEFAULT_MAX_TERMINAL_VIRN_FAILURES = 3
 DEFAULT_TERMINAL_WINDOW_HOURS = 24
+DEFAULT_DAILY_STAKE_LIMIT_EUR = 100
 LOCK_MIN_TERMINALS = 2
 """A ticket locks only on wrong VIRNs from this many terminals: one terminal cannot lock a
 ticket (it is throttled first, and its own failures never add up to a lock)."""
 PACK_STATES = ("issued", "activated", "settled")
 PAYABLE_STATES = ("activated", "settled")
-TERMINAL_ROLES = ("retailer", "office")
+TERMINAL_ROLES = ("retailer", "office", "platform")
 TIME_FORMAT = "%Y-%m-%dT%H:%M:%SZ"
 
 
@@ -93,6 +94,8 @@ class Settings:
     max_virn_failures: int = DEFAULT_MAX_VIRN_FAILURES
     max_terminal_virn_failures: int = DEFAULT_MAX_TERMINAL_VIRN_FAILURES
     terminal_window_hours: int = DEFAULT_TERMINAL_WINDOW_HOURS
+    daily_stake_limit_eur: int = DEFAULT_DAILY_STAKE_LIMIT_EUR
+    """Responsible play: what a player of an online game may stake in a day (UTC)."""
 
     @property
     def terminal_window(self) -> timedelta:
@@ -104,7 +107,8 @@ class Settings:
             f"lock after {self.max_virn_failures} wrong validation numbers on a ticket "
             f"(from {LOCK_MIN_TERMINALS} terminals or more); a terminal is throttled after "
             f"{self.max_terminal_virn_failures} wrong validation numbers in "
-            f"{self.terminal_window_hours} h"
+            f"{self.terminal_window_hours} h; an online player stakes at most "
+            f"{self.daily_stake_limit_eur} EUR a day"
         )
 
 

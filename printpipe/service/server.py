@@ -99,8 +99,6 @@ def serve(
     access_log: bool = False,
 ) -> None:
     """Run the service until SIGINT or SIGTERM."""
-    import uvicorn
-
     dialect = check_ledger(location, keys_dir)
     sock = bind(host, port)
     url = url_of(sock)
@@ -116,8 +114,21 @@ def serve(
         file=sys.stderr,
         flush=True,
     )
-    config = uvicorn.Config(
+    run_uvicorn(
         "printpipe.service.server:create_app_from_environment",
+        sock=sock,
+        workers=workers,
+        access_log=access_log,
+    )
+
+
+def run_uvicorn(factory: str, *, sock: socket.socket, workers: int, access_log: bool) -> None:
+    """Serve the ASGI application made by ``factory`` (``module:function``, called in each
+    worker) on ``sock`` until SIGINT or SIGTERM: one process, or a supervisor of ``workers``."""
+    import uvicorn
+
+    config = uvicorn.Config(
+        factory,
         factory=True,
         workers=workers,
         loop="uvloop",
@@ -140,8 +151,8 @@ def serve(
 
 
 def detach(argv: list[str], *, url_file: Path, log_file: Path, pid_file: Path) -> str:
-    """Start ``printpipe serve`` (``argv``, without --detach) in the background, logging to
-    ``log_file``; return its URL once it listens (its pid in ``pid_file``)."""
+    """Start ``printpipe serve`` or ``play`` (``argv``, without --detach) in the background,
+    logging to ``log_file``; return its URL once it listens (its pid in ``pid_file``)."""
     url_file.unlink(missing_ok=True)
     with open(log_file, "ab") as log:
         os.fchmod(log.fileno(), 0o600)
@@ -160,9 +171,7 @@ def detach(argv: list[str], *, url_file: Path, log_file: Path, pid_file: Path) -
             return url_file.read_text().strip()
         if child.poll() is not None:
             lines = log_file.read_text(errors="replace").strip().splitlines()
-            raise PrintpipeError(lines[-1] if lines else "the service exited at once")
+            raise PrintpipeError(lines[-1] if lines else "the server exited at once")
         time.sleep(0.05)
     os.kill(child.pid, signal.SIGTERM)
-    raise PrintpipeError(
-        f"the service did not start within {READY_TIMEOUT_S:.0f} s: see {log_file}"
-    )
+    raise PrintpipeError(f"the server did not start within {READY_TIMEOUT_S:.0f} s: see {log_file}")

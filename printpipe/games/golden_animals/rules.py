@@ -248,29 +248,34 @@ class GoldenAnimals:
     def unit_wins(self, symbols: np.ndarray) -> tuple[np.ndarray, list[list[str]]]:
         """One unit's winning cells (bool per cell, both grids) and its wins per grid, in words.
 
-        Read off the same group tables as ``evaluate``: what a proof highlights and labels is
-        what the rules pay, never a separate reckoning.  The extra grid's list is empty when
-        the unit has no EXTRA.
+        Read off the same group tables as ``evaluate``: what a proof or the game screen
+        highlights and labels is what the rules pay, never a separate reckoning.  The extra
+        grid's list is empty when the unit has no EXTRA.  One unit at a time, in plain Python
+        (the game server answers every play with it: numpy's per-call cost would dominate).
         """
-        symbols = np.asarray(symbols, dtype=np.int64)
-        winning = np.zeros(2 * self.cells, dtype=bool)
+        cells = self.cells
+        row = [int(s) for s in np.asarray(symbols).tolist()]
+        winning = np.zeros(2 * cells, dtype=bool)
         words: list[list[str]] = [[], []]
-        opens = bool((symbols[: self.cells] == self.extra_id).any())
-        for g in range(2 if opens else 1):
-            grid = symbols[g * self.cells : (g + 1) * self.cells]
-            for animal, amount in zip(self.animal_ids, self.animal_amounts, strict=True):
-                mask = int(cell_masks((grid == animal)[None, :])[0])
+        codes = self.definition.symbol_codes
+        for g in range(2 if self.extra_id in row[:cells] else 1):
+            grid = row[g * cells : (g + 1) * cells]
+            masks: dict[int, int] = {}
+            for i, s in enumerate(grid):
+                masks[s] = masks.get(s, 0) | 1 << i
+            for animal, amount in self._animal_amounts:
+                mask = masks.get(animal, 0)
                 chains = int(self.groups.chains[mask])
                 if chains:
-                    cells = unpack_masks(np.array([self.groups.crowded[mask]]), self.cells)[0]
-                    winning[g * self.cells : (g + 1) * self.cells] |= cells
-                    code = self.definition.symbol_codes[animal]
-                    words[g] += [f"chaîne {code} {french.euros(int(amount))}"] * chains
-            money = self.is_money[grid]
-            winning[g * self.cells : (g + 1) * self.cells] |= money
-            words[g] += [
-                f"ANIMALS {french.euros(int(self.money_value[s]))}" for s in grid[money].tolist()
-            ]
+                    crowded = int(self.groups.crowded[mask])
+                    for i in range(cells):
+                        if crowded >> i & 1:
+                            winning[g * cells + i] = True
+                    words[g] += [f"chaîne {codes[animal]} {french.euros(amount)}"] * chains
+            for i, s in enumerate(grid):
+                if self.is_money[s]:
+                    winning[g * cells + i] = True
+                    words[g].append(f"ANIMALS {french.euros(int(self.money_value[s]))}")
         return winning, words
 
     # -- the units on screen (OnlineGame) ---------------------------------------------------
@@ -436,6 +441,9 @@ class GoldenAnimals:
         codes = self.definition.symbol_codes
         self.animal_ids = np.array([codes.index(a) for a in self.paytable])
         self.animal_amounts = np.array(list(self.paytable.values()), dtype=np.int64)
+        self._animal_amounts = [
+            (int(a), int(v)) for a, v in zip(self.animal_ids, self.animal_amounts, strict=True)
+        ]
         self.extra_id = codes.index(self.extra_symbol)
         self.empty_id = codes.index(EMPTY)
         self.money_value = np.zeros(len(codes), dtype=np.int64)

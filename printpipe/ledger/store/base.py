@@ -98,7 +98,13 @@ def old_layout_message(location: object, layout: int) -> str:
             f"validation database {location} has layout {layout}; this printpipe reads layout "
             f"{LAYOUT}: use the printpipe that wrote it"
         )
-    missing = "VIRNs stored in clear" if layout < 2 else "no block commitments nor proofs"
+    missing = (
+        "VIRNs stored in clear"
+        if layout < 2
+        else "no block commitments nor proofs"
+        if layout < 3
+        else "no online game server tables"
+    )
     return (
         f"validation database {location} has layout {layout} of an earlier printpipe "
         f"({missing}); this printpipe reads layout {LAYOUT} only: rebuild it by "

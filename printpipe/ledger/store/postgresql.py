@@ -74,6 +74,7 @@ _COPY_TYPES = {
     "tickets": ("int8", "bytea", "int4", "int8", "bytea"),
     "merkle_nodes": ("int8", "int4", "int8", "bytea"),
     "sealed_salts": ("int8", "int8", "bytea"),
+    "units": ("int8", "int8", "int8", "int4", "bytea"),
 }
 
 

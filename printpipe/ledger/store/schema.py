@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-LAYOUT = 3
+LAYOUT = 4
 """The ledger's layout: 2 = VIRNs as HMACs, hash-chained audit log, terminals (issue 12);
 3 = the blocks' public commitments, their trees and sealed salts, each payment's inclusion
-proof (issue 14)."""
+proof (issue 14); 4 = the online game server's units, deal orders, players, wallet and plays,
+and the operator's platform terminals (issue 21)."""
 
 INT = "int"  # fits 32 bits
 BIGINT = "bigint"
@@ -166,7 +167,7 @@ TABLES: tuple[Table, ...] = (
             _c("key_id", TEXT, "NOT NULL UNIQUE"),
             _c("public_key", BYTES),
             _c("retailer", TEXT, ""),
-            _c("role", TEXT, "NOT NULL CHECK (role IN ('retailer', 'office'))"),
+            _c("role", TEXT, "NOT NULL CHECK (role IN ('retailer', 'office', 'platform'))"),
             _c("added_at", TEXT),
             _c("revoked_at", TEXT, ""),
         ),
@@ -192,6 +193,87 @@ TABLES: tuple[Table, ...] = (
         keys=("PRIMARY KEY (terminal, key)",),
         clustered=True,
         indexes=(("idempotency_by_time", "started_at"),),
+    ),
+    # -- the online game server (printpipe play, issue 21) ------------------------------------
+    Table(
+        "units",  # an online block's units, loaded with its commitment
+        (
+            _c("id", BIGINT, "PRIMARY KEY"),  # the serial's key, as tickets
+            _c("commitment", BIGINT, "NOT NULL REFERENCES commitments(id)"),
+            _c("leaf", BIGINT),  # its place in the block
+            _c("prize_eur", INT),
+            _c("symbols", BYTES),  # one byte a symbol, both grids
+        ),
+        keys=("UNIQUE (commitment, leaf)",),
+    ),
+    Table(
+        "deal_orders",  # per online block: its order fixed at import, and the deal cursor
+        (
+            _c("commitment", BIGINT, "PRIMARY KEY REFERENCES commitments(id)"),
+            _c("units", BIGINT),
+            _c("order_sha256", TEXT),
+            _c("next_position", BIGINT, "NOT NULL CHECK (next_position <= units)"),
+        ),
+    ),
+    Table(
+        "players",  # the built-in wallet's accounts
+        (
+            _c("id", TEXT, "PRIMARY KEY"),
+            _c("balance_cents", BIGINT, "NOT NULL CHECK (balance_cents >= 0)"),
+            _c("added_at", TEXT),
+        ),
+    ),
+    Table(
+        "wallet_entries",  # each movement, once per (reference, kind)
+        (
+            _c("reference", TEXT),
+            _c("kind", TEXT, "NOT NULL CHECK (kind IN ('deposit', 'debit', 'credit'))"),
+            _c("player", TEXT, "NOT NULL REFERENCES players(id)"),
+            _c("amount_cents", BIGINT),
+            _c("at", TEXT),
+        ),
+        keys=("PRIMARY KEY (reference, kind)",),
+        append_only="wallet entries are",
+    ),
+    Table(
+        "plays",
+        (
+            _c("id", TEXT, "PRIMARY KEY"),
+            _c("player", TEXT, "NOT NULL REFERENCES players(id)"),
+            _c("idempotency_key", TEXT),
+            _c("fingerprint", BYTES),
+            _c("unit", BIGINT, "NOT NULL UNIQUE REFERENCES units(id)"),
+            _c("commitment", BIGINT),
+            _c("position", BIGINT),
+            _c("stake_cents", INT),
+            _c("lot_cents", BIGINT),
+            _c("balance_cents", BIGINT),
+            _c("day", TEXT),
+            _c("played_at", TEXT),
+        ),
+        keys=("UNIQUE (player, idempotency_key)", "UNIQUE (commitment, position)"),
+        indexes=(
+            ("plays_by_day", "player, day"),
+            ("plays_by_player", "player, commitment, position"),
+        ),
+        append_only="plays are",
+    ),
+    Table(
+        "player_logins",  # the demo's one-time login tokens, as SHA-256
+        (
+            _c("token_hash", BYTES, "PRIMARY KEY"),
+            _c("player", TEXT, "NOT NULL REFERENCES players(id)"),
+            _c("expires_at", BIGINT),
+            _c("used_at", BIGINT, ""),
+        ),
+    ),
+    Table(
+        "player_sessions",  # the demo's session cookies, as SHA-256
+        (
+            _c("token_hash", BYTES, "PRIMARY KEY"),
+            _c("player", TEXT, "NOT NULL REFERENCES players(id)"),
+            _c("expires_at", BIGINT),
+        ),
     ),
     Table(
         "audit_log",

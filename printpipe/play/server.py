@@ -1,0 +1,108 @@
+"""``printpipe play``: the game server on uvicorn, started and stopped like ``printpipe serve``
+(the same socket binding, ``--url-file``, ``--detach``, ``--workers``)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from printpipe.atomic import atomic_file
+from printpipe.errors import PrintpipeError
+from printpipe.ledger import Location, location_argument, parse_location
+from printpipe.service.server import POOL_CONNECTIONS, bind, run_uvicorn, url_of
+
+CONFIG_ENV = "PRINTPIPE_PLAY_CONFIG"
+DEFAULT_PORT = 8788
+
+
+@dataclass(frozen=True)
+class PlayConfig:
+    db: str
+    keys_dir: str
+    demo: bool = False
+    workers: int = 1
+
+    @property
+    def location(self) -> Location:
+        return parse_location(self.db)
+
+
+def open_dealer(location: Location, keys_dir: Path, *, pool: int = 0, shared: bool = False) -> Any:
+    """The ledger at ``location`` and its dealer, for the online game whose blocks it holds."""
+    from printpipe.games import load_game
+    from printpipe.games.base import is_online
+    from printpipe.ledger import Dealer, Ledger, load_ledger_key
+
+    ledger = Ledger(location, key=load_ledger_key(keys_dir), pool_size=pool, shared=shared)
+    try:
+        rows = ledger.query(
+            "SELECT DISTINCT c.game FROM commitments c JOIN deal_orders d ON d.commitment = c.id"
+        )
+        if not rows:
+            raise PrintpipeError(
+                f"the ledger {location} holds no online block to deal (load one: printpipe "
+                "ledger import MANIFEST --commitment COMMITMENT)"
+            )
+        if len(rows) > 1:
+            raise PrintpipeError(f"the ledger {location} holds blocks of several online games")
+        game = load_game(rows[0][0])
+        if not is_online(game):  # pragma: no cover - deal orders exist for online games only
+            raise PrintpipeError(f"{rows[0][0]} is not an online game")
+        return ledger, Dealer(ledger, game)
+    except BaseException:
+        ledger.close()
+        raise
+
+
+def create_app_from_environment() -> Any:
+    """Uvicorn's factory: each worker opens its own ledger (and PostgreSQL pool)."""
+    from printpipe.play.app import create_app
+
+    config = PlayConfig(**json.loads(os.environ[CONFIG_ENV]))
+    ledger, dealer = open_dealer(
+        config.location, Path(config.keys_dir), pool=POOL_CONNECTIONS, shared=config.workers > 1
+    )
+    return create_app(ledger, dealer, threads=ledger.db.threads, demo=config.demo)
+
+
+def play(
+    *,
+    location: Location,
+    keys_dir: Path,
+    host: str,
+    port: int,
+    workers: int = 1,
+    demo: bool = False,
+    url_file: Path | None = None,
+    access_log: bool = False,
+) -> None:
+    """Run the game server until SIGINT or SIGTERM."""
+    ledger, dealer = open_dealer(location, keys_dir)
+    with ledger:
+        dialect, game = ledger.db.dialect, dealer.game.definition.id
+    sock = bind(host, port)
+    url = url_of(sock)
+    db = location_argument(location)
+    os.environ[CONFIG_ENV] = json.dumps(
+        asdict(PlayConfig(db=db, keys_dir=str(keys_dir), demo=demo, workers=workers))
+    )
+    if url_file is not None:
+        with atomic_file(url_file) as handle:
+            handle.write(f"{url}\n".encode())
+    print(
+        f"printpipe: dealing {game} at {url} (ledger {location}, {dialect}, {workers} worker"
+        f"{'s' if workers > 1 else ''}{', demo logins' if demo else ''}); stop with Ctrl-C or "
+        "SIGTERM",
+        file=sys.stderr,
+        flush=True,
+    )
+    run_uvicorn(
+        "printpipe.play.server:create_app_from_environment",
+        sock=sock,
+        workers=workers,
+        access_log=access_log,
+    )

@@ -1,0 +1,244 @@
+"""The online game to test and bench: a small Golden Animals block (generated, countersigned,
+exported as a feed), loaded into a ledger on either database, players registered, a platform
+terminal's key, and ``printpipe play`` running in a subprocess, as an operator runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from printpipe.feed import FeedReader
+from printpipe.ledger import (
+    LOTTERY,
+    Ledger,
+    Location,
+    TerminalId,
+    load_ledger_key,
+    location_argument,
+)
+from printpipe.service.signatures import RequestSigner, key_id_of, raw_public_key
+from tests.ledger_helpers import run_in_process
+from tests.storm import signed_request
+
+GAME = "golden-animals"
+PLATFORM = "operator-1"
+
+
+@dataclass
+class OnlineBlock:
+    """A countersigned block of packs 1:``packs`` (1,000 units a pack) and its feed."""
+
+    folder: Path
+    keys: Path
+    packs: int
+
+    @property
+    def block(self) -> Path:
+        return self.folder / "block"
+
+    @property
+    def manifest(self) -> Path:
+        return self.block / "manifest.ppm"
+
+    @property
+    def commitment(self) -> Path:
+        return self.block / "commitment.json"
+
+    @property
+    def feed(self) -> Path:
+        return next((self.folder / "run").glob("*.feed"))
+
+    def feed_units(self) -> dict[str, tuple[list[str], list[str] | None, int]]:
+        """Each unit of the feed by serial: its grid, its extra grid (or None), its lot."""
+        units = {}
+        with FeedReader(self.feed) as reader:
+            for index in range(reader.units):
+                unit = reader.unit(index)
+                grid = unit.fields["grid"]
+                assert grid is not None
+                units[unit.serial] = (grid, unit.fields["extra_grid"], unit.prize_eur)
+        return units
+
+
+def make_block(folder: Path, *, packs: int = 2) -> OnlineBlock:
+    """Keys, the block generated with its manifest, countersigned, and its feed exported."""
+    keys = folder / "keys"
+    for args in (
+        ["keys", "init", str(keys)],
+        ["generate", "--game", GAME, "--packs", f"1:{packs}", "--keys", str(keys),
+         "--out", str(folder / "block"), "--quiet"],
+        ["commitment", "sign", str(folder / "block" / "commitment.json"), "--manifest",
+         str(folder / "block" / "manifest.ppm"), "--keys", str(keys), "--quiet"],
+        ["export", str(folder / "block"), "--out", str(folder / "run"), "--keys", str(keys),
+         "--quiet"],
+    ):  # fmt: skip
+        result = run_in_process(*args)
+        assert result.returncode == 0, result.stderr
+    return OnlineBlock(folder, keys, packs)
+
+
+def db_text(location: Location) -> str:
+    return location_argument(location)
+
+
+@dataclass
+class PlayWorld:
+    """A ledger holding the block, players with balances, a platform key, and the server."""
+
+    block: OnlineBlock
+    location: Location
+    folder: Path
+    platform: RequestSigner
+    players: dict[str, int] = field(default_factory=dict)
+    url: str = ""
+    process: subprocess.Popen | None = None
+    logins: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def keys(self) -> Path:
+        return self.block.keys
+
+    def ledger(self) -> Ledger:
+        return Ledger(self.location, key=load_ledger_key(self.keys), read_only=True)
+
+    def query(self, sql: str) -> list[tuple]:
+        with self.ledger() as book:
+            return book.query(sql)
+
+    def start(self, *, demo: bool = False, workers: int = 1) -> str:
+        url_file = self.folder / "play.url"
+        url_file.unlink(missing_ok=True)
+        log = open(self.folder / "play.log", "ab")  # noqa: SIM115 - the server's
+        args = [sys.executable, "-m", "printpipe", "play", "--db", db_text(self.location),
+                "--keys", str(self.keys), "--port", "0", "--url-file", str(url_file),
+                "--workers", str(workers)]  # fmt: skip
+        self.process = subprocess.Popen(
+            [*args, *(["--demo"] if demo else [])], stdout=log, stderr=log
+        )
+        log.close()
+        deadline = time.monotonic() + 60
+        while not url_file.exists():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError((self.folder / "play.log").read_text())
+            time.sleep(0.05)
+        self.url = url_file.read_text().strip()
+        return self.url
+
+    def kill(self) -> None:
+        """SIGKILL: the server and its workers, no goodbye."""
+        if self.process is not None and self.process.poll() is None:
+            os.kill(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+        self.process = None
+
+    def play_request(self, player: str, key: str | None = None) -> bytes:
+        key = key or uuid.uuid4().hex
+        return signed_request(
+            self.platform, self.url, "POST", f"/v1/players/{player}/plays", b"",
+            extra={"Idempotency-Key": key},
+        )  # fmt: skip
+
+    def totals(self) -> dict[str, int]:
+        """Money and units, as the ledger holds them."""
+        (balances,) = self.query("SELECT COALESCE(SUM(balance_cents), 0) FROM players")
+        (plays,) = self.query(
+            "SELECT COUNT(*), COALESCE(SUM(stake_cents), 0), COALESCE(SUM(lot_cents), 0), "
+            "COUNT(DISTINCT unit), COUNT(DISTINCT position) FROM plays"
+        )
+        (debits,) = self.query(
+            "SELECT COUNT(*), COALESCE(SUM(amount_cents), 0) FROM wallet_entries "
+            "WHERE kind = 'debit'"
+        )
+        (credits,) = self.query(
+            "SELECT COUNT(*), COALESCE(SUM(amount_cents), 0) FROM wallet_entries "
+            "WHERE kind = 'credit'"
+        )
+        (cursor,) = self.query("SELECT COALESCE(SUM(next_position), 0) FROM deal_orders")
+        return {
+            "balances": int(balances[0]),
+            "plays": int(plays[0]),
+            "stakes": int(plays[1]),
+            "lots": int(plays[2]),
+            "distinct_units": int(plays[3]),
+            "distinct_positions": int(plays[4]),
+            "debits": int(debits[0]),
+            "debited": int(debits[1]),
+            "credits": int(credits[0]),
+            "credited": int(credits[1]),
+            "dealt": int(cursor[0]),
+        }
+
+    def check_books(self, opening_cents: int) -> dict[str, int]:
+        """The invariants of a play storm: no unit dealt twice, every debit has its play
+        (unit and lot) and no play lacks its debit, money neither made nor lost."""
+        t = self.totals()
+        assert t["distinct_units"] == t["plays"] == t["distinct_positions"]
+        assert t["debits"] == t["plays"] and t["debited"] == t["stakes"]
+        assert t["credited"] == t["lots"]
+        assert t["balances"] + t["stakes"] - t["lots"] == opening_cents
+        orphans = self.query(
+            "SELECT COUNT(*) FROM wallet_entries w LEFT JOIN plays p ON p.id = w.reference "
+            "WHERE w.kind IN ('debit', 'credit') AND p.id IS NULL"
+        )
+        assert orphans[0][0] == 0
+        # the positions dealt are exactly 0 .. n-1: none skipped, none lost
+        assert t["dealt"] == t["plays"]
+        return t
+
+
+def make_world(
+    block: OnlineBlock, location: Location, folder: Path, *, players: int, balance_eur: int
+) -> PlayWorld:
+    """The block imported into ``location`` with its commitment, ``players`` players of
+    ``balance_eur`` each, and a platform terminal registered."""
+    folder.mkdir(parents=True, exist_ok=True)
+    db = db_text(location)
+    result = run_in_process(
+        "ledger", "import", str(block.manifest), "--commitment", str(block.commitment),
+        "--db", db, "--keys", str(block.keys),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    private = Ed25519PrivateKey.generate()
+    with Ledger(location, key=load_ledger_key(block.keys)) as book:
+        book.add_terminal(
+            TerminalId(PLATFORM),
+            public_key=raw_public_key(private.public_key()),
+            key_id=key_id_of(private.public_key()),
+            retailer=None,
+            role="platform",
+            by=LOTTERY,
+        )
+    world = PlayWorld(block, location, folder, RequestSigner(private))
+    from printpipe.play.server import open_dealer
+
+    ledger, dealer = open_dealer(location, block.keys)
+    with ledger:
+        for i in range(players):
+            name = f"player-{i:02d}"
+            world.logins[name] = dealer.add_player(
+                player=name, balance_cents=balance_eur * 100, by="test"
+            )
+            world.players[name] = balance_eur * 100
+    return world
+
+
+def answer(outcome: object) -> dict:
+    body = getattr(outcome, "body", b"")
+    try:
+        return json.loads(body)
+    except ValueError:
+        return {}

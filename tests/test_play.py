@@ -1,0 +1,236 @@
+"""The game server in process, on both databases: the deal order (a keyed permutation, fixed
+and recorded at import), a play's money and idempotency, the daily stake limit, a sold-out
+block, a play's proof checked by ``printpipe verify-proof``, and the demo's cookie session
+(HttpOnly, SameSite=Strict, refused from another site)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from starlette.testclient import TestClient
+
+from printpipe.commitment import load_commitment
+from printpipe.errors import InvalidInput
+from printpipe.ledger import (
+    DailyLimitReached,
+    InsufficientFunds,
+    KeyReused,
+    NoSuchPlayer,
+    SoldOut,
+    load_ledger_key,
+    parse_euros,
+)
+from printpipe.ledger.deal import DEAL_PURPOSE, DealOrder, deal_key, order_digest
+from printpipe.play.app import create_app
+from printpipe.play.server import open_dealer
+from tests.ledger_helpers import db_arg, run_in_process
+from tests.play_helpers import make_block, make_world
+
+pytestmark = pytest.mark.xdist_group("play")
+
+
+@given(units=st.integers(1, 5000), key=st.binary(min_size=32, max_size=32))
+@settings(max_examples=40)
+def test_the_deal_order_is_a_permutation_and_its_inverse(units, key):
+    order = DealOrder(key, units)
+    leaves = order.leaves(np.arange(units))
+    assert sorted(leaves.tolist()) == list(range(units))
+    assert order.positions(leaves).tolist() == list(range(units))
+    some = range(0, units, max(1, units // 50))
+    assert [order.leaf(p) for p in some] == leaves[list(some)].tolist()  # one at a time, alike
+
+
+def test_the_deal_order_depends_on_the_key():
+    one, two = DealOrder(bytes(32), 1000), DealOrder(b"\x01" * 32, 1000)
+    assert one.leaves(np.arange(20)).tolist() != two.leaves(np.arange(20)).tolist()
+    assert order_digest(one) != order_digest(two)
+    assert order_digest(one) == order_digest(DealOrder(bytes(32), 1000))
+
+
+@pytest.mark.parametrize("text", ["20", "20.5", "20,50", "0.05"])
+def test_amounts_in_euros(text):
+    assert parse_euros(text) == round(float(text.replace(",", ".")) * 100)
+
+
+@pytest.mark.parametrize("text", ["", "-1", "1.234", "1e3", "twenty", "1" * 14])
+def test_bad_amounts_are_refused(text):
+    with pytest.raises(InvalidInput):
+        parse_euros(text)
+
+
+@pytest.fixture(scope="module")
+def block(tmp_path_factory):
+    return make_block(tmp_path_factory.mktemp("play-unit-block"), packs=1)
+
+
+@pytest.fixture(scope="module")
+def world(block, ledgers, tmp_path_factory):
+    return make_world(
+        block, ledgers.new(), tmp_path_factory.mktemp("play-unit"), players=3, balance_eur=5
+    )
+
+
+@pytest.fixture
+def dealer(world):
+    ledger, dealer = open_dealer(world.location, world.keys)
+    yield dealer
+    ledger.close()
+
+
+def fingerprint(dealer, player: str) -> bytes:
+    return dealer.ledger.request_fingerprint("POST", f"/v1/players/{player}/plays", b"")
+
+
+def test_the_import_fixes_and_records_the_deal_order(world):
+    (row,) = world.query("SELECT order_sha256, units, next_position FROM deal_orders")
+    commitment = load_commitment(world.block.commitment)
+    key = load_ledger_key(world.keys)
+    order = DealOrder(deal_key(key.derive(DEAL_PURPOSE), commitment.root), commitment.tickets)
+    assert row == (order_digest(order), 1000, row[2])  # an auditor with the key replays it
+    (logged,) = world.query("SELECT answer FROM audit_log WHERE action = 'import'")
+    assert row[0] in logged[0]
+
+
+def test_a_play_debits_once_deals_the_next_unit_and_credits_its_lot(world, dealer):
+    units = world.block.feed_units()
+    fp = fingerprint(dealer, "player-00")
+    before = dealer.account(player="player-00")["balance_cents"]
+    play, replayed = dealer.play(player="player-00", key="first-play-key", fingerprint=fp)
+    assert not replayed and units[play.serial][2] == play.lot_eur
+    assert play.balance_cents == before - 100 + 100 * play.lot_eur
+    order = dealer._orders[play.commitment][0]
+    assert order.leaf(play.position) == play.leaf
+    again, replayed = dealer.play(player="player-00", key="first-play-key", fingerprint=fp)
+    assert replayed and again == play  # the same unit, not debited again
+    assert dealer.account(player="player-00")["balance_cents"] == play.balance_cents
+    with pytest.raises(KeyReused):
+        dealer.play(player="player-00", key="first-play-key", fingerprint=b"another" * 4)
+    with pytest.raises(NoSuchPlayer):
+        dealer.play(player="nobody", key="some-play-key", fingerprint=fp)
+    world.check_books(sum(world.players.values()))
+
+
+def test_a_play_the_balance_does_not_cover_changes_nothing(world, dealer):
+    dealer.add_player(player="poor", balance_cents=50, by="test")
+    world.players["poor"] = 50
+    before = world.totals()
+    with pytest.raises(InsufficientFunds):
+        dealer.play(player="poor", key="poor-play-key", fingerprint=fingerprint(dealer, "poor"))
+    assert world.totals() == before
+
+
+def test_the_daily_stake_limit(world, dealer):
+    result = run_in_process("ledger", "config", "--db", db_arg(world.location),
+                            "--daily-stake-limit", "2")  # fmt: skip
+    assert result.returncode == 0 and "stakes at most 2 EUR a day" in result.stdout
+    dealer.ledger.reload_settings()
+    fp = fingerprint(dealer, "player-01")
+    for i in range(2):
+        dealer.play(player="player-01", key=f"limit-key-{i}", fingerprint=fp)
+    before = world.totals()
+    with pytest.raises(DailyLimitReached):
+        dealer.play(player="player-01", key="limit-key-2", fingerprint=fp)
+    assert world.totals() == before
+    run_in_process("ledger", "config", "--db", db_arg(world.location), "--daily-stake-limit", "100")
+
+
+def test_a_plays_proof_holds_for_anyone_offline(world, dealer, tmp_path):
+    fp = fingerprint(dealer, "player-02")
+    play, _ = dealer.play(player="player-02", key="proof-play-key", fingerprint=fp)
+    proof = dealer.proof(player="player-02", play_id=play.id)
+    assert proof.ticket.serial == play.serial and proof.ticket.prize_eur == play.lot_eur
+    path = tmp_path / "proof.json"
+    path.write_bytes(proof.to_json())
+    result = run_in_process("verify-proof", str(path), "--commitment", str(world.block.commitment),
+                            "--keys", str(world.keys))  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    wins = f"wins {play.lot_eur} EUR" if play.lot_eur else "wins nothing"
+    assert f"proof OK: ticket {play.serial} {wins}" in result.stdout
+
+
+@given(steps=st.lists(st.tuples(st.integers(0, 2), st.integers(0, 5)), min_size=1, max_size=8))
+@settings(max_examples=8, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_any_sequence_of_plays_and_retries_keeps_the_books(world, dealer, steps):
+    salt = os.urandom(4).hex()
+    seen: dict[tuple[int, int], str] = {}
+    for who, key in steps:
+        player = f"player-{who:02d}"
+        try:
+            play, replayed = dealer.play(
+                player=player, key=f"prop-{salt}-{key}", fingerprint=fingerprint(dealer, player)
+            )
+        except (InsufficientFunds, DailyLimitReached):
+            continue
+        assert replayed == ((who, key) in seen)
+        assert seen.setdefault((who, key), play.id) == play.id
+    world.check_books(sum(world.players.values()))
+
+
+def test_a_sold_out_block_says_so_and_debits_nothing(world, ledgers, block, tmp_path):
+    sold = make_world(block, ledgers.new(), tmp_path / "sold", players=1, balance_eur=5)
+    ledger, dealer = open_dealer(sold.location, sold.keys)
+    with ledger, ledger.db.transaction() as tx:  # as if 999 units had been dealt
+        tx.execute("UPDATE deal_orders SET next_position = units - 1")
+    ledger, dealer = open_dealer(sold.location, sold.keys)
+    with ledger:
+        fp = fingerprint(dealer, "player-00")
+        play, _ = dealer.play(player="player-00", key="last-unit-key", fingerprint=fp)
+        assert play.position == 999
+        before = dealer.account(player="player-00")
+        with pytest.raises(SoldOut, match="sold out"):
+            dealer.play(player="player-00", key="after-the-last", fingerprint=fp)
+        assert dealer.account(player="player-00") == {**before, "units_left": 0}
+
+
+def test_the_demo_session_cookie_and_cross_site_requests(world):
+    ledger, dealer = open_dealer(world.location, world.keys)
+    token = dealer.add_player(player="cookie", balance_cents=500, by="test")
+    world.players["cookie"] = 500
+    app = create_app(ledger, dealer, threads=1, demo=True)
+    with TestClient(app, base_url="http://play.test") as client:
+        assert client.get("/v1/me").status_code == 401
+        response = client.post("/v1/sessions", json={"token": token})
+        assert response.status_code == 201 and response.json() == {"player": "cookie"}
+        cookie = response.headers["set-cookie"].lower()
+        assert "httponly" in cookie and "samesite=strict" in cookie and "path=/" in cookie
+        assert client.post("/v1/sessions", json={"token": token}).status_code == 409  # once
+        assert client.get("/v1/me").json() == {"player": "cookie"}
+        plays = "/v1/players/cookie/plays"
+        key = {"Idempotency-Key": "cookie-play-1"}
+        for headers, status in (
+            ({**key, "Origin": "http://evil.test"}, 403),
+            ({**key, "Sec-Fetch-Site": "cross-site"}, 403),
+        ):
+            assert client.post(plays, json={}, headers=headers).status_code == status
+        form = client.post(plays, content=b"", headers={**key, "Content-Type": "text/plain"})
+        assert form.status_code == 415
+        assert client.get("/v1/players/player-00/plays").status_code == 403  # not hers
+        made = client.post(plays, json={}, headers={**key, "Origin": "http://play.test"})
+        assert made.status_code == 201 and made.json()["stake_cents"] == 100
+        assert client.get(plays).json()["plays"][0]["play"] == made.json()["play"]
+        assert (
+            client.delete("/v1/sessions", headers={"Content-Type": "application/json"}).status_code
+            == 200
+        )
+        assert client.get(plays).status_code == 401
+        page = client.get("/")
+        assert (
+            "Content-Security-Policy" in page.headers
+            and '<script src="/static/play.js"' in page.text
+        )
+    world.check_books(sum(world.players.values()))
+    ledger2, dealer2 = open_dealer(world.location, world.keys)
+    with TestClient(create_app(ledger2, dealer2, threads=1, demo=False)) as client:
+        assert client.post("/v1/sessions", json={"token": "x" * 20}).status_code == 404
+    with world.ledger() as book:  # only the login token's hash is kept, and it is spent
+        stored = book.query(
+            "SELECT used_at FROM player_logins WHERE token_hash = ?",
+            (hashlib.sha256(token.encode()).digest(),),
+        )
+        assert len(stored) == 1 and stored[0][0] is not None
+        assert not book.query("SELECT 1 FROM player_logins WHERE token_hash = ?", (token,))

@@ -1,0 +1,161 @@
+"""``printpipe play`` as an operator runs it, on both databases: 64 players at once, a kill -9
+in the middle of a storm then the retries with the same keys, and requests that must change
+nothing (malformed, unsigned, foreign, another player's)."""
+
+from __future__ import annotations
+
+import json
+import random
+import uuid
+
+import httpx
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from printpipe.play.app import create_app
+from printpipe.play.openapi import openapi_document
+from printpipe.play.server import open_dealer
+from printpipe.service.signatures import RequestSigner
+from tests.play_helpers import make_block, make_world
+from tests.storm import signed_request, storm
+
+PLAYERS = 64
+ROUNDS = 3
+BALANCE_EUR = 30
+
+pytestmark = pytest.mark.xdist_group("play")
+
+
+@pytest.fixture(scope="module")
+def block(tmp_path_factory):
+    return make_block(tmp_path_factory.mktemp("play-block"), packs=2)
+
+
+@pytest.fixture(scope="module")
+def world(block, ledgers, tmp_path_factory):
+    w = make_world(
+        block, ledgers.new(), tmp_path_factory.mktemp("play-world"),
+        players=PLAYERS, balance_eur=BALANCE_EUR,
+    )  # fmt: skip
+    w.start()
+    yield w
+    w.stop()
+
+
+def opening(world) -> int:
+    return sum(world.players.values())
+
+
+def test_64_players_at_once_each_unit_dealt_once_and_the_books_balance(world):
+    before = world.totals()
+    per_player = [[world.play_request(name) for _ in range(ROUNDS)] for name in world.players]
+    outcomes, _ = storm(world.url, per_player)
+    statuses = [o.status if o else None for o in outcomes]
+    assert statuses == [201] * len(statuses)
+    serials = [json.loads(o.body)["serial"] for o in outcomes if o]
+    assert len(set(serials)) == len(serials)
+    after = world.check_books(opening(world))
+    assert after["plays"] - before["plays"] == PLAYERS * ROUNDS
+
+
+def test_a_kill_during_a_storm_then_retries_with_the_same_keys(world):
+    keys = {name: [uuid.uuid4().hex for _ in range(ROUNDS)] for name in world.players}
+    per_player = [[world.play_request(n, k) for k in keys[n]] for n in world.players]
+    answered = [0]
+
+    def kill_midway() -> None:
+        answered[0] += 1
+        if answered[0] == PLAYERS:  # about a third of the storm answered
+            world.kill()
+
+    outcomes, _ = storm(world.url, per_player, on_answer=kill_midway, timeout=60)
+    first = {
+        (n, k): json.loads(o.body)
+        for (n, k), o in zip(
+            [(n, k) for n in world.players for k in keys[n]], outcomes, strict=True
+        )
+        if o is not None and o.status == 201
+    }
+    assert 0 < len(first) < PLAYERS * ROUNDS
+    world.check_books(opening(world))  # whatever committed is whole
+    world.start()
+    retry = [[world.play_request(n, k) for k in keys[n]] for n in world.players]
+    outcomes, _ = storm(world.url, retry)
+    assert all(o is not None and o.status in (200, 201) for o in outcomes)
+    again = {
+        (n, k): json.loads(o.body)
+        for (n, k), o in zip(
+            [(n, k) for n in world.players for k in keys[n]], outcomes, strict=True
+        )
+        if o is not None
+    }
+    for pair, play in first.items():  # a play answered before the kill is answered again
+        assert again[pair]["play"] == play["play"] and again[pair]["serial"] == play["serial"]
+    replayed = sum(o.status == 200 for o in outcomes if o)
+    assert replayed >= len(first)
+    totals = world.check_books(opening(world))
+    keyed = world.query("SELECT COUNT(*) FROM plays WHERE idempotency_key IN ("
+                        + ",".join(f"'{k}'" for ks in keys.values() for k in ks) + ")")  # fmt: skip
+    assert keyed[0][0] == PLAYERS * ROUNDS  # every key has exactly one play: none debited twice
+    assert totals["dealt"] == totals["plays"]  # no position skipped: no unit lost
+
+
+def test_requests_that_must_change_nothing(world):
+    before = world.totals()
+    stranger = RequestSigner(Ed25519PrivateKey.generate())
+    player = next(iter(world.players))
+    path = f"/v1/players/{player}/plays"
+    rng = random.Random(5)
+    bad: list[tuple[str, str, dict[str, str], bytes]] = [
+        ("POST", path, {"Idempotency-Key": "k" * 16}, b""),  # unsigned
+        ("POST", path, {"Idempotency-Key": "short"}, b""),
+        ("POST", "/v1/players/n%20o/plays", {}, b""),
+        ("POST", "/v1/players/" + "x" * 300 + "/plays", {}, b""),
+        ("GET", f"/v1/players/{player}/plays/zz/proof", {}, b""),
+        ("GET", "/v1/nothing", {}, b""),
+        ("DELETE", path, {}, b""),
+        ("POST", "/v1/sessions", {"Content-Type": "application/json"}, b'{"token": "x"}'),
+    ]
+    for _ in range(40):
+        junk = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 64)))
+        forged = {"Idempotency-Key": uuid.uuid4().hex, "Signature": junk.hex(),
+                  "Signature-Input": junk.hex()}  # fmt: skip
+        bad.append(("POST", path, forged, junk))
+    with httpx.Client(base_url=world.url, timeout=10) as client:
+        for method, url, headers, body in bad:
+            response = client.request(method, url, headers=headers, content=body)
+            assert 400 <= response.status_code < 500, (method, url, response.text)
+            assert set(response.json()) == {"error", "message"}
+        # signed, but by no registered terminal; then by the platform for a player unknown;
+        # then a body where none is taken; then the same signed request twice (a replay)
+        for signer, target, body in (
+            (stranger, path, b""),
+            (world.platform, "/v1/players/nobody/plays", b""),
+            (world.platform, path, b'{"stake": 100}'),
+        ):
+            raw = signed_request(signer, world.url, "POST", target, body,
+                                 extra={"Idempotency-Key": uuid.uuid4().hex})  # fmt: skip
+            head, _, content = raw.partition(b"\r\n\r\n")
+            headers = dict(line.split(": ", 1) for line in head.decode("latin-1").split("\r\n")[1:])
+            response = client.post(target, headers=headers, content=content)
+            assert response.status_code in (400, 401, 404), response.text
+        raw = world.play_request(player)
+        head, _, content = raw.partition(b"\r\n\r\n")
+        headers = dict(line.split(": ", 1) for line in head.decode("latin-1").split("\r\n")[1:])
+        assert client.post(path, headers=headers, content=content).status_code == 201
+        replay = client.post(path, headers=headers, content=content)
+        assert replay.status_code == 401 and "replay" in replay.json()["message"]
+    after = world.totals()
+    assert after["plays"] == before["plays"] + 1  # the one good request only
+    assert "Traceback" not in (world.folder / "play.log").read_text()
+
+
+def test_the_openapi_document_describes_exactly_the_routes(world):
+    ledger, dealer = open_dealer(world.location, world.keys)
+    guard = create_app(ledger, dealer, threads=1, demo=False)
+    routes = {route.path for route in guard.app.routes}  # type: ignore[attr-defined]
+    ledger.close()
+    documented = set(openapi_document()["paths"])
+    assert documented == routes
+    with httpx.Client(base_url=world.url) as client:
+        assert set(client.get("/v1/openapi.json").json()["paths"]) == documented
