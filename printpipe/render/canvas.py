@@ -240,12 +240,28 @@ class PressCanvas(Canvas):
         used = frozenset(self._formsinuse)
         if not used:
             thing.XObjects = None
-            return
-        shared = self._shared_xobjects.get(used)
-        if shared is None:
-            shared = self._doc.Reference(self._doc.xobjDict(sorted(used)))
-            self._shared_xobjects[used] = shared
-        thing.XObjects = shared
+        else:
+            shared = self._shared_xobjects.get(used)
+            if shared is None:
+                shared = self._doc.Reference(self._doc.xobjDict(sorted(used)))
+                self._shared_xobjects[used] = shared
+            thing.XObjects = shared
+        if isinstance(thing, pdfdoc.PDFFormXObject) and self._colorsUsed:
+            self._give_form_resources(thing)
+
+    def _give_form_resources(self, form: pdfdoc.PDFFormXObject) -> None:
+        """A form that selects spot colours (``spot_operators``) gets them, and the graphics
+        states, in its own resources: reportlab writes a form's resources with fonts and
+        forms only (``endForm`` calls this after setting the form's colours and states)."""
+        resources = pdfdoc.PDFResourceDictionary()
+        resources.basicFonts()
+        resources.basicProcs()
+        if form.XObjects:
+            resources.XObject = form.XObjects
+        if form.ExtGState:
+            resources.ExtGState = form.ExtGState
+        resources.setColorSpace(self._colorsUsed)
+        form.Resources = resources
 
     def _setShadingUsed(self, page: object) -> None:
         super()._setShadingUsed(page)
