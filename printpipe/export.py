@@ -784,8 +784,10 @@ def _file_entry(
     sheets, _ = cut_and_stack(tickets, impose(template, *settings.sheet_mm).slots)
     first = TicketId(game_number, store.printed_pack(job.first), 0)
     last = TicketId(game_number, store.printed_pack(job.last), store.pack_size - 1)
+    variant = int(store.read(PackRange(job.first, job.first)).variant[0])
     return {
         "path": job.file_name,
+        "variant": load_game(store.game_id).definition.variants[variant],
         "sha256": sha256 or sha256_file(path),
         "bytes": path.stat().st_size,
         "pages": 2 * sheets,
