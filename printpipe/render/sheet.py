@@ -51,6 +51,9 @@ from printpipe.render.ticket import TicketFace, TicketRenderer
 
 PATCH = 4 * MM
 """A control strip patch, square."""
+PITCH = 5 * MM
+"""From a patch to the next: 1 mm of paper between them, so that no patch's edge touches a
+neighbour's (each plate's patches stand alone, whatever the order they are drawn in)."""
 STRIP_INKS = ("Cyan", "Magenta", "Yellow", "Black", BLOCKING, VARIABLE, SCRATCH_OFF, SCRATCH_DECOR)
 """The control strip's sequence, repeated across the sheet (then a registration patch)."""
 PROCESS_PATCHES = {
@@ -165,20 +168,24 @@ def control_strip(imposition: Imposition, t: Template) -> list[tuple[float, floa
     of :data:`STRIP_INKS` repeated, and a registration patch at each end."""
     margin = t.sheet["margin"] * MM
     y = margin + STRIP_GAP
-    count = int((imposition.sheet_w * MM - 2 * margin) // PATCH)
+    count = int((imposition.sheet_w * MM - 2 * margin - PATCH) // PITCH) + 1
     inks: list[object] = [REGISTRATION]
     inks += [STRIP_INKS[i % len(STRIP_INKS)] for i in range(count - 2)]
     inks.append(REGISTRATION)
-    return [(margin + i * PATCH, y, ink) for i, ink in enumerate(inks)]
+    return [(margin + i * PITCH, y, ink) for i, ink in enumerate(inks)]
 
 
-def _patches(c: PressCanvas, patches: Sequence[tuple[float, float, object]]) -> str:
+def _patches(
+    c: PressCanvas, patches: Sequence[tuple[float, float, object]], ink: object = None
+) -> str:
+    """The patches' operators (each in its ink, or all in ``ink``)."""
     ops = ["q"]
-    for x, y, ink in patches:
-        if isinstance(ink, str):
-            select = "{:g} {:g} {:g} {:g} k".format(*PROCESS_PATCHES[ink])
+    for x, y, own in patches:
+        paint = own if ink is None else ink
+        if isinstance(paint, str):
+            select = "{:g} {:g} {:g} {:g} k".format(*PROCESS_PATCHES[paint])
         else:
-            select = c.spot_operators(ink)[0]
+            select = c.spot_operators(paint)[0]
         ops.append(f"{select} {x:.2f} {y:.2f} {PATCH:.2f} {PATCH:.2f} re f")
     ops.append("Q\n")
     return "\n".join(ops)
@@ -268,12 +275,20 @@ class _Sheets:
         fill, stroke = c.spot_operators(VARIABLE)
         overprint = c.gstate_operator(op=True, OP=True, OPM=0)
         ops = [variable, f"q {fill} {stroke} {overprint}\n"]
-        if marks:
+        if marks:  # what the static plates' registration colour puts on this plate too
             ops.append(f"{c.form_operator(f'marks-{side}')}\n")
+            ops.append(
+                self.slug_text.literal(
+                    *self.label_at, self.slug.plate_label(side, self.variant_name)
+                )
+            )
             c.use_forms([f"marks-{side}"])
         ops.append(self.slug_text.literal(*self.slug_at, slug))
         ops.append("Q\n")
         ops.append(_patches(c, self.variable_patches))
+        if marks:
+            registration = [p for p in self.static_patches if p[2] is REGISTRATION]
+            ops.append(_patches(c, registration, VARIABLE))
         return "".join(ops)
 
 
