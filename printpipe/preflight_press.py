@@ -90,7 +90,7 @@ def _dparts(pdf: pikepdf.Pdf) -> Iterator[Found]:
     if not isinstance(root, pikepdf.Dictionary) or "/DPartRootNode" not in root:
         yield "", "pdf-vt", "no /DPartRoot with a /DPartRootNode in the catalogue"
         return
-    leaves: list[pikepdf.Dictionary] = []
+    leaves: list[pikepdf.Object] = []
     stack = [root.DPartRootNode]
     while stack:
         node = stack.pop()
@@ -337,7 +337,7 @@ class _Walk:
 
     def __post_init__(self) -> None:
         box = self.page.get("/TrimBox") or self.page.get("/MediaBox")
-        left, bottom, right, top = (float(v) for v in box)
+        left, bottom, right, top = (float(v) for v in box or (0, 0, 0, 0))
         self.trim = (min(left, right), min(bottom, top), max(left, right), max(bottom, top))
 
     def _inside(self, x: float, y: float) -> bool:
@@ -355,8 +355,10 @@ class _Walk:
         spaces = resources.get("/ColorSpace") if isinstance(resources, pikepdf.Dictionary) else None
         gstates = resources.get("/ExtGState") if isinstance(resources, pikepdf.Dictionary) else None
         xobjects = resources.get("/XObject") if isinstance(resources, pikepdf.Dictionary) else None
-        for operands, operator in pikepdf.parse_content_stream(owner):
-            op = str(operator)
+        for instruction in pikepdf.parse_content_stream(owner):
+            if isinstance(instruction, pikepdf.ContentStreamInlineImage):
+                continue
+            operands, op = instruction.operands, str(instruction.operator)
             if op == "q":
                 stack.append(_State(**vars(state)))
                 state = stack[-1]

@@ -205,10 +205,10 @@ def test_pdf_structure(press):
         for page in pages:
             assert b"/TrimBox" in page and b"/BleedBox" in page
         with pikepdf.open(press / entry["path"]) as pdf:
-            for page in pdf.pages:  # the control strip has a patch of every ink
-                owners = [page.obj] + [
+            for sheet in pdf.pages:  # the control strip has a patch of every ink
+                owners = [sheet.obj] + [
                     form
-                    for name, form in page.Resources.XObject.items()
+                    for name, form in sheet.Resources.XObject.items()
                     if name.startswith("/FormXob.sheet-")
                 ]
                 inks = {

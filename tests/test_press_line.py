@@ -130,9 +130,9 @@ def test_the_imaging_files_are_pdfvt_naming_each_ticket_printed(runs, game):
     document = pypdfium2.PdfDocument(imaging)
     for number in (1, 2 * sheets - 1):  # sheet 1's back, the last sheet's back
         with pikepdf.open(imaging) as pdf:
-            listed = {int(t.Slot): str(t.Serial) for t in pdf.pages[number].obj.DPart.DPM.Tickets}
+            named = {int(t.Slot): str(t.Serial) for t in pdf.pages[number].obj.DPart.DPM.Tickets}
         text = document[number].get_textpage()
-        for slot, serial in listed.items():
+        for slot, serial in named.items():
             x, y = imposition.back[slot]
             printed = text.get_text_bounded(x, y, x + template.width * MM, y + template.height * MM)
             assert serial in printed, (number, slot)
@@ -145,7 +145,7 @@ def _codes(pdf: Path, pages: list[int]) -> list[str]:
         image = document[page].render(scale=300 / 72, grayscale=True).to_pil()
         found += [
             r.text
-            for r in zxingcpp.read_barcodes(image, formats=zxingcpp.BarcodeFormat.Code128)
+            for r in zxingcpp.read_barcodes(image, formats=zxingcpp.BarcodeFormat.Code128)  # type: ignore[arg-type]
             if r.valid
         ]
     return found
@@ -230,7 +230,7 @@ def _drop_dpart(pdf: pikepdf.Pdf) -> None:
 
 def _mark_inside_trim(pdf: pikepdf.Pdf) -> None:
     """A crop mark in the static plates (the front's form over the imaging)."""
-    left, bottom, right, top = (float(v) for v in pdf.pages[0].obj.TrimBox)
+    left, bottom, right, _top = (float(v) for v in pdf.pages[0].obj.TrimBox)
     mid = (left + right) / 2
     form = pdf.pages[0].Resources.XObject["/FormXob.sheet-front-over"]
     mark = f"\nq /All CS 1 SCN {mid} {bottom + 20} m {mid} {bottom + 40} l S Q\n"
@@ -273,13 +273,13 @@ def _synthetic(content: bytes, *, overprint: bool = False) -> pikepdf.Pdf:
         ColorSpace=pikepdf.Dictionary(
             Blocking=pikepdf.Array(
                 [pikepdf.Name.Separation, pikepdf.Name.Blocking, pikepdf.Name.DeviceCMYK, tint]
-            )  # fmt: skip
+            )
         ),
         ExtGState=pikepdf.Dictionary(OP=pikepdf.Dictionary(op=overprint, OP=overprint)),
         Font=pikepdf.Dictionary(
             F1=pikepdf.Dictionary(
                 Type=pikepdf.Name.Font, Subtype=pikepdf.Name.Type1, BaseFont=pikepdf.Name.Helvetica
-            )  # fmt: skip
+            )
         ),
     )
     page = pikepdf.Dictionary(
@@ -300,7 +300,7 @@ def _synthetic(content: bytes, *, overprint: bool = False) -> pikepdf.Pdf:
             b"/Blocking cs 1 scn 50 50 80 80 re f /Blocking cs 0 scn 60 60 20 20 re f",
             False,
             "zero-tint",
-        ),  # fmt: skip
+        ),
         (b"/Blocking cs 1 scn 50 50 80 80 re f", False, None),
         (b"q /OP gs 0 0 0 1 k BT /F1 8 Tf 50 50 Td (Grattez) Tj ET Q", False, "black-overprint"),
         (b"q /OP gs 0 0 0 1 k BT /F1 8 Tf 50 50 Td (Grattez) Tj ET Q", True, None),
