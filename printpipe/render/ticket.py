@@ -31,6 +31,13 @@ Usage::
     renderer.draw_back(x, y, face)
     renderer.finish_page()              # then draw over the tickets, then canvas.showPage()
 
+Each side splits into what the plates print (``draw_front_static``, ``draw_back_static``: the
+artwork, blocking, coating and decoration) and what is imaged (``draw_front_variable``,
+``draw_back_variable``); ``draw_front`` and ``draw_back`` are both.  A press sheet draws the
+first once per file into two forms and each page's imaging alone
+(:mod:`printpipe.render.sheet`, :meth:`TicketRenderer.take_layers`); an imaging file's renderer
+(``imaging_only``) defines no static form at all.
+
 A ticket adds only placements of forms, its barcodes as literal bars, and two strings of
 digits.  Outside the scratch zones, tickets differ only by their serial and inventory barcode
 (and the variant, which carries no information about the prize).
