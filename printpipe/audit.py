@@ -224,8 +224,8 @@ def audit_block(
         report.check(
             "press runs",
             not mixed,
-            f"every pool's tickets share one {'/'.join(definition.variants)} (one press run "
-            "each: the static plates never change)"
+            f"every pool's tickets are of one variant ({' or '.join(definition.variants)}): "
+            "one press run each, whose static plates never change"
             if not mixed
             else f"pools {', '.join(map(str, mixed[:10]))} mix variants: their static plates "
             "would change from sheet to sheet",
