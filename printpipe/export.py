@@ -270,7 +270,7 @@ def render_static(
         template.fonts,
         identity=identity,
     )
-    renderer = TicketRenderer(canvas, template, game, texts, settings.coating)
+    renderer = TicketRenderer(canvas, template, game, texts, settings.coating, static_only=True)
     slug = _slug(
         title, number, block, settings.approval, first_pack=0, last_pack=0,
         first_serial="", last_serial="",

@@ -188,9 +188,11 @@ class TicketRenderer:
         coating: Coating = Coating.PLATE,
         *,
         imaging_only: bool = False,
+        static_only: bool = False,
     ) -> None:
         """``imaging_only``: draws only the ``Variable`` layer (an imaging file), so the
-        static artwork's forms are not even defined (they would be written in the file)."""
+        static artwork's forms are not even defined (they would be written in the file);
+        ``static_only``: the plates only (a static file), no symbol form defined."""
         self.c = canvas
         self.imaging_only = imaging_only
         self.t = template
@@ -201,10 +203,12 @@ class TicketRenderer:
         definition = game.definition
         self.codes = definition.symbol_codes
         self.variants = definition.variants
-        forms = define_symbol_forms(
-            canvas, template, definition.captions, self.fonts["bold"], game.symbol_drawings()
-        )
-        self.symbol_forms = [forms[code] for code in self.codes]
+        self.symbol_forms: list[str] = []
+        if not static_only:
+            forms = define_symbol_forms(
+                canvas, template, definition.captions, self.fonts["bold"], game.symbol_drawings()
+            )
+            self.symbol_forms = [forms[code] for code in self.codes]
         self._layout()
         self.zones = self._scratch_zones()
         self.artwork = self._designer_forms() if not imaging_only else {}
