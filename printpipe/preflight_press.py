@@ -15,7 +15,9 @@ and nothing that looks right only with overprint simulated.  Each function yield
 - ``zero-tint``: a fill at tint 0 of a one-component (separation) colour, which only a RIP
   or an overprint preview shows as no ink (a plain viewer paints it white);
 - ``crop-marks``: a segment stroked in the registration colour ``/All`` inside the TrimBox;
-- ``black-overprint``: 100 % process black text under 12 pt without fill overprint.
+- ``black-overprint``: 100 % process black text under 12 pt without fill overprint and
+  overprint mode 1 (with mode 0 a process colour paints its zero components too: the black
+  would still knock the C, M and Y under it out).
 
 The last three follow the graphics state through the first front and back page and every
 form they place (a small interpreter on qpdf's content parser): the static plates rule makes
@@ -323,6 +325,7 @@ class _State:
     fill_black: bool = False
     fill_overprint: bool = False
     stroke_overprint: bool = False
+    overprint_mode: int = 0
     font_size: float = 0.0
 
 
@@ -390,6 +393,8 @@ class _Walk:
                         state.fill_overprint = bool(entry.get("/op", entry.OP))
                     if "/op" in entry:
                         state.fill_overprint = bool(entry.op)
+                    if "/OPM" in entry:
+                        state.overprint_mode = int(entry.OPM)
             elif op == "m":
                 point = (float(operands[0]), float(operands[1]))
             elif op == "l":
@@ -414,13 +419,13 @@ class _Walk:
             elif op == "Tm":
                 tm = tuple(float(v) for v in operands)  # type: ignore[assignment]
             elif op in ("Tj", "TJ", "'", '"'):
-                if state.fill_black and not state.fill_overprint:
+                if state.fill_black and not (state.fill_overprint and state.overprint_mode == 1):
                     m = _mul(tm, state.ctm)
                     size = state.font_size * abs(m[0] * m[3] - m[1] * m[2]) ** 0.5
                     if 0 < size < SMALL_TEXT and len(self.black_text) < 5:
                         self.black_text.append(
                             f"100 % black text of {size:.1f} pt at ({m[4]:.0f}, {m[5]:.0f}) pt "
-                            "knocks out what is under it: set it to overprint"
+                            "knocks out what is under it: set it to overprint (op true, OPM 1)"
                         )
             elif op == "Do" and isinstance(xobjects, pikepdf.Dictionary):
                 form = xobjects.get(str(operands[0]))

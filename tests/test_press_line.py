@@ -275,7 +275,10 @@ def _synthetic(content: bytes, *, overprint: bool = False) -> pikepdf.Pdf:
                 [pikepdf.Name.Separation, pikepdf.Name.Blocking, pikepdf.Name.DeviceCMYK, tint]
             )
         ),
-        ExtGState=pikepdf.Dictionary(OP=pikepdf.Dictionary(op=overprint, OP=overprint)),
+        ExtGState=pikepdf.Dictionary(
+            OP=pikepdf.Dictionary(op=overprint, OP=overprint, OPM=1),
+            OP0=pikepdf.Dictionary(op=True, OP=True, OPM=0),
+        ),
         Font=pikepdf.Dictionary(
             F1=pikepdf.Dictionary(
                 Type=pikepdf.Name.Font, Subtype=pikepdf.Name.Type1, BaseFont=pikepdf.Name.Helvetica
@@ -304,6 +307,7 @@ def _synthetic(content: bytes, *, overprint: bool = False) -> pikepdf.Pdf:
         (b"/Blocking cs 1 scn 50 50 80 80 re f", False, None),
         (b"q /OP gs 0 0 0 1 k BT /F1 8 Tf 50 50 Td (Grattez) Tj ET Q", False, "black-overprint"),
         (b"q /OP gs 0 0 0 1 k BT /F1 8 Tf 50 50 Td (Grattez) Tj ET Q", True, None),
+        (b"q /OP0 gs 0 0 0 1 k BT /F1 8 Tf 50 50 Td (Grattez) Tj ET Q", False, "black-overprint"),
         (b"q /OP gs 0 0 0 1 k BT /F1 14 Tf 50 50 Td (Grattez) Tj ET Q", False, None),
         (b"q /OP gs 0 0.5 0 1 k BT /F1 8 Tf 50 50 Td (Grattez) Tj ET Q", False, None),
         (b"q 2 0 0 2 0 0 cm 0 0 0 1 k BT /F1 8 Tf 50 50 Td (Big) Tj ET Q", False, None),
