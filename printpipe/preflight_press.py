@@ -47,7 +47,7 @@ _COMPOSITE = re.compile(rb"^(.*?)q (/\S+) Do Q\n(.*)q (/\S+) Do Q\n\s*$", re.S)
 _STATIC = re.compile(rb"^(.*?)q (/\S+) Do Q\nq (/\S+) Do Q\n\s*$", re.S)
 _PREAMBLE = re.compile(rb"^[\s\d.\-]*cm\s*$|^\s*$")
 _COLOUR_SPACE = re.compile(rb"/(\S+)\s+(?:cs|CS)(?=\s)")
-_DEVICE_COLOUR = re.compile(rb"(?:^|\s)(?:[-+.\d]+\s+){1,4}(k|K|g|G|rg|RG)(?=\s|$)")
+_DEVICE_COLOUR = re.compile(rb"[\d.]\s+(?:k|K|g|G|rg|RG)(?=\s|$)")
 _ZERO_FILL = re.compile(
     rb"(?:^|\s)(?:0|0\.0*|\.0+)\s+(?:scn|sc)\s((?:(?!(?:^|\s)(?:scn|sc|k|g|rg|cs|Q)\s).)*?)"
     rb"(?:^|\s)(f|f\*|F|B|B\*|b|b\*|Tj|TJ|')(?=\s|$)",
@@ -126,8 +126,9 @@ def check(pdf: pikepdf.Pdf, kind: str, static: dict[str, str]) -> Iterator[Found
     fingerprint of static forms (``front``, ``back``)."""
     pages = pdf.pages
     if kind == "variable":
+        checked: set[tuple[int, int]] = set()
         for number, page in enumerate(pages, start=1):
-            yield from _imaging_only(page.obj, f"page {number}")
+            yield from _imaging_only(page.obj, f"page {number}", checked=checked)
     elif kind == "static":
         for number, page in enumerate(pages, start=1):
             forms = _static_page(page.obj)
@@ -139,6 +140,8 @@ def check(pdf: pikepdf.Pdf, kind: str, static: dict[str, str]) -> Iterator[Found
         yield from _composite_pages(pdf, static)
     yield from _zero_tints(pdf)
     for number, page in enumerate(pages[:2], start=1):
+        if not _boxes_sound(page.obj):
+            continue  # the page-boxes rule names it; marks cannot be placed against it
         state = _Walk(page.obj)
         state.run(page.obj, page.obj.get("/Resources"), _State((1, 0, 0, 1, 0, 0)))
         where = f"page {number}"
@@ -153,6 +156,20 @@ def check(pdf: pikepdf.Pdf, kind: str, static: dict[str, str]) -> Iterator[Found
             )
         for text in state.black_text[:5]:
             yield where, "black-overprint", text
+
+
+def _boxes_sound(page: pikepdf.Object) -> bool:
+    """A TrimBox inside the BleedBox (or the MediaBox)."""
+    boxes = [page.get(name) for name in ("/TrimBox", "/BleedBox", "/MediaBox")]
+    trim, outer = boxes[0], boxes[1] or boxes[2]
+    if trim is None or outer is None:
+        return False
+    (a, b, c, d), (e, f, g, h) = ([float(v) for v in box] for box in (trim, outer))
+    return (
+        min(a, c) >= min(e, g) - 0.01
+        and min(b, d) >= min(f, h) - 0.01
+        and (max(a, c) <= max(e, g) + 0.01 and max(b, d) <= max(f, h) + 0.01)
+    )
 
 
 def _content(owner: pikepdf.Object) -> bytes:
@@ -179,7 +196,10 @@ def _spot_of(owner: pikepdf.Object, name: str) -> str | None:
 
 
 def _imaging_only(
-    owner: pikepdf.Object, where: str, content: bytes | None = None
+    owner: pikepdf.Object,
+    where: str,
+    content: bytes | None = None,
+    checked: set[tuple[int, int]] | None = None,
 ) -> Iterator[Found]:
     """Content painting on the ``Variable`` plate only (forms it places: no colour of their
     own, they paint in the current one)."""
@@ -195,6 +215,10 @@ def _imaging_only(
         form = _xobject(owner, b"/" + name)
         if form is None or form.get("/Subtype") != Name.Form:
             continue
+        if checked is not None:
+            if form.objgen in checked:
+                continue
+            checked.add(form.objgen)
         inner = _content(form)
         if _DEVICE_COLOUR.search(inner) or _COLOUR_SPACE.search(inner):
             yield where, "imaging", f"form {name.decode()} sets a colour of its own"
@@ -211,6 +235,7 @@ def _static_page(page: pikepdf.Object) -> tuple[bytes, bytes] | None:
 def _composite_pages(pdf: pikepdf.Pdf, static: dict[str, str]) -> Iterator[Found]:
     """Every page: its side's two static forms around ``Variable`` imaging only."""
     seen: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {}
+    checked: set[tuple[int, int]] = set()
     for number, page in enumerate(pdf.pages, start=1):
         where, side = f"page {number}", "front" if number % 2 else "back"
         data = _content(page.obj)
@@ -229,7 +254,7 @@ def _composite_pages(pdf: pikepdf.Pdf, static: dict[str, str]) -> Iterator[Found
         elif pair != seen[side]:
             yield where, "static-plates", f"its static plates differ from the first {side}'s"
             continue
-        problems = list(_imaging_only(page.obj, where, match.group(3)))
+        problems = list(_imaging_only(page.obj, where, match.group(3), checked))
         if problems:
             yield (
                 where,
