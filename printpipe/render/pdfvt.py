@@ -150,9 +150,12 @@ def make_pdfvt(
             min_version="1.6",
             force_version="1.6",
             deterministic_id=True,
-            object_stream_mode=pikepdf.ObjectStreamMode.disable,
+            # the document parts' dictionaries in compressed object streams (PDF 1.5 on):
+            # 240 bytes of metadata a ticket become about 40; the pages' streams are copied
+            # as they are, never decoded
+            object_stream_mode=pikepdf.ObjectStreamMode.generate,
             stream_decode_level=pikepdf.StreamDecodeLevel.none,
             recompress_flate=False,
-            compress_streams=False,
+            compress_streams=True,
         )
         return out.getvalue()
