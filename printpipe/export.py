@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -60,6 +60,9 @@ from printpipe.render.imposition import SRA3, Press, PressSheet, cut_and_stack, 
 from printpipe.render.pdfx import FOGRA39, JobIdentity, OutputIntent, icc_output_intent, pdf_date
 from printpipe.render.template import Coating, Template
 from printpipe.store import BlockStore
+
+if TYPE_CHECKING:
+    from printpipe.render.sheet import Slug
 
 JOB_FORMAT = "printpipe-print-job/1"
 JOB_FILE = "job.json"
@@ -136,7 +139,8 @@ def static_file_name(game_id: str, block: int, variant: str) -> str:
     return f"{game_id}-b{block:04d}-static-{variant}.pdf"
 
 
-def _slug(title: str, number: int, block: int, approval: str, **packs: Any) -> Any:
+def _slug(title: str, number: int, block: int, approval: str, **packs: Any) -> Slug:
+    """The run's slug line (``NOT APPROVED`` first when the run has no approved proof)."""
     from printpipe.render.sheet import Slug
 
     not_approved = f"{NOT_APPROVED} - " if approval == NOT_APPROVED else ""
@@ -417,7 +421,7 @@ def export_block(
         if statics:
             for entry in files:
                 if entry["kind"] == "variable":
-                    entry["static"] = _static_of(entry, statics, game.definition.block)
+                    entry["static"] = _static_of(entry, statics)
         write_sealed_run_manifest(
             manifest_path, store, sealing.result(), recipient, signing_key, files
         )
@@ -494,9 +498,7 @@ def _static_files(
     return files
 
 
-def _static_of(
-    entry: dict[str, Any], statics: dict[str, tuple[int, list[tuple[int, int]]]], rules: Any
-) -> str:
+def _static_of(entry: dict[str, Any], statics: dict[str, tuple[int, list[tuple[int, int]]]]) -> str:
     """The static file an imaging file is printed over."""
     first = entry["packs"]["first"]
     for name, (_, runs) in statics.items():

@@ -53,7 +53,9 @@ def _add_rgb_fill(pdf: pikepdf.Pdf) -> None:
     forms = pdf.pages[0].Resources.XObject
     placed = forms["/FormXob.sheet-front-under"].read_bytes()
     name = next(
-        n for n in forms if n.startswith("/FormXob.front-") and n[1:].encode() not in placed
+        str(n)
+        for n in forms.keys()  # noqa: SIM118 (a pikepdf dictionary's names)
+        if str(n).startswith("/FormXob.front-") and str(n)[1:].encode() not in placed
     )
     forms[name].write(forms[name].read_bytes() + b"\nq 1 0 0 rg 0 0 10 10 re f Q\n")
 
