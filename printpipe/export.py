@@ -25,6 +25,7 @@ checked first.  The manifest is written once every chunk is final, with their SH
 from __future__ import annotations
 
 import contextlib
+import gc
 import hashlib
 import json
 import os
@@ -211,6 +212,8 @@ def render_chunk(job: ChunkJob) -> dict[str, Any]:
     pages = write_sheets(canvas, renderer, imposition, faces, slug, part=part)
     data = canvas.getpdfdata()
     if imaging:
+        del canvas, renderer  # reportlab's document, freed before qpdf reads the file
+        gc.collect()
         _, order = cut_and_stack(len(faces), imposition.slots)
         placed = [
             [
