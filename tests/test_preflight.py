@@ -14,7 +14,7 @@ import pikepdf
 import pytest
 
 from printpipe.preflight import RULES
-from tests.conftest import run_cli
+from tests.conftest import ARTWORK_RULES, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -27,11 +27,6 @@ def exported(tmp_path_factory, keys_dir, approvals_dir) -> Path:
             "--keys", str(keys_dir), "--approvals", str(approvals_dir), "-q",
             check=True)  # fmt: skip
     return work / "print"
-
-
-ARTWORK_RULES = {"zero-tint", "black-overprint"}
-"""What the current artwork trips (its symbols' white details, its small black text), which
-the ticket's face work of issue 18 fixes: then this set becomes empty."""
 
 
 def test_every_exported_file_passes(exported):
