@@ -25,7 +25,6 @@ checked first.  The manifest is written once every chunk is final, with their SH
 from __future__ import annotations
 
 import contextlib
-import gc
 import hashlib
 import json
 import os
@@ -213,7 +212,6 @@ def render_chunk(job: ChunkJob) -> dict[str, Any]:
     data = canvas.getpdfdata()
     if imaging:
         del canvas, renderer  # reportlab's document, freed before qpdf reads the file
-        gc.collect()
         _, order = cut_and_stack(len(faces), imposition.slots)
         placed = [
             [
