@@ -1,8 +1,13 @@
 """Export benchmark: tickets/s with 1 and 2 workers, peak RSS per worker, PDF bytes per ticket,
-and the ratio to a minimal hand-written PDF writer drawing the same tickets in the same run.
+and the ratio to a minimal hand-written PDF writer drawing the same tickets in the same run,
+for both press models (``--press digital``: composite files; ``conventional``: the static
+files and the PDF/VT imaging files).
 
     python bench/bench_export.py [--packs 200] [--repeat 3] [--store-packs 12000]
-                                 [--baseline DIR] [--no-layers]
+                                 [--baseline DIR] [--no-layers] [--whole-block]
+
+``--whole-block``: then one export of the whole store per model with 2 workers, its wall time
+(a checkout from before the press models measures the digital model only).
 
 The run is what ``printpipe run`` exports: ``--packs`` packs (25,000 tickets) of a block store
 of ``--store-packs`` packs (default the whole block: the store check hashes every column of
@@ -34,6 +39,7 @@ import contextlib
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -59,8 +65,11 @@ SAMPLE_PACKS = 40
 """The render-only chunk: the export's default chunk, 5,000 tickets."""
 
 
-def hand_written_pdf(path: Path, faces: list[TicketFace], slots: int = 9) -> None:
-    """A minimal PDF writer: same sheets, same per-ticket operators, Helvetica (not embedded)."""
+def hand_written_pdf(
+    path: Path, faces: list[TicketFace], slots: int = 9, *, static: bool = True
+) -> None:
+    """A minimal PDF writer: same sheets, same per-ticket operators, Helvetica (not embedded);
+    without ``static``, the imaging alone (no static form placed)."""
     code128 = Code128Digits(25, 0.25, 8)
     itf = InterleavedTwoOfFive(14, 0.3, 12)
     objects: list[bytes] = []
@@ -89,14 +98,15 @@ def hand_written_pdf(path: Path, faces: list[TicketFace], slots: int = 9) -> Non
                 x, y = 30 + (k % 3) * 250, 30 + (k // 3) * 400
                 ops.append(f"q 1 0 0 1 {x:.2f} {y:.2f} cm")
                 if side == "front":
-                    ops.append(f"/front{face.variant} Do")
+                    if static:
+                        ops.append(f"/front{face.variant} Do")
                     for j, s in enumerate(face.symbols):
                         ops.append(f"q 1 0 0 1 {20 + j * 15:.2f} {100:.2f} cm /s{s} Do Q")
                     ops.append("q 0 0 0 1 k 1 0 0 1 10 40 cm")
                     ops.append(code128.literal(face.validation_code) + "Q")
                     ops.append(f"BT /F1 6.5 Tf 20 30 Td ({face.validation_text}) Tj ET")
                 else:
-                    ops.append("/back Do q 0 0 0 1 k 1 0 0 1 10 40 cm")
+                    ops.append(("/back Do " if static else "") + "q 0 0 0 1 k 1 0 0 1 10 40 cm")
                     ops.append(itf.literal(face.inventory_code) + "Q")
                     ops.append(f"BT /F1 8 Tf 20 30 Td ({face.serial}) Tj ET")
                 ops.append("Q")
@@ -134,8 +144,18 @@ def hand_written_pdf(path: Path, faces: list[TicketFace], slots: int = 9) -> Non
 # -- the children: one measurement each, in a fresh process ------------------------------------
 
 
+def _press(press: str) -> dict[str, Any]:
+    """The export's press keyword: none for the digital model (a checkout from before the
+    press models knows no such keyword)."""
+    if press == "digital":
+        return {}
+    from printpipe.render.imposition import Press  # type: ignore[attr-defined,unused-ignore]
+
+    return {"press": Press(press)}
+
+
 def child_export(
-    block: Path, out: Path, keys: Path, approvals: Path, workers: int, packs: int
+    block: Path, out: Path, keys: Path, approvals: Path, workers: int, packs: int, press: str
 ) -> dict[str, Any]:
     started = time.perf_counter()
     job = export_block(
@@ -146,6 +166,7 @@ def child_export(
         packs=PackRange(1, packs),
         workers=workers,
         show_progress=False,
+        **_press(press),
     )
     seconds = time.perf_counter() - started
     return {
@@ -157,14 +178,14 @@ def child_export(
     }
 
 
-def child_render(block: Path, work: Path) -> dict[str, float]:
+def child_render(block: Path, work: Path, press: str) -> dict[str, float]:
     """The hand-written writer, then the press renderer, on the same 5,000 tickets."""
-    chunk = first_chunk(block, work / "render")
+    chunk = first_chunk(block, work / "render", press)
     render_chunk(chunk)  # the process's first render: imports, fonts
     tickets = chunk.tickets
     started = time.perf_counter()  # faces included: the export builds them too
     faces = faces_of_packs(412, 1, 125, tickets.variant, tickets.symbols, tickets.virn)
-    hand_written_pdf(work / "hand.pdf", faces)
+    hand_written_pdf(work / "hand.pdf", faces, static=press == "digital")
     hand = len(faces) / (time.perf_counter() - started)
     started = time.perf_counter()
     render_chunk(chunk)
@@ -184,9 +205,9 @@ def child_approve(work: Path) -> dict[str, str]:
     return {"approvals": str(work / "approvals")}
 
 
-def first_chunk(block: Path, out: Path) -> ChunkJob:
+def first_chunk(block: Path, out: Path, press: str = "digital") -> ChunkJob:
     """The first 40 packs of the block as the export's own work unit, for a render-only time."""
-    from printpipe.export import ExportSettings, _chunk_job, chunk_specs, job_date
+    from printpipe.export import ChunkSpec, ExportSettings, _chunk_job, chunk_file_name, job_date
     from printpipe.render.imposition import SRA3
     from printpipe.render.pdfx import FOGRA39
     from printpipe.render.template import Coating, load_template
@@ -194,10 +215,12 @@ def first_chunk(block: Path, out: Path) -> ChunkJob:
     store = BlockStore.open(block)
     template = load_template(game_template_dir("chien-chat") / "ticket.toml")
     settings = ExportSettings(
-        SRA3.name, SRA3.size_mm, template.name, template.sha256, SAMPLE_PACKS, Coating.PLATE
-    )
+        SRA3.name, SRA3.size_mm, template.name, template.sha256, SAMPLE_PACKS, Coating.PLATE,
+        **_press(press),
+    )  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
-    spec = chunk_specs(store, PackRange(1, SAMPLE_PACKS), SAMPLE_PACKS)[0]
+    name = chunk_file_name(store.game_id, store.block, 1, SAMPLE_PACKS)
+    spec = ChunkSpec(name, 1, SAMPLE_PACKS)
     return _chunk_job(store, spec, str(out), template, settings, job_date(), FOGRA39)
 
 
@@ -223,25 +246,29 @@ def main() -> None:
     parser.add_argument("--store-packs", type=int, default=None, help="default: the whole block")
     parser.add_argument("--baseline", type=Path, default=None, help="another checkout to compare")
     parser.add_argument("--no-layers", action="store_true", help="skip the cost of each layer")
+    parser.add_argument(
+        "--whole-block", action="store_true", help="then export the whole store in each model"
+    )
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         kind, *rest = args.child
         if kind == "export":
-            block, out, keys, approvals, workers, packs = rest
+            block, out, keys, approvals, workers, packs, press = rest
             result = child_export(
-                Path(block), Path(out), Path(keys), Path(approvals), int(workers), int(packs)
-            )
+                Path(block), Path(out), Path(keys), Path(approvals), int(workers), int(packs),
+                press,
+            )  # fmt: skip
         elif kind == "render":
-            result = child_render(Path(rest[0]), Path(rest[1]))
+            result = child_render(Path(rest[0]), Path(rest[1]), rest[2])
         else:
             result = child_approve(Path(rest[0]))
         print(json.dumps(result))
         return
 
-    codes = {"this checkout": ROOT}
+    codes = {"digital": (ROOT, "digital"), "conventional": (ROOT, "conventional")}
     if args.baseline is not None:
-        codes[f"baseline {args.baseline}"] = args.baseline.resolve()
+        codes["baseline (digital)"] = (args.baseline.resolve(), "digital")
     game = load_game("chien-chat")
     store_packs = args.store_packs or game.definition.block.packs
     with tempfile.TemporaryDirectory() as tmp_text:
@@ -249,21 +276,37 @@ def main() -> None:
         block = _make_block(tmp, store_packs)
         approvals = {
             name: Path(_child(code, "approve", str(tmp / f"code-{i}"))["approvals"])
-            for i, (name, code) in enumerate(codes.items())
+            for i, (name, (code, _)) in enumerate(codes.items())
         }
         runs: dict[str, list[dict[Any, Any]]] = {name: [] for name in codes}
         for repeat in range(args.repeat):
-            for i, (name, code) in enumerate(codes.items()):
+            for i, (name, (code, press)) in enumerate(codes.items()):
                 row: dict[Any, Any] = {}
                 for workers in (1, 2):
                     out = tmp / f"print-{i}-{repeat}-{workers}"
                     row[workers] = _child(
                         code, "export", str(block), str(out), str(tmp / "keys"),
-                        str(approvals[name]), str(workers), str(args.packs),
+                        str(approvals[name]), str(workers), str(args.packs), press,
                     )  # fmt: skip
-                row["render"] = _child(code, "render", str(block), str(tmp / f"render-{i}"))
+                    shutil.rmtree(out)
+                row["render"] = _child(code, "render", str(block), str(tmp / f"render-{i}"), press)
                 runs[name].append(row)
         _report(runs, args.packs, store_packs * game.definition.block.pack_size, args.repeat)
+        if args.whole_block:
+            print(f"whole store ({store_packs:,} packs), 2 workers, one run each:")
+            for i, (name, (code, press)) in enumerate(codes.items()):
+                out = tmp / f"whole-{i}"
+                whole = _child(
+                    code, "export", str(block), str(out), str(tmp / "keys"),
+                    str(approvals[name]), "2", str(store_packs), press,
+                )  # fmt: skip
+                rate = whole["tickets"] / whole["seconds"]
+                print(
+                    f"  {name:<20} {whole['seconds']:7.1f} s, {rate:,.0f} tickets/s, "
+                    f"{whole['bytes'] / 1e6:,.0f} MB, peak RSS per worker "
+                    f"{whole['worker_rss_mb']:.0f} MB"
+                )
+                shutil.rmtree(out)
         if not args.no_layers:
             chunk = first_chunk(block, tmp / "layers")
             render_chunk(chunk)
@@ -321,6 +364,14 @@ def _report(runs: dict[str, list[dict[Any, Any]]], packs: int, store: int, repea
     print(" " * width + "".join(f"  {name:>24}" for name in names))
     for label, cells in figures.items():
         print(f"{label:<{width}}" + "".join(f"  {cell:>24}" for cell in cells))
+    for label, value in list(rows.items())[:3]:
+        if "digital" in runs and "conventional" in runs:
+            ratio = median("conventional", value) / median("digital", value)
+            print(f"  conventional / digital, {label}: {ratio:.2f} x")
+        base = next((name for name in names if name.startswith("baseline")), None)
+        if base is not None and "digital" in runs:
+            ratio = median("digital", value) / median(base, value)
+            print(f"  digital / baseline, {label}: {ratio:.2f} x")
     for name in names:
         each = ", ".join(
             f"{r['render']['hand'] / (r[1]['tickets'] / r[1]['seconds']):.2f}" for r in runs[name]
@@ -351,7 +402,7 @@ def layer_costs(chunk: ChunkJob, repeat: int) -> dict[str, float]:
         "variable imaging on its own plate (vs process K)": (
             mock.patch.object(ticket.TicketRenderer, "_variable_layer", process_black),
         ),
-        "colour bar": (mock.patch.object(sheet, "_colour_bar", lambda c, right, bottom: ""),),
+        "control strip": (mock.patch.object(sheet, "control_strip", lambda imposition, t: []),),
         "PDF/X-1a (Info, output intent)": (
             mock.patch.object(pdfx, "apply", lambda doc, identity: None),
         ),

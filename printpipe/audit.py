@@ -123,6 +123,7 @@ def audit_block(
     pack_tiers = np.zeros((packs.count, tiers), dtype=np.int64)
     pack_prize = np.zeros(packs.count, dtype=np.int64)
     variant_split = np.zeros((tiers, len(definition.variants)), dtype=np.int64)
+    pool_variants = np.zeros((rules.pools, len(definition.variants)), dtype=np.int64)
     longest_runs = np.zeros(packs.count, dtype=np.int64)
     virns = np.zeros(packs.count * pack_size, dtype=np.uint64)
     invalid: list[str] = []
@@ -163,6 +164,8 @@ def audit_block(
             pack_tiers[pack_rows], pack_prize[pack_rows] = pack_tallies(tier, amounts, pack_size)
             by_pack = tier.reshape(-1, pack_size)
             np.add.at(variant_split, (tier, variant % len(definition.variants)), 1)
+            pools = (first - 1 + np.arange(len(tier)) // pack_size) // rules.packs_per_pool
+            np.add.at(pool_variants, (pools, variant % len(definition.variants)), 1)
             longest_runs[pack_rows] = longest_losing_runs(by_pack)
             teasers += int(_teasers(game, variant, symbols, recorded).sum())
             virns[rows] = batch.virn
@@ -219,6 +222,17 @@ def audit_block(
             bool((gaps <= 1).all()),
             f"within every tier the {'/'.join(definition.variants)} counts differ by at "
             f"most {int(gaps.max())}",
+        )
+    if len(definition.variants) > 1:
+        mixed = [pool + 1 for pool in range(rules.pools) if (pool_variants[pool] > 0).sum() > 1]
+        report.check(
+            "press runs",
+            not mixed,
+            f"every pool's tickets are of one variant ({' or '.join(definition.variants)}): "
+            "one press run each, whose static plates never change"
+            if not mixed
+            else f"pools {', '.join(map(str, mixed[:10]))} mix variants: their static plates "
+            "would change from sheet to sheet",
         )
     distinct = len(np.unique(virns))
     in_range = bool((virns < 10**10).all())

@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -60,6 +60,7 @@ from printpipe.progress import progress_bar
 from printpipe.render.imposition import (
     DEFAULT_CHUNK_PACKS,
     SRA3,
+    Press,
     PressSheet,
     cut_and_stack,
     impose,
@@ -67,6 +68,9 @@ from printpipe.render.imposition import (
 from printpipe.render.pdfx import FOGRA39, JobIdentity, OutputIntent, icc_output_intent, pdf_date
 from printpipe.render.template import Coating, Template
 from printpipe.store import BlockStore
+
+if TYPE_CHECKING:
+    from printpipe.render.sheet import Slug
 
 JOB_FORMAT = "printpipe-print-job/1"
 JOB_FILE = "job.json"
@@ -93,6 +97,8 @@ class ExportSettings:
     """SHA-256 of the embedded ICC profile; None for a registered name."""
     approval: str = NOT_APPROVED
     """The SHA-256 of the approval file the run prints under, or ``NOT APPROVED``."""
+    press: Press = Press.DIGITAL
+    """Composite files for a digital line, or static files and PDF/VT imaging files."""
     code128_module_mm: float = 0.0
     """The validation barcode's narrow bar: the template's ``barcodes.code128_module``, which
     the print shop sets to the narrowest bar its imaging line prints reliably."""
@@ -132,9 +138,25 @@ class ChunkJob:
     output_intent: OutputIntent = field(repr=False, default=FOGRA39)
 
 
-def chunk_file_name(game_id: str, block: int, first_pack: int, last_pack: int) -> str:
-    """File name of a chunk, from its printed pack numbers."""
-    return f"{game_id}-b{block:04d}-p{first_pack:06d}-{last_pack:06d}.pdf"
+def chunk_file_name(
+    game_id: str, block: int, first_pack: int, last_pack: int, press: Press = Press.DIGITAL
+) -> str:
+    """File name of a chunk, from its printed pack numbers (``-vt``: an imaging file)."""
+    kind = "-vt" if press is Press.CONVENTIONAL else ""
+    return f"{game_id}-b{block:04d}-p{first_pack:06d}-{last_pack:06d}{kind}.pdf"
+
+
+def static_file_name(game_id: str, block: int, variant: str) -> str:
+    """File name of a conventional run's static plates for one variant (effigy)."""
+    return f"{game_id}-b{block:04d}-static-{variant}.pdf"
+
+
+def _slug(title: str, number: int, block: int, approval: str, **packs: Any) -> Slug:
+    """The run's slug line (``NOT APPROVED`` first when the run has no approved proof)."""
+    from printpipe.render.sheet import Slug
+
+    not_approved = f"{NOT_APPROVED} - " if approval == NOT_APPROVED else ""
+    return Slug(title, number, block, prefix=not_approved, **packs)
 
 
 def render_chunk(job: ChunkJob) -> dict[str, Any]:
@@ -145,7 +167,8 @@ def render_chunk(job: ChunkJob) -> dict[str, Any]:
     file it sees in the shared folder is the one the worker wrote.
     """
     from printpipe.render.canvas import new_canvas
-    from printpipe.render.sheet import write_sheets
+    from printpipe.render.pdfvt import PlacedTicket, make_pdfvt
+    from printpipe.render.sheet import SheetPart, write_sheets
     from printpipe.render.template import MM
     from printpipe.render.ticket import TicketRenderer, faces_of_packs, load_texts
 
@@ -170,11 +193,13 @@ def render_chunk(job: ChunkJob) -> dict[str, Any]:
     first_serial, last_serial = faces[0].serial, faces[-1].serial
     title = game.definition.title
     last_printed = base + job.last - job.first
+    imaging = job.settings.press is Press.CONVENTIONAL
+    what = "Imaging file (PDF/VT-1, Variable plate)" if imaging else "Press file"
     identity = JobIdentity(
         title=f"{title} - game {number:04d} - block {job.block} - packs {base:06d} to "
         f"{last_printed:06d} - {job.file_name}",
         author=f"printpipe {__version__}: press run of {title} block {job.block}",
-        subject=f"Press file, duplex {job.settings.sheet} sheets, coating {job.settings.coating}: "
+        subject=f"{what}, duplex {job.settings.sheet} sheets, coating {job.settings.coating}: "
         f"tickets {first_serial} to {last_serial}",
         date=job.date,
         output_intent=job.output_intent,
@@ -186,21 +211,29 @@ def render_chunk(job: ChunkJob) -> dict[str, Any]:
         template.fonts,
         identity=identity,
     )
-    renderer = TicketRenderer(canvas, template, game, texts, job.settings.coating)
-
-    not_approved = f"{NOT_APPROVED} - " if job.settings.approval == NOT_APPROVED else ""
-
-    def slug(sheet: int, sheets: int, side: str) -> str:
-        return (
-            f"{not_approved}{title} - game {number:04d} - block {job.block} - "
-            f"sheet {sheet + 1}/{sheets} "
-            f"{'FRONT' if side == 'front' else 'BACK (mirrored)'} - packs {base:06d} to "
-            f"{last_printed:06d} ({first_serial} to {last_serial}), cut and stack: "
-            f"slot k holds ticket k x {sheets} + {sheet} - {job.file_name}"
-        )
-
-    pages = write_sheets(canvas, renderer, imposition, faces, slug)
+    renderer = TicketRenderer(
+        canvas, template, game, texts, job.settings.coating, imaging_only=imaging
+    )
+    slug = _slug(
+        title, number, job.block, job.settings.approval, first_pack=base,
+        last_pack=last_printed, first_serial=first_serial, last_serial=last_serial,
+        suffix=job.file_name,
+    )  # fmt: skip
+    part = SheetPart.VARIABLE if imaging else SheetPart.COMPOSITE
+    pages = write_sheets(canvas, renderer, imposition, faces, slug, part=part)
     data = canvas.getpdfdata()
+    if imaging:
+        del canvas, renderer  # reportlab's document, freed before qpdf reads the file
+        _, order = cut_and_stack(len(faces), imposition.slots)
+        placed = [
+            [
+                PlacedTicket(k, faces[i].serial, base + i // pack_size, i % pack_size)
+                for k, i in enumerate(slots)
+                if i >= 0
+            ]
+            for slots in order
+        ]
+        data = make_pdfvt(data, [(p, p) for p in placed], date=job.date, name=job.file_name)
     result: dict[str, Any] = {
         "file": job.file_name,
         "pages": pages,
@@ -214,6 +247,53 @@ def render_chunk(job: ChunkJob) -> dict[str, Any]:
     else:
         result["staged"] = write_staged(Path(job.out_dir) / job.file_name, data).name
     return result
+
+
+def render_static(
+    *,
+    game_id: str,
+    block: int,
+    variant: int,
+    file_name: str,
+    template: Template,
+    settings: ExportSettings,
+    date: int,
+    output_intent: OutputIntent,
+) -> bytes:
+    """A conventional run's static plates for one variant: a PDF/X-1a file of two pages, the
+    front and the (mirrored) back, exactly the static forms every sheet of the run places."""
+    from printpipe.render.canvas import new_canvas
+    from printpipe.render.sheet import write_static_sheets
+    from printpipe.render.template import MM
+    from printpipe.render.ticket import TicketRenderer, load_texts
+
+    game = load_game(game_id)
+    assert is_paper(game)
+    texts = load_texts(game_template_dir(game.definition.id) / "texts.toml")
+    imposition = impose(template, *settings.sheet_mm)
+    title, number = game.definition.title, game.definition.number
+    name = game.definition.variants[variant]
+    identity = JobIdentity(
+        title=f"{title} - game {number:04d} - block {block} - static plates {name} - {file_name}",
+        author=f"printpipe {__version__}: press run of {title} block {block}",
+        subject=f"Static plates (front, back) of every {settings.sheet} sheet of the run's "
+        f"{name} tickets, coating {settings.coating}",
+        date=date,
+        output_intent=output_intent,
+    )
+    canvas = new_canvas(
+        Path(file_name),
+        (imposition.sheet_w * MM, imposition.sheet_h * MM),
+        template.fonts,
+        identity=identity,
+    )
+    renderer = TicketRenderer(canvas, template, game, texts, settings.coating, static_only=True)
+    slug = _slug(
+        title, number, block, settings.approval, first_pack=0, last_pack=0,
+        first_serial="", last_serial="",
+    )  # fmt: skip
+    write_static_sheets(canvas, renderer, imposition, variant, slug)
+    return canvas.getpdfdata()
 
 
 def _init_worker() -> None:
@@ -231,6 +311,7 @@ def export_block(
     workers: int | None = None,
     chunk_packs: int = DEFAULT_CHUNK_PACKS,
     coating: Coating = Coating.PLATE,
+    press: Press = Press.DIGITAL,
     output_intent: Path | None = None,
     approvals_dir: Path = APPROVALS_DIR,
     unapproved: bool = False,
@@ -241,8 +322,10 @@ def export_block(
     """Export a block store's packs (``packs``, block-relative; default all it holds) to
     press PDFs in ``out_dir``; returns the job record.
 
-    The chunks run on a local process pool, or on a Dask cluster when ``scheduler`` is an
-    address; with ``collect`` the workers return the PDF bytes and this process writes them.
+    ``press``: composite files (a digital line), or a conventional run's static files (one
+    per variant of the run) and PDF/VT-1 imaging files.  The chunks run on a local process
+    pool, or on a Dask cluster when ``scheduler`` is an address; with ``collect`` the workers
+    return the PDF bytes and this process writes them.
     ``output_intent`` is a print shop's ICC output profile to embed (default: FOGRA39 by name).
     The run's inputs must match a proof the lottery approved (a signed file in
     ``approvals_dir``), unless ``unapproved``: then every sheet and ``job.json`` say so.
@@ -302,6 +385,7 @@ def export_block(
         intent.identifier,
         hashlib.sha256(intent.profile).hexdigest() if intent.profile else None,
         approval.sha256 if approval else NOT_APPROVED,
+        press,
         code128_module_mm=loaded.barcodes["code128_module"],
     )
     folder = _claim_out_dir(out_dir, store, packs, settings, approval)
@@ -314,7 +398,21 @@ def export_block(
         )
     )
     try:
-        specs = chunk_specs(store, packs, chunk_packs)
+        specs = chunk_specs(store, packs, chunk_packs, game.definition.block.packs_per_pool, press)
+        statics = (
+            _static_files(store, packs, game.definition.block.packs_per_pool, game.definition)
+            if press is Press.CONVENTIONAL
+            else {}
+        )
+        static_data = {
+            name: render_static(
+                game_id=game.definition.id, block=store.block, variant=variant,
+                file_name=name, template=loaded, settings=settings, date=folder.date,
+                output_intent=intent,
+            )
+            for name, (variant, _) in statics.items()
+            if not (out_dir / name).exists()
+        }  # fmt: skip
         todo = [spec for spec in specs if not (out_dir / spec.file_name).exists()]
         target = None if collect else str(out_dir.resolve())
         jobs = (
@@ -330,6 +428,16 @@ def export_block(
             specs, done, rendered, out_dir, store, game.definition.number, loaded, settings
         )
         intact.pass_through()  # before the manifest, were every chunk already there
+        for name, data in static_data.items():
+            write_atomic(out_dir / name, data)
+        files = [
+            _static_entry(out_dir, name, variant, runs, game.definition.variants)
+            for name, (variant, runs) in statics.items()
+        ] + files
+        if statics:
+            for entry in files:
+                if entry["kind"] == "variable":
+                    entry["static"] = _static_of(entry, statics)
         write_sealed_run_manifest(
             manifest_path, store, sealing.result(), recipient, signing_key, files, game=game
         )
@@ -368,17 +476,69 @@ def export_block(
     return {**record, RENDERED: tickets}  # what this run rendered: job.json does not say
 
 
-def chunk_specs(store: BlockStore, packs: PackRange, chunk_packs: int) -> list[ChunkSpec]:
-    """The chunks of a run, in block order: whole packs, ``chunk_packs`` at a time."""
+def chunk_specs(
+    store: BlockStore,
+    packs: PackRange,
+    chunk_packs: int,
+    packs_per_pool: int,
+    press: Press = Press.DIGITAL,
+) -> list[ChunkSpec]:
+    """The chunks of a run, in block order: whole packs, ``chunk_packs`` at a time, never
+    across a pool's end (a pool is a press run of one variant: a chunk's static plates are
+    the same on all its sheets)."""
     game_id = store.game_id
     specs = []
-    for first in range(packs.first, packs.last + 1, chunk_packs):
-        last = min(first + chunk_packs - 1, packs.last)
+    first = packs.first
+    while first <= packs.last:
+        pool_last = ((first - 1) // packs_per_pool + 1) * packs_per_pool
+        last = min(first + chunk_packs - 1, packs.last, pool_last)
         name = chunk_file_name(
-            game_id, store.block, store.printed_pack(first), store.printed_pack(last)
+            game_id, store.block, store.printed_pack(first), store.printed_pack(last), press
         )
         specs.append(ChunkSpec(name, first, last))
+        first = last + 1
     return specs
+
+
+def _static_files(
+    store: BlockStore, packs: PackRange, packs_per_pool: int, definition: Any
+) -> dict[str, tuple[int, list[tuple[int, int]]]]:
+    """A conventional run's static files: file name -> (variant, the pack ranges printed
+    from them), one per variant among the pools of ``packs`` (read from each pool's first
+    pack in the range)."""
+    files: dict[str, tuple[int, list[tuple[int, int]]]] = {}
+    first = packs.first
+    while first <= packs.last:
+        last = min(((first - 1) // packs_per_pool + 1) * packs_per_pool, packs.last)
+        variant = int(store.read(PackRange(first, first)).variant[0])
+        name = static_file_name(store.game_id, store.block, definition.variants[variant])
+        files.setdefault(name, (variant, []))[1].append((first, last))
+        first = last + 1
+    return files
+
+
+def _static_of(entry: dict[str, Any], statics: dict[str, tuple[int, list[tuple[int, int]]]]) -> str:
+    """The static file an imaging file is printed over."""
+    first = entry["packs"]["first"]
+    for name, (_, runs) in statics.items():
+        if any(low <= first <= high for low, high in runs):
+            return name
+    raise RuntimeError(f"no static file for packs from {first}")
+
+
+def _static_entry(
+    out_dir: Path, name: str, variant: int, runs: list[tuple[int, int]], variants: Any
+) -> dict[str, Any]:
+    path = out_dir / name
+    return {
+        "path": name,
+        "sha256": sha256_file(path),
+        "bytes": path.stat().st_size,
+        "pages": 2,
+        "kind": "static",
+        "variant": variants[variant],
+        "runs": [{"first": low, "last": high} for low, high in runs],
+    }
 
 
 def _chunk_job(
@@ -647,12 +807,14 @@ def _file_entry(
     sheets, _ = cut_and_stack(tickets, impose(template, *settings.sheet_mm).slots)
     first = TicketId(game_number, store.printed_pack(job.first), 0)
     last = TicketId(game_number, store.printed_pack(job.last), store.pack_size - 1)
+    variant = int(store.read(PackRange(job.first, job.first)).variant[0])
     return {
         "path": job.file_name,
+        "variant": load_game(store.game_id).definition.variants[variant],
         "sha256": sha256 or sha256_file(path),
         "bytes": path.stat().st_size,
         "pages": 2 * sheets,
-        "kind": "duplex",
+        "kind": "variable" if settings.press is Press.CONVENTIONAL else "duplex",
         "sheets": sheets,
         "packs": {"first": job.first, "last": job.last},
         "tickets": tickets,
@@ -664,8 +826,14 @@ def _file_entry(
 def export_summary(job: dict[str, Any], out_dir: Path, seconds: float) -> str:
     """The one line ``printpipe export`` prints about a finished run (press files or feed)."""
     feed = job.get("output") == "feed"
+    statics = sum(1 for entry in job["files"] if entry.get("kind") == "static")
     what = (
-        f"the unit feed {job['files'][0]['path']}" if feed else f"{len(job['files'])} press PDF(s)"
+        f"the unit feed {job['files'][0]['path']}"
+        if feed
+        else f"{statics} static plate file(s) and {len(job['files']) - statics} PDF/VT imaging "
+        "file(s)"
+        if statics
+        else f"{len(job['files'])} press PDF(s)"
     )
     things = "units" if feed else "tickets"
     packs = f"packs {job['packs']['first']} to {job['packs']['last']}"

@@ -8,10 +8,15 @@ so generating any pack range starts from the same plan as the whole block.  It e
 - within a pool, each tier's count per pack differs by at most 1, and so does each pack's
   total of winners;
 - high tiers (``high_tier_min_eur`` and above): at most one such lot per pack;
-- within every tier, the variants differ by at most 1 over the block.
+- within every tier, the variants differ by at most 1 over the block;
+- every pool is one press run of one variant (its effigy): the static plates of a run never
+  change, so the variant cannot change from ticket to ticket (docs/print-files.md).
 
 All of it comes from one cyclic fill: lay the lots, top tiers first, along a random
 permutation of pools (then of packs), one at a time, carrying the cursor from tier to tier.
+The variants take turns along that same permutation of pools (from a random first one): the
+extra lots of every tier fall on consecutive places of the permutation, so each variant gets
+the same share of every tier, give or take 1, as when the variant was drawn per ticket.
 """
 
 from __future__ import annotations
@@ -32,7 +37,9 @@ class BlockPlan:
     tier_counts: np.ndarray
     """(packs, tiers): tier 0 is the losing tickets."""
     variant_counts: np.ndarray
-    """(packs, tiers, variants)."""
+    """(packs, tiers, variants): all of a pack's tickets in its pool's variant."""
+    pool_variants: np.ndarray
+    """(pools,): the variant of every ticket of each pool (one press run per pool)."""
 
     @property
     def packs(self) -> int:
@@ -53,7 +60,7 @@ def plan_block(definition: GameDefinition, block_key: bytes) -> BlockPlan:
     _check_feasible(definition)
 
     pool_counts = np.zeros((rules.pools, tiers), dtype=np.int64)
-    _cyclic_fill(pool_counts, lots, order, KeyStream(block_key, Purpose.POOLS, 0))
+    pools = _cyclic_fill(pool_counts, lots, order, KeyStream(block_key, Purpose.POOLS, 0))
 
     tier_counts = np.zeros((rules.packs, tiers), dtype=np.int64)
     per_pool = rules.packs_per_pool
@@ -70,14 +77,18 @@ def plan_block(definition: GameDefinition, block_key: bytes) -> BlockPlan:
         raise PrintpipeError(
             f"block.max_losing_run {rules.max_losing_run} cannot hold: too few winners per pack"
         )
-    variants = _split_variants(tier_counts, len(definition.variants), block_key)
-    return BlockPlan(tier_counts, variants)
+    pool_variants = _pool_variants(pools, len(definition.variants), block_key)
+    variants = np.zeros((rules.packs, tiers, len(definition.variants)), dtype=np.int64)
+    pack_variants = np.repeat(pool_variants, per_pool)
+    variants[np.arange(rules.packs), :, pack_variants] = tier_counts
+    return BlockPlan(tier_counts, variants, pool_variants)
 
 
 def _cyclic_fill(
     counts: np.ndarray, totals: np.ndarray, order: list[int], stream: KeyStream
-) -> None:
-    """Spread each tier's total over the rows: base share each, remainder along one permutation."""
+) -> np.ndarray:
+    """Spread each tier's total over the rows: base share each, remainder along one
+    permutation, which is returned."""
     rows = counts.shape[0]
     permutation = stream.permutation(rows)
     cursor = 0
@@ -86,28 +97,26 @@ def _cyclic_fill(
         counts[:, tier] = base
         counts[permutation[(cursor + np.arange(remainder)) % rows], tier] += 1
         cursor += remainder
+    return permutation
 
 
-def _split_variants(tier_counts: np.ndarray, variants: int, block_key: bytes) -> np.ndarray:
-    """Per pack and tier, tickets per variant; each tier's variant totals differ by at most 1."""
-    stream = KeyStream(block_key, Purpose.VARIANTS, 0)
-    packs, tiers = tier_counts.shape
-    split = np.zeros((packs, tiers, variants), dtype=np.int64)
-    for tier in range(tiers):
-        base, remainder = np.divmod(tier_counts[:, tier], variants)
-        split[:, tier, :] = base[:, None]
-        order = stream.permutation(packs)
-        start = int(stream.below(variants, 1)[0])
-        extra = remainder[order]
-        first = (start + np.cumsum(extra) - extra) % variants
-        for i in range(variants - 1):
-            has = extra > i
-            split[order[has], tier, (first[has] + i) % variants] += 1
-    return split
+def _pool_variants(permutation: np.ndarray, variants: int, block_key: bytes) -> np.ndarray:
+    """Each pool's variant: the variants in turn along the fill's permutation of pools, from a
+    random first one (so no variant is bound to the first place, where the top lot falls)."""
+    first = int(KeyStream(block_key, Purpose.VARIANTS, 0).below(variants, 1)[0])
+    pool_variants = np.zeros(len(permutation), dtype=np.int64)
+    pool_variants[permutation] = (first + np.arange(len(permutation))) % variants
+    return pool_variants
 
 
 def _check_feasible(definition: GameDefinition) -> None:
     rules = definition.block
+    variants = len(definition.variants)
+    if rules.pools % variants:
+        raise PrintpipeError(
+            f"{variants} variants cannot share {rules.pools} pools equally: each pool is a press "
+            "run of one variant, so block.pools must be a multiple of the variants"
+        )
     top = [p for p in definition.prizes if p.amount_eur >= rules.distinct_pools_min_eur]
     if sum(p.lots for p in top) > rules.pools:
         raise PrintpipeError(

@@ -15,6 +15,23 @@ colour spaces in the pages), no transparency (soft masks, constant alpha, blend 
 transparency groups), no JavaScript and no LZW; and the job: every file listed in ``job.json``
 is there with its SHA-256.  Read with pikepdf (qpdf): reportlab writes PDFs but cannot read
 them back, and no free PDF/X validator installs here.
+
+The press line's rules (``docs/print-files.md``, "The press line"), by the file's kind in
+``job.json`` (``duplex``: a digital composite; ``static``: a conventional run's plates;
+``variable``: its PDF/VT-1 imaging):
+
+- ``pdfx-4`` and ``pdf-vt`` (imaging files): PDF 1.6 at most, XMP metadata naming PDF/X-4 and
+  PDF/VT-1, Info's ``GTS_PDFXVersion`` PDF/X-4; a ``/DPartRoot`` whose leaves are the pages
+  in order, every page's ``/DPart`` a leaf starting at that page with its metadata (the
+  sheet, the side, and each ticket's serial and pack);
+- ``imaging`` (imaging files): the ``Variable`` plate only;
+- ``static-plates``: every composite page is the run's two static forms of its side with
+  only ``Variable`` imaging between them; the forms are the same, byte for byte, in every file
+  of the same variant and in its static file;
+- ``zero-tint``: no fill at tint 0 on a separation (it knocks out only with overprint
+  simulated; a plain viewer paints it white);
+- ``crop-marks``: no segment stroked in the registration colour inside the TrimBox;
+- ``black-overprint``: 100 % black text under 12 pt overprints (``op`` true).
 """
 
 from __future__ import annotations
@@ -27,6 +44,7 @@ from pathlib import Path
 
 import pikepdf
 
+from printpipe import preflight_press
 from printpipe.atomic import sha256_file
 from printpipe.errors import PrintpipeError
 from printpipe.render.inks import REGISTRATION, SPOT_NAMES
@@ -46,7 +64,15 @@ RULES = (
     "transparency",
     "actions",
     "compression",
+    "pdfx-4",
+    "pdf-vt",
+    "imaging",
+    "static-plates",
+    "zero-tint",
+    "crop-marks",
+    "black-overprint",
 )
+PDF_VERSIONS = {"duplex": ("1.3", "1.4"), "static": ("1.3", "1.4"), "variable": ("1.6",)}
 PDFX_VERSIONS = (PDFX_VERSION, "PDF/X-1:2001", "PDF/X-1a:2001")
 LIBRARY_DEFAULTS = {"untitled", "anonymous", "unspecified", ""}
 SEPARATIONS = {*SPOT_NAMES, str(REGISTRATION.spotName), "Cyan", "Magenta", "Yellow", "Black"}
@@ -83,11 +109,48 @@ def preflight(print_dir: Path) -> tuple[list[Violation], int]:
     if not pdfs:
         raise PrintpipeError(f"{print_dir} holds no PDF file")
     found = list(_job_rules(print_dir, pdfs))
+    entries = _job_entries(print_dir)
+    fingerprints: dict[tuple[str, str], dict[str, str]] = {}
     for path in pdfs:
+        entry = entries.get(path.name, {})
+        kind = str(entry.get("kind", "duplex"))
+        static: dict[str, str] = {}
         found += [
-            Violation(path.name, where, rule, detail) for where, rule, detail in check_file(path)
+            Violation(path.name, where, rule, detail)
+            for where, rule, detail in check_file(path, kind=kind, static=static)
         ]
+        for side, digest in static.items():
+            fingerprints.setdefault((str(entry.get("variant", "")), side), {})[path.name] = digest
+    found += list(_same_static_plates(fingerprints))
     return found, len(pdfs)
+
+
+def _job_entries(print_dir: Path) -> dict[str, dict]:
+    try:
+        job = json.loads((print_dir / "job.json").read_text(encoding="utf-8"))
+        return {entry["path"]: entry for entry in job["files"] if isinstance(entry, dict)}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+
+
+def _same_static_plates(
+    fingerprints: dict[tuple[str, str], dict[str, str]],
+) -> Iterator[Violation]:
+    """Every file of one variant places the same static forms on each side."""
+    for (variant, side), files in sorted(fingerprints.items()):
+        counts: dict[str, int] = {}
+        for digest in files.values():
+            counts[digest] = counts.get(digest, 0) + 1
+        usual = max(counts, key=lambda d: (counts[d], d))
+        for name, digest in sorted(files.items()):
+            if digest != usual:
+                yield Violation(
+                    name,
+                    "",
+                    "static-plates",
+                    f"its {side} static plates differ from the other files' of "
+                    f"{variant or 'the run'}",
+                )
 
 
 def preflight_summary(violations: list[Violation], files: int) -> str:
@@ -119,8 +182,12 @@ def _job_rules(print_dir: Path, pdfs: list[Path]) -> Iterator[Violation]:
             yield Violation(path.name, "", "job", "its SHA-256 differs from job.json's")
 
 
-def check_file(path: Path) -> Iterator[tuple[str, str, str]]:
-    """(where, rule, detail) of every violation in one PDF."""
+def check_file(
+    path: Path, *, kind: str = "duplex", static: dict[str, str] | None = None
+) -> Iterator[tuple[str, str, str]]:
+    """(where, rule, detail) of every violation in one PDF of ``kind`` (``duplex``,
+    ``static`` or ``variable``); ``static`` receives the fingerprint of each side's static
+    forms."""
     try:
         pdf = pikepdf.open(path)
     except pikepdf.PasswordError:
@@ -130,7 +197,7 @@ def check_file(path: Path) -> Iterator[tuple[str, str, str]]:
         yield "", "pdf-version", f"not a readable PDF: {exc}"
         return
     with pdf:
-        yield from _document_rules(pdf)
+        yield from _document_rules(pdf, kind)
         forms_seen: set[tuple[int, int]] = set()
         for number, page in enumerate(pdf.pages, start=1):
             where = f"page {number}"
@@ -138,17 +205,22 @@ def check_file(path: Path) -> Iterator[tuple[str, str, str]]:
             yield from _resource_rules(page.obj, where, forms_seen)
             for rule, detail in _content_rules(page.obj):
                 yield where, rule, detail
+        yield from preflight_press.check(pdf, kind, static if static is not None else {})
 
 
-def _document_rules(pdf: pikepdf.Pdf) -> Iterator[tuple[str, str, str]]:
-    if pdf.pdf_version not in ("1.3", "1.4"):
+def _document_rules(pdf: pikepdf.Pdf, kind: str = "duplex") -> Iterator[tuple[str, str, str]]:
+    if kind == "variable":
+        yield from preflight_press.pdfvt_document(pdf)
+    elif pdf.pdf_version not in ("1.3", "1.4"):
         yield "", "pdf-version", f"PDF {pdf.pdf_version}: PDF/X-1a is PDF 1.3 or 1.4"
     if pdf.is_encrypted:
         yield "", "encryption", "the file is encrypted"
     info = pdf.trailer.get("/Info")
     info = info if isinstance(info, pikepdf.Dictionary) else pikepdf.Dictionary()
     version = str(info.get("/GTS_PDFXVersion", ""))
-    if version not in PDFX_VERSIONS:
+    if kind == "variable":
+        pass  # PDF/X-4: preflight_press
+    elif version not in PDFX_VERSIONS:
         yield "", "info", f"GTS_PDFXVersion is {version or 'missing'!r}, expected {PDFX_VERSION!r}"
     trapped = info.get("/Trapped")
     if trapped not in (pikepdf.Name("/True"), pikepdf.Name("/False")):

@@ -12,7 +12,7 @@ import pytest
 
 from printpipe.block import PackRange
 from printpipe.games import game_template_dir
-from tests.conftest import generate_store, run_cli
+from tests.conftest import assert_preflight_passes, generate_store, run_cli
 
 FRONT = """<svg xmlns="http://www.w3.org/2000/svg" width="82mm" height="133mm" viewBox="0 0 82 133">
   <rect width="82" height="133" fill="#2a6f97"/>
@@ -50,7 +50,7 @@ def test_designer_svgs_are_placed_once_as_vectors(store, keys_dir, tmp_path):
     out = tmp_path / "print"
     run_cli("export", str(store), "--out", str(out), "--keys", str(keys_dir), "--template",
             str(template), "--unapproved", "-q", check=True)  # fmt: skip
-    assert run_cli("preflight", str(out)).returncode == 0  # CMYK only, fonts embedded
+    assert_preflight_passes(out)  # CMYK only, fonts embedded
     job = json.loads((out / "job.json").read_text())
     with pikepdf.open(out / job["files"][0]["path"]) as pdf:
         forms: dict[str, set[tuple[int, int]]] = {}

@@ -17,7 +17,7 @@ from printpipe.keys import (
     load_public_key,
     load_signing_key,
 )
-from tests.conftest import as_from_a_shell, read_until, run_cli
+from tests.conftest import as_from_a_shell, assert_preflight_passes, read_until, run_cli
 
 
 def assert_one_line_error(result, *fragments):
@@ -198,8 +198,7 @@ def test_the_main_job_on_defaults(tmp_path):
         (tmp_path / "printpipe-out" / "chien-chat-block-0001-print" / "job.json").read_text()
     )
     assert job["approval"]["file"] == approval.name
-    preflight = run_cli("preflight", "printpipe-out/chien-chat-block-0001-print", cwd=tmp_path)
-    assert preflight.returncode == 0, preflight.stdout
+    assert_preflight_passes(tmp_path / "printpipe-out" / "chien-chat-block-0001-print")
     rerun = run_cli("run", "--quiet", cwd=tmp_path)
     assert rerun.returncode == 0 and "DEMO keys" not in rerun.stderr
     assert "demo keys: the proof of these inputs is approved" in rerun.stderr

@@ -183,17 +183,6 @@ def _objects(data: bytes) -> list[bytes]:
     return re.findall(rb"\d+ 0 obj\r?\n(.*?)endobj", data, re.S)
 
 
-def _page_resources(page: bytes, data: bytes) -> bytes:
-    """A page's resource dictionary, inline or (as PressCanvas shares them) indirect."""
-    reference = re.search(rb"/Resources (\d+) 0 R", page)
-    if reference is None:
-        return page
-    number = reference.group(1)
-    resources = re.search(rb"(?:^|\n)%s 0 obj\r?\n(.*?)endobj" % number, data, re.S)
-    assert resources is not None
-    return resources.group(1)
-
-
 def test_pdf_structure(press):
     job = json.loads((press / "job.json").read_text())
     assert (press / job["manifest"]).is_file()
@@ -215,9 +204,19 @@ def test_pdf_structure(press):
         assert all(spots.values()), f"missing separations: {spots}"
         for page in pages:
             assert b"/TrimBox" in page and b"/BleedBox" in page
-            resources = _page_resources(page, data)
-            for name, numbers in spots.items():  # the colour bar has a patch of every ink
-                assert any(re.search(rb"/%s %s 0 R" % (name, n), resources) for n in numbers)
+        with pikepdf.open(press / entry["path"]) as pdf:
+            for sheet in pdf.pages:  # the control strip has a patch of every ink
+                owners = [sheet.obj] + [
+                    form
+                    for name, form in sheet.Resources.XObject.items()
+                    if name.startswith("/FormXob.sheet-")
+                ]
+                inks = {
+                    str(space[1])[1:]
+                    for owner in owners
+                    for space in owner.Resources.get("/ColorSpace", {}).values()
+                }
+                assert {name.decode() for name in spots} <= inks, inks
         descriptors = [o for o in objects if b"/Type /FontDescriptor" in o]
         assert descriptors and all(b"/FontFile2" in d for d in descriptors)
         assert not re.search(rb"/BaseFont /(Helvetica|Times|Courier)", data)

@@ -35,6 +35,13 @@ def assert_plan_invariants(definition, plan):
     assert (pools.sum(axis=1)[:, top].sum(axis=1) <= 1).all(), "two top lots in one pool"
     assert (plan.variant_counts.sum(axis=2) == counts).all()
     assert (spread(plan.variant_counts.sum(axis=0).T) <= 1).all(), "variants differ by > 1"
+    # each pool is a press run of one variant, and the variants share the pools equally
+    inked = plan.variant_counts.sum(axis=1) > 0  # (packs, variants)
+    assert (inked.sum(axis=1) == 1).all(), "a pack of several variants"
+    pools_of_packs = np.arange(rules.packs) // rules.packs_per_pool
+    assert (inked.argmax(axis=1) == plan.pool_variants[pools_of_packs]).all()
+    shares = np.bincount(plan.pool_variants, minlength=len(definition.variants))
+    assert np.ptp(shares) == 0, "the variants do not share the pools equally"
 
 
 def test_plan_of_the_real_block(game):

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from printpipe.block import PackRange
     from printpipe.ids import TicketId
     from printpipe.ledger import Location, PackRef, Reason, TerminalId
-    from printpipe.render.imposition import PressSheet
+    from printpipe.render.imposition import Press, PressSheet
     from printpipe.render.template import Coating
 
 MAX_BLOCK = 999
@@ -31,6 +31,8 @@ REFUSED = "printpipe.refused"
 """``ctx.meta`` key: the raw text of each refused parameter, by parameter name."""
 COATINGS = ("plate", "none")
 """The values of ``render.template.Coating`` (tested equal), listed here for the help text."""
+PRESSES = ("digital", "conventional")
+"""The values of ``render.imposition.Press`` (tested equal)."""
 
 
 class _Converted(click.ParamType):
@@ -119,6 +121,22 @@ class CoatingType(click.Choice):
         return Coating(super().convert(value, param, ctx))
 
 
+class PressType(click.Choice):
+    """``digital`` or ``conventional`` -> ``render.imposition.Press``."""
+
+    def __init__(self) -> None:
+        super().__init__(PRESSES)
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> Press:
+        from printpipe.render.imposition import Press
+
+        if isinstance(value, Press):
+            return value
+        return Press(super().convert(value, param, ctx))
+
+
 class TerminalIdType(_Converted):
     """A terminal id -> ``inputs.TerminalId`` (its alphabet and length: ``docs/validation.md``)."""
 
@@ -180,6 +198,7 @@ BLOCK_RANGE = BlockRangeType()
 PRESS_SHEET = PressSheetType()
 SHEET_LIST = SheetListType()
 COATING = CoatingType()
+PRESS = PressType()
 TERMINAL = TerminalIdType()
 PACK_REF = PackRefType()
 TICKET_REF = TicketRefType()

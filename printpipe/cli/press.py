@@ -12,12 +12,12 @@ import click
 
 from printpipe.approval import APPROVALS_DIR
 from printpipe.cli._common import DEFAULT_GAME, keys_option, quiet_option, scheduler_option
-from printpipe.cli.params import COATING, PACK_RANGE, PRESS_SHEET, SHEET_LIST
+from printpipe.cli.params import COATING, PACK_RANGE, PRESS, PRESS_SHEET, SHEET_LIST
 from printpipe.render.imposition import DEFAULT_CHUNK_PACKS
 
 if TYPE_CHECKING:
     from printpipe.block import PackRange
-    from printpipe.render.imposition import PressSheet
+    from printpipe.render.imposition import Press, PressSheet
     from printpipe.render.template import Coating
 
 approvals_option = click.option(
@@ -77,6 +77,14 @@ approvals_option = click.option(
     help="plate: the ScratchOff coating and its decoration (press); none: as scratched.",
 )
 @click.option(
+    "--press",
+    type=PRESS,
+    default="digital",
+    show_default=True,
+    help="digital: composite sheets; conventional: static plate files (PDF/X-1a) and the "
+    "imaging as PDF/VT-1.",
+)
+@click.option(
     "--output-intent",
     type=click.Path(path_type=Path, dir_okay=False, exists=True),
     default=None,
@@ -106,6 +114,7 @@ def export(
     workers: int | None,
     chunk_packs: int,
     coating: Coating,
+    press: Press,
     output_intent: Path | None,
     approvals_dir: Path,
     unapproved: bool,
@@ -131,6 +140,7 @@ def export(
         workers=workers,
         chunk_packs=chunk_packs,
         coating=coating,
+        press=press,
         output_intent=output_intent,
         approvals_dir=approvals_dir,
         unapproved=unapproved,

@@ -21,7 +21,7 @@ from printpipe.games.base import PaperGame
 from printpipe.proof.page import RED, diagonal_mark
 from printpipe.render.canvas import new_canvas
 from printpipe.render.imposition import cut_and_stack, impose
-from printpipe.render.sheet import write_sheets
+from printpipe.render.sheet import Slug, write_sheets
 from printpipe.render.template import MM, Template
 from printpipe.render.ticket import Coating, TicketFace, TicketRenderer
 from printpipe.store import BlockStore
@@ -104,13 +104,17 @@ def write_press_proof(
     renderer = TicketRenderer(canvas, template, game, texts, coating)
     last_pack = base + packs.count - 1
 
-    def slug(sheet: int, total: int, side: str) -> str:
-        return (
-            f"{PROOF_TEXT} - {CONFIDENTIAL} - {game.definition.title} - game {number:04d} - "
-            f"block {store.block} - sheet {sheet + 1}/{total} "
-            f"{'FRONT' if side == 'front' else 'BACK (mirrored)'} of packs {base:06d} to "
-            f"{last_pack:06d} - coating {coating.value}"
-        )
+    slug = Slug(
+        game.definition.title,
+        number,
+        store.block,
+        base,
+        last_pack,
+        faces[0].serial,
+        faces[len(faces) - 1].serial,
+        prefix=f"{PROOF_TEXT} - {CONFIDENTIAL} - ",
+        suffix=f"coating {coating.value}",
+    )
 
     def overlay(c: Canvas, sheet: int, side: str) -> None:
         w, h = imposition.sheet_w * MM, imposition.sheet_h * MM

@@ -262,17 +262,23 @@ class PressCanvas(Canvas):
                 shared = self._doc.Reference(self._doc.xobjDict(sorted(used)))
                 self._shared_xobjects[used] = shared
             thing.XObjects = shared
-        if isinstance(thing, pdfdoc.PDFFormXObject) and self._extgstate._c:
-            # reportlab writes a form's resources without its graphics states: a form that
-            # sets some (black_overprint) gets them here, as PDFFormXObject.format would build
-            # its resources otherwise
-            resources = pdfdoc.PDFResourceDictionary()
-            resources.basicFonts()
-            resources.basicProcs()
-            if thing.XObjects:
-                resources.XObject = thing.XObjects
-            resources.ExtGState = thing.ExtGState
-            thing.Resources = resources
+        if isinstance(thing, pdfdoc.PDFFormXObject) and (self._colorsUsed or self._extgstate._c):
+            self._give_form_resources(thing)
+
+    def _give_form_resources(self, form: pdfdoc.PDFFormXObject) -> None:
+        """A form that selects spot colours (``spot_operators``) gets them, and the graphics
+        states, in its own resources: reportlab writes a form's resources with fonts and
+        forms only (``endForm`` calls this after setting the form's colours and states)."""
+        resources = pdfdoc.PDFResourceDictionary()
+        resources.basicFonts()
+        resources.basicProcs()
+        if form.XObjects:
+            resources.XObject = form.XObjects
+        if form.ExtGState:
+            resources.ExtGState = form.ExtGState
+        if self._colorsUsed:
+            resources.setColorSpace(self._colorsUsed)
+        form.Resources = resources
 
     def _setShadingUsed(self, page: object) -> None:
         super()._setShadingUsed(page)

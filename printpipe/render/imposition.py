@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import NamedTuple
 
 from printpipe.errors import PrintpipeError
@@ -135,3 +136,12 @@ def cut_and_stack(tickets: int, slots: int) -> tuple[int, list[list[int]]]:
 
 SRA3 = PressSheet.parse("SRA3")
 """The default press sheet (320 x 450 mm)."""
+
+
+class Press(StrEnum):
+    """The press line a run's files are made for (``docs/print-files.md``, "The press line")."""
+
+    DIGITAL = "digital"
+    """One composite file per chunk: plates and imaging on every page (a digital line)."""
+    CONVENTIONAL = "conventional"
+    """Static files from which the plates are made once, and the imaging as PDF/VT-1."""

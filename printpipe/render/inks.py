@@ -9,10 +9,11 @@ separation           what it carries                                            
 Cyan, Magenta,       the static artwork of both faces                            no
 Yellow, Black
 ``Blocking``         the opaque layer under every play area (against candling)   yes
-``Variable``         the variable imaging: symbols, captions, codes, serial      yes
+``Variable``         the variable imaging: symbols, captions, codes, serial,     yes
+                     the slug line
 ``ScratchOff``       the scratch-off coating, spread beyond what it hides        yes
 ``ScratchDecor``     the decoration printed on the coating ("GRATTEZ ICI")       yes
-``All``              registration: crop and register marks, the slug             no
+``All``              registration: crop and register marks, the plates' label    no
 ===================  ==========================================================  ==========
 
 Each spot's alternate colour is only what a viewer without the plates shows (a pale base, black

@@ -31,6 +31,13 @@ Usage::
     renderer.draw_back(x, y, face)
     renderer.finish_page()              # then draw over the tickets, then canvas.showPage()
 
+Each side splits into what the plates print (``draw_front_static``, ``draw_back_static``: the
+artwork, blocking, coating and decoration) and what is imaged (``draw_front_variable``,
+``draw_back_variable``); ``draw_front`` and ``draw_back`` are both.  A press sheet draws the
+first once per file into two forms and each page's imaging alone
+(:mod:`printpipe.render.sheet`, :meth:`TicketRenderer.take_layers`); an imaging file's renderer
+(``imaging_only``) defines no static form at all.
+
 A ticket adds only placements of forms, its barcodes as literal bars, and two strings of
 digits.  Outside the scratch zones, tickets differ only by their serial and inventory barcode
 (and the variant, which carries no information about the prize).
@@ -271,8 +278,15 @@ class TicketRenderer:
         game: PaperGame,
         texts: dict[str, Any],
         coating: Coating = Coating.PLATE,
+        *,
+        imaging_only: bool = False,
+        static_only: bool = False,
     ) -> None:
+        """``imaging_only``: draws only the ``Variable`` layer (an imaging file), so the
+        static artwork's forms are not even defined (they would be written in the file);
+        ``static_only``: the plates only (a static file), no symbol form defined."""
         self.c = canvas
+        self.imaging_only = imaging_only
         self.t = template
         self.game = game
         self.texts = texts
@@ -281,17 +295,20 @@ class TicketRenderer:
         definition = game.definition
         self.codes = definition.symbol_codes
         self.variants = definition.variants
-        forms = define_symbol_forms(
-            canvas, template, definition.captions, self.fonts["bold"], game.symbol_drawings()
-        )
-        self.symbol_forms = [forms[code] for code in self.codes]
+        self.symbol_forms: list[str] = []
+        if not static_only:
+            forms = define_symbol_forms(
+                canvas, template, definition.captions, self.fonts["bold"], game.symbol_drawings()
+            )
+            self.symbol_forms = [forms[code] for code in self.codes]
         self._check_fields()
         self._layout()
         self.zones = self._scratch_zones()
-        self.artwork = self._designer_forms()
-        self.front_forms = [self._define_front(art) for art in game.fronts(texts)]
-        self.back_form = self._define_back()
-        self._define_layer_forms()
+        self.artwork = self._designer_forms() if not imaging_only else {}
+        if not imaging_only:
+            self.front_forms = [self._define_front(art) for art in game.fronts(texts)]
+            self.back_form = self._define_back()
+            self._define_layer_forms()
         self._static: list[str] = []
         """This page's tickets, not yet written: their static artwork's placements, their
         variable imaging, the placements of the fronts and of those coated."""
@@ -304,9 +321,22 @@ class TicketRenderer:
     def draw_front(self, x: float, y: float, face: TicketFace) -> None:
         """The front of ``face`` with its trim's bottom-left corner at (x, y) points (written to
         the page by :meth:`finish_page`)."""
+        self.draw_front_static(x, y, face.variant)
+        self.draw_front_variable(x, y, face)
+
+    def draw_front_static(self, x: float, y: float, variant: int) -> None:
+        """The plates' part of a front (artwork, blocking, coating and decoration): what a
+        press position prints on every impression."""
+        place = f"q 1 0 0 1 {x:.2f} {y:.2f} cm\n"
+        self._static.append(place + self._front_ops[variant])
+        self._fronts.append(place)
+        if self.coating is Coating.PLATE:
+            self._coated.append(place)
+
+    def draw_front_variable(self, x: float, y: float, face: TicketFace) -> None:
+        """The imaged part of a front: symbols, validation barcode and digits."""
         place = f"q 1 0 0 1 {x:.2f} {y:.2f} cm\n"
         symbols = self._symbol_ops
-        self._static.append(place + self._front_ops[face.variant])
         self._variable.append(
             place
             + "".join([symbols[i][symbol] for i, symbol in enumerate(face.symbols)])
@@ -318,17 +348,21 @@ class TicketRenderer:
             )
             + "Q\n"
         )
-        self._fronts.append(place)
-        if self.coating is Coating.PLATE:
-            self._coated.append(place)
 
     def draw_back(self, x: float, y: float, face: TicketFace) -> None:
         """The back of ``face`` with its trim's bottom-left corner at (x, y) points (written to
         the page by :meth:`finish_page`)."""
-        place = f"q 1 0 0 1 {x:.2f} {y:.2f} cm\n"
-        self._static.append(place + self._back_ops)
+        self.draw_back_static(x, y)
+        self.draw_back_variable(x, y, face)
+
+    def draw_back_static(self, x: float, y: float) -> None:
+        """The plates' part of a back: its artwork."""
+        self._static.append(f"q 1 0 0 1 {x:.2f} {y:.2f} cm\n" + self._back_ops)
+
+    def draw_back_variable(self, x: float, y: float, face: TicketFace) -> None:
+        """The imaged part of a back: the inventory barcode and the serial."""
         self._variable.append(
-            place
+            f"q 1 0 0 1 {x:.2f} {y:.2f} cm\n"
             + self.itf_place
             + self.itf.literal(face.inventory_code)
             + "Q\n"
@@ -342,17 +376,29 @@ class TicketRenderer:
         front, the variable imaging, then, ``plate`` coating only, the coating and its
         decoration over the fronts drawn coated.  Call it after a page's tickets, before
         drawing over them and before every ``showPage``."""
-        if not self._static:
+        if not self._static and not self._variable:
             return
-        c = self.c
-        overprint = c.gstate_operator(op=True, OP=True, OPM=0)  # each page has its own states
-        ops = self._static
-        ops += self._blocking_layer(overprint)
-        ops += self._variable_layer(overprint)
-        ops += self._coating_layers(overprint)
-        c.addLiteral("".join(ops))
-        c.use_forms(self._coated_form_names if self._coated else self._form_names)
+        under, variable, over = self.take_layers()
+        self.c.addLiteral(under + variable + over)
+        self.c.use_forms(self.form_names)
+
+    def take_layers(self) -> tuple[str, str, str]:
+        """The layers of the tickets drawn since the last call, as three runs of operators for
+        the current page or form: under the imaging (artwork, blocking), the imaging
+        (``Variable``), over it (coating, decoration); then forgets them.  A press sheet puts
+        the first and last in forms of its own, the same on every sheet
+        (:mod:`printpipe.render.sheet`)."""
+        overprint = self.c.gstate_operator(op=True, OP=True, OPM=0)  # each page has its own
+        under = "".join(self._static + self._blocking_layer(overprint))
+        variable = "".join(self._variable_layer(overprint)) if self._variable else ""
+        over = "".join(self._coating_layers(overprint))
         self._static, self._variable, self._fronts, self._coated = [], [], [], []
+        return under, variable, over
+
+    @property
+    def form_names(self) -> list[str]:
+        """The forms the tickets' layers place (declare them on each page or form using them)."""
+        return self._coated_form_names if self.coating is Coating.PLATE else self._form_names
 
     def _blocking_layer(self, overprint: str) -> list[str]:
         if not self._fronts:
@@ -1020,6 +1066,9 @@ class TicketRenderer:
             [f"{place} {draw(form)} Q\n" for form in self.symbol_forms]
             for place in self.symbol_places
         ]
+        if self.imaging_only:
+            self._form_names = self._coated_form_names = list(self.symbol_forms)
+            return
         self._front_ops = [f"{draw(form)} Q\n" for form in self.front_forms]
         self._back_ops = f"{draw(self.back_form)} Q\n"
         self._blocking_op = f"{draw(self.blocking_form)} Q\n"

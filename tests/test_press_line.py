@@ -1,0 +1,332 @@
+"""The press line (issue 18): static plates the same on every sheet in both press models, the
+conventional split faithful to the composite plate by plate, the imaging files as PDF/VT-1
+whose document parts name the tickets printed on each page, codes that decode from the
+imaging files, the effigy-versus-prize split of a full block, and the preflight rules of the
+press line, each failing on one injected violation.  Few packs and low resolutions."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pikepdf
+import pypdfium2
+import pytest
+import zxingcpp
+from PIL import Image
+
+from printpipe.block import PackRange
+from printpipe.games import game_template_dir
+from printpipe.ids import TicketId
+from printpipe.preflight import preflight
+from printpipe.preflight_press import check
+from printpipe.render.imposition import cut_and_stack, impose, parse_sheet
+from printpipe.render.sheet import crop_marks
+from printpipe.render.template import MM, load_template
+from printpipe.store import BlockStore
+from tests.conftest import ARTWORK_RULES, generate_store, run_cli
+
+DPI = 36
+STATIC_INKS = ("Cyan", "Magenta", "Yellow", "Black", "Blocking", "ScratchOff", "ScratchDecor")
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, game, keys_dir, approvals_dir) -> dict[str, Path]:
+    """Packs 1 to 3 (375 tickets, 42 sheets) of a block, exported in both press models, and
+    with the coating off."""
+    work = tmp_path_factory.mktemp("press-line")
+    store = generate_store(game, keys_dir, work / "block", PackRange(1, 3))
+    out = {"block": store}
+    for name, extra in (
+        ("digital", ()),
+        ("conventional", ("--press", "conventional")),
+        ("none", ("--press", "conventional", "--coating", "none")),
+    ):
+        out[name] = work / name
+        run_cli("export", str(store), "--out", str(out[name]), "--keys", str(keys_dir),
+                "--approvals", str(approvals_dir), "--chunk-packs", "3", "-q", *extra,
+                check=True)  # fmt: skip
+    return out
+
+
+def _files(folder: Path, kind: str) -> list[Path]:
+    job = json.loads((folder / "job.json").read_text())
+    return [folder / e["path"] for e in job["files"] if e["kind"] == kind]
+
+
+def _plates(pdf: Path, pages: list[int], work: Path) -> dict[tuple[int, str], np.ndarray]:
+    """(page, ink) -> ink coverage (0 paper to 255 solid), one Ghostscript tiffsep per page."""
+    plates = {}
+    for page in pages:
+        prefix = work / f"{pdf.stem}-{page}"
+        subprocess.run(
+            ["gs", "-q", "-dNOPAUSE", "-dBATCH", "-sDEVICE=tiffsep", f"-r{DPI}",
+             f"-dFirstPage={page}", f"-dLastPage={page}", f"-sOutputFile={prefix}.tif", str(pdf)],
+            check=True, timeout=300,
+        )  # fmt: skip
+        for tif in work.glob(f"{prefix.name}(*).tif"):
+            ink = tif.name[len(prefix.name) + 1 : -5]
+            plates[page, ink] = 255 - np.asarray(Image.open(tif).convert("L"))
+    return plates
+
+
+def test_static_plates_are_the_same_on_every_sheet_and_the_split_is_faithful(runs, tmp_path):
+    (composite,) = _files(runs["digital"], "duplex")
+    (static,) = _files(runs["conventional"], "static")
+    (imaging,) = _files(runs["conventional"], "variable")
+    pages = len(pikepdf.open(composite).pages)
+    chosen = [1, 2, 3, 4, pages - 1, pages]  # sheets 1, 2 and the last, front and back
+    digital = _plates(composite, chosen, tmp_path)
+    plates = _plates(static, [1, 2], tmp_path)
+    variable = _plates(imaging, chosen, tmp_path)
+    for (page, ink), plate in variable.items():  # the imaging: the Variable plate only
+        assert ink == "Variable" or not plate.any(), (page, ink)
+    for page in chosen:
+        side = 1 if page % 2 else 2
+        for ink in STATIC_INKS:
+            # the digital model: every sheet's static plates are sheet 1's, pixel for pixel
+            assert np.array_equal(digital[page, ink], digital[side, ink]), (page, ink)
+            # static file overprinted with the imaging file = the composite, plate by plate
+            assert np.array_equal(plates[side, ink], digital[page, ink]), (page, ink)
+        # the imaging file = the composite's Variable plate, but for the slug's file name
+        slug = -round((6 + 3) / 25.4 * DPI)  # the sheet's margin and the slug line, from below
+        assert np.array_equal(variable[page, "Variable"][:slug], digital[page, "Variable"][:slug])
+        assert digital[page, "Variable"].any() and plates[side, "Cyan"].any()
+    # and what changes from sheet to sheet is on the Variable plate only
+    assert not np.array_equal(digital[1, "Variable"], digital[3, "Variable"])
+
+
+def test_the_imaging_files_are_pdfvt_naming_each_ticket_printed(runs, game):
+    (imaging,) = _files(runs["conventional"], "variable")
+    template = load_template(game_template_dir("chien-chat") / "ticket.toml")
+    imposition = impose(template, *parse_sheet("SRA3"))
+    tickets = BlockStore.open(runs["block"]).read()
+    sheets, order = cut_and_stack(len(tickets), imposition.slots)
+    with pikepdf.open(imaging) as pdf:
+        assert pdf.pdf_version == "1.6"
+        xmp = pdf.Root.Metadata.read_bytes()
+        assert b"<pdfxid:GTS_PDFXVersion>PDF/X-4<" in xmp
+        assert b"<pdfvtid:GTS_PDFVTVersion>PDF/VT-1<" in xmp
+        assert len(pdf.Root.OutputIntents) == 1
+        root = pdf.Root.DPartRoot
+        assert list(root.NodeNameList) == ["/File", "/Sheet", "/Side"]
+        assert len(pdf.pages) == 2 * sheets
+        for number, page in enumerate(pdf.pages):
+            leaf = page.obj.DPart
+            assert leaf.Start.objgen == page.obj.objgen
+            assert leaf.Parent.Parent.objgen == root.DPartRootNode.objgen
+            listed = [(int(t.Slot), str(t.Serial), int(t.Pack)) for t in leaf.DPM.Tickets]
+            slots = order[number // 2]
+            expected = [
+                (k, TicketId(game.definition.number, 1 + i // 125, i % 125).serial, 1 + i // 125)
+                for k, i in enumerate(slots)
+                if i >= 0
+            ]
+            assert listed == expected, number
+    # the serial printed on each back is the one its document part names
+    document = pypdfium2.PdfDocument(imaging)
+    for number in (1, 2 * sheets - 1):  # sheet 1's back, the last sheet's back
+        with pikepdf.open(imaging) as pdf:
+            named = {int(t.Slot): str(t.Serial) for t in pdf.pages[number].obj.DPart.DPM.Tickets}
+        text = document[number].get_textpage()
+        for slot, serial in named.items():
+            x, y = imposition.back[slot]
+            printed = text.get_text_bounded(x, y, x + template.width * MM, y + template.height * MM)
+            assert serial in printed, (number, slot)
+
+
+def _codes(pdf: Path, pages: list[int]) -> list[str]:
+    document = pypdfium2.PdfDocument(pdf)
+    found = []
+    for page in pages:
+        image = document[page].render(scale=300 / 72, grayscale=True).to_pil()
+        found += [
+            r.text
+            for r in zxingcpp.read_barcodes(image, formats=zxingcpp.BarcodeFormat.Code128)  # type: ignore[arg-type]
+            if r.valid
+        ]
+    return found
+
+
+def test_validation_codes_decode_from_the_imaging_and_not_through_the_coating(runs, game):
+    tickets = BlockStore.open(runs["block"]).read()
+    template = load_template(game_template_dir("chien-chat") / "ticket.toml")
+    _, order = cut_and_stack(len(tickets), impose(template, *parse_sheet("SRA3")).slots)
+
+    def expected(sheet: int) -> set[str]:
+        return {
+            TicketId(game.definition.number, 1 + i // 125, i % 125).validation_code(
+                int(tickets.virn[i])
+            )
+            for i in order[sheet]
+            if i >= 0
+        }
+
+    for folder, kind in (("conventional", "variable"), ("none", "variable")):
+        (imaging,) = _files(runs[folder], kind)
+        assert set(_codes(imaging, [0])) == expected(0)
+    (composite,) = _files(runs["digital"], "duplex")
+    assert _codes(composite, [0]) == [], "a validation code reads through the coating"
+
+
+@pytest.mark.fullblock
+@pytest.mark.xdist_group("fullblock")
+def test_the_effigy_tells_nothing_of_the_prize_in_a_full_block(full_block, game):
+    """Decision 6: in every tier the effigies' counts differ by at most 1, and every pool (a
+    press run) is of one effigy."""
+    store = BlockStore.open(full_block)
+    rules = game.definition.block
+    variants = len(game.definition.variants)
+    split = np.zeros((len(game.definition.tier_amounts), variants), dtype=np.int64)
+    for pool in range(rules.pools):
+        packs = PackRange(pool * rules.packs_per_pool + 1, (pool + 1) * rules.packs_per_pool)
+        rows = store.read(packs)
+        assert len(np.unique(rows.variant)) == 1, f"pool {pool + 1} mixes effigies"
+        np.add.at(split, (np.asarray(rows.tier, dtype=np.int64), rows.variant), 1)
+    assert (split.max(axis=1) - split.min(axis=1) <= 1).all(), split
+    assert (split.sum(axis=0) == rules.size // variants).all()
+
+
+# -- preflight ------------------------------------------------------------------------------
+def _new_rules(folder: Path, baseline: set[str]) -> set[tuple[str, str]]:
+    violations, _ = preflight(folder)
+    return {(v.file, v.rule) for v in violations if str(v) not in baseline}
+
+
+def _baseline(folder: Path) -> set[str]:
+    violations, _ = preflight(folder)
+    return {str(v) for v in violations}
+
+
+def _inject(folder: Path, path: Path, change) -> None:
+    with pikepdf.open(path, allow_overwriting_input=True) as pdf:
+        change(pdf)
+        pdf.save(path, static_id=True)
+    job = json.loads((folder / "job.json").read_text())
+    import hashlib
+
+    for entry in job["files"]:
+        if entry["path"] == path.name:
+            entry["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
+    (folder / "job.json").write_text(json.dumps(job))
+
+
+def test_the_exported_runs_break_only_the_artworks_rules(runs):
+    """The export itself breaks none of the press line's rules; the current artwork (its
+    symbols' white details, its small black text) trips zero-tint and black-overprint, which
+    the ticket's face work fixes (issue 18, items 4 and 5)."""
+    for name in ("digital", "conventional"):
+        violations, files = preflight(runs[name])
+        assert files >= 1
+        assert {v.rule for v in violations} <= ARTWORK_RULES, violations
+
+
+def _drop_dpart(pdf: pikepdf.Pdf) -> None:
+    del pdf.pages[3].obj["/DPart"]
+
+
+def _mark_inside_trim(pdf: pikepdf.Pdf) -> None:
+    """A crop mark in the static plates (the front's form over the imaging)."""
+    left, bottom, right, _top = (float(v) for v in pdf.pages[0].obj.TrimBox)
+    mid = (left + right) / 2
+    form = pdf.pages[0].Resources.XObject["/FormXob.sheet-front-over"]
+    mark = f"\nq /All CS 1 SCN {mid} {bottom + 20} m {mid} {bottom + 40} l S Q\n"
+    form.write(form.read_bytes() + mark.encode())
+
+
+def _one_sheet_differs(pdf: pikepdf.Pdf) -> None:
+    page = pdf.pages[2].obj  # sheet 2's front: a cyan patch between its static forms
+    data = page.Contents.read_bytes()
+    cut = data.index(b"\nq /FormXob.sheet-front-over")
+    page.Contents = pdf.make_stream(data[:cut] + b"\nq 1 0 0 0 k 100 100 20 20 re f Q" + data[cut:])
+
+
+@pytest.mark.parametrize(
+    ("run", "kind", "change", "rule"),
+    [
+        ("conventional", "variable", _drop_dpart, "pdf-vt"),
+        ("digital", "duplex", _mark_inside_trim, "crop-marks"),
+        ("conventional", "static", _mark_inside_trim, "crop-marks"),
+        ("digital", "duplex", _one_sheet_differs, "static-plates"),
+    ],
+)
+def test_preflight_names_the_rule_of_one_injected_violation(
+    runs, tmp_path, run, kind, change, rule
+):
+    folder = tmp_path / run
+    shutil.copytree(runs[run], folder)
+    baseline = _baseline(folder)
+    victim = _files(folder, kind)[0]
+    _inject(folder, victim, change)
+    assert _new_rules(folder, baseline) == {(victim.name, rule)}
+
+
+def _synthetic(content: bytes, *, overprint: bool = False) -> pikepdf.Pdf:
+    """A one-page PDF with a Blocking separation, a black font and an overprint state."""
+    pdf = pikepdf.new()
+    tint = pdf.make_stream(b"{0 0 0 4 -1 roll}", FunctionType=4, Domain=[0, 1],
+                           Range=[0, 1, 0, 1, 0, 1, 0, 1])  # fmt: skip
+    resources = pikepdf.Dictionary(
+        ColorSpace=pikepdf.Dictionary(
+            Blocking=pikepdf.Array(
+                [pikepdf.Name.Separation, pikepdf.Name.Blocking, pikepdf.Name.DeviceCMYK, tint]
+            )
+        ),
+        ExtGState=pikepdf.Dictionary(
+            OP=pikepdf.Dictionary(op=overprint, OP=overprint, OPM=1),
+            OP0=pikepdf.Dictionary(op=True, OP=True, OPM=0),
+        ),
+        Font=pikepdf.Dictionary(
+            F1=pikepdf.Dictionary(
+                Type=pikepdf.Name.Font, Subtype=pikepdf.Name.Type1, BaseFont=pikepdf.Name.Helvetica
+            )
+        ),
+    )
+    page = pikepdf.Dictionary(
+        Type=pikepdf.Name.Page,
+        MediaBox=[0, 0, 300, 300],
+        TrimBox=[20, 20, 280, 280],
+        Resources=resources,
+        Contents=pdf.make_stream(content),
+    )
+    pdf.pages.append(pikepdf.Page(page))
+    return pdf
+
+
+@pytest.mark.parametrize(
+    ("content", "overprint", "rule"),
+    [
+        (
+            b"/Blocking cs 1 scn 50 50 80 80 re f /Blocking cs 0 scn 60 60 20 20 re f",
+            False,
+            "zero-tint",
+        ),
+        (b"/Blocking cs 1 scn 50 50 80 80 re f", False, None),
+        (b"q /OP gs 0 0 0 1 k BT /F1 8 Tf 50 50 Td (Grattez) Tj ET Q", False, "black-overprint"),
+        (b"q /OP gs 0 0 0 1 k BT /F1 8 Tf 50 50 Td (Grattez) Tj ET Q", True, None),
+        (b"q /OP0 gs 0 0 0 1 k BT /F1 8 Tf 50 50 Td (Grattez) Tj ET Q", False, "black-overprint"),
+        (b"q /OP gs 0 0 0 1 k BT /F1 14 Tf 50 50 Td (Grattez) Tj ET Q", False, None),
+        (b"q /OP gs 0 0.5 0 1 k BT /F1 8 Tf 50 50 Td (Grattez) Tj ET Q", False, None),
+        (b"q 2 0 0 2 0 0 cm 0 0 0 1 k BT /F1 8 Tf 50 50 Td (Big) Tj ET Q", False, None),
+    ],
+)
+def test_synthetic_files_break_exactly_their_rule(content, overprint, rule):
+    pdf = _synthetic(content, overprint=overprint)
+    rules = {found[1] for found in check(pdf, "static", {}) if found[1] != "static-plates"}
+    assert rules == ({rule} if rule else set())
+
+
+def test_no_crop_mark_lies_inside_the_sheets_trim_box():
+    template = load_template(game_template_dir("chien-chat") / "ticket.toml")
+    for sheet in ("SRA3", "A3", "500x700"):
+        imposition = impose(template, *parse_sheet(sheet))
+        left, bottom, right, top = imposition.trim_box
+        for places in (imposition.front, imposition.back):
+            marks = crop_marks(places, template, imposition.trim_box)
+            assert len(marks) == 2 * 2 * (imposition.cols + imposition.rows)
+            for x0, y0, x1, y1 in marks:
+                for x, y in ((x0, y0), (x1, y1)):
+                    assert not (left < x < right and bottom < y < top), (sheet, x, y)
