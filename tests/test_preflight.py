@@ -125,7 +125,7 @@ def test_one_injected_violation_fails_naming_its_rule(exported, tmp_path, what):
     named = {r for line in lines for r in RULES if f": {r}: " in line}
     assert named == {rule}, lines
     assert any(words in line for line in lines), lines
-    assert rule in result.stderr.strip().splitlines()[-1].split(": ", 1)[1].split(", ")
+    assert rule in result.stderr.strip().splitlines()[-1].rsplit(": ", 1)[1].split(", ")
 
 
 def test_a_file_changed_after_the_export_is_named(exported, tmp_path):
