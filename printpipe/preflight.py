@@ -48,6 +48,7 @@ from printpipe import preflight_press
 from printpipe.atomic import sha256_file
 from printpipe.errors import PrintpipeError
 from printpipe.render.inks import REGISTRATION, SPOT_NAMES
+from printpipe.render.pdfvt import PDFVT_VERSION
 from printpipe.render.pdfx import PDFX_VERSION
 
 RULES = (
@@ -101,8 +102,9 @@ class Violation:
         return f"{self.file}:{where} {self.rule}: {self.detail}"
 
 
-def preflight(print_dir: Path) -> tuple[list[Violation], int]:
-    """Every violation in the PDFs of ``print_dir``, and how many files were checked."""
+def preflight(print_dir: Path) -> tuple[list[Violation], dict[str, int]]:
+    """Every violation in the PDFs of ``print_dir``, and how many files were checked against
+    each standard (PDF/X-1a:2003 for composite and static files, PDF/VT-1 for imaging files)."""
     if not print_dir.is_dir():
         raise PrintpipeError(f"{print_dir} is not a folder")
     pdfs = sorted(print_dir.glob("*.pdf"))
@@ -111,9 +113,12 @@ def preflight(print_dir: Path) -> tuple[list[Violation], int]:
     found = list(_job_rules(print_dir, pdfs))
     entries = _job_entries(print_dir)
     fingerprints: dict[tuple[str, str], dict[str, str]] = {}
+    checked: dict[str, int] = {}
     for path in pdfs:
         entry = entries.get(path.name, {})
         kind = str(entry.get("kind", "duplex"))
+        standard = PDFVT_VERSION if kind == "variable" else PDFX_VERSION
+        checked[standard] = checked.get(standard, 0) + 1
         static: dict[str, str] = {}
         found += [
             Violation(path.name, where, rule, detail)
@@ -122,7 +127,7 @@ def preflight(print_dir: Path) -> tuple[list[Violation], int]:
         for side, digest in static.items():
             fingerprints.setdefault((str(entry.get("variant", "")), side), {})[path.name] = digest
     found += list(_same_static_plates(fingerprints))
-    return found, len(pdfs)
+    return found, checked
 
 
 def _job_entries(print_dir: Path) -> dict[str, dict]:
@@ -153,10 +158,16 @@ def _same_static_plates(
                 )
 
 
-def preflight_summary(violations: list[Violation], files: int) -> str:
-    """The closing line of ``printpipe preflight``."""
+def preflight_summary(violations: list[Violation], checked: dict[str, int]) -> str:
+    """The closing line of ``printpipe preflight`` (``checked``: files per standard)."""
+    files = sum(checked.values())
     if not violations:
-        return f"preflight: {files} file(s) pass {PDFX_VERSION} and the job's rules"
+        standards = " and ".join(
+            f"{count} file(s) pass {standard}" if len(checked) > 1 else f"pass {standard}"
+            for standard, count in sorted(checked.items())
+        )
+        lead = "" if len(checked) > 1 else f"{files} file(s) "
+        return f"preflight: {lead}{standards} and the job's rules"
     rules = sorted({v.rule for v in violations})
     return f"preflight: {len(violations)} violation(s) in {files} file(s): {', '.join(rules)}"
 
