@@ -30,51 +30,71 @@ nonces = st.text("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789
                  max_size=64)  # fmt: skip
 
 
-def _base(method: str, path: str, digest: str, params: str) -> bytes:
+queries = st.sampled_from(["", "a=1", "x=%20&y=2", "q"])
+idempotency_keys = st.none() | st.text("abcdefXYZ0123456789._:-", min_size=8, max_size=64)
+
+
+def _base(method: str, path: str, query: str, digest: str, key: str | None, params: str) -> bytes:
     """RFC 9421 section 2.5, written out by hand: one line per covered component, then the
     signature parameters."""
-    return (
-        f'"@method": {method}\n"@path": {path}\n"content-digest": {digest}\n'
-        f'"@signature-params": {params}'
-    ).encode()
+    lines = [f'"@method": {method}', f'"@path": {path}', f'"@query": ?{query}',
+             f'"content-digest": {digest}']  # fmt: skip
+    if key is not None:
+        lines.append(f'"idempotency-key": {key}')
+    return "\n".join([*lines, f'"@signature-params": {params}']).encode()
+
+
+def _url(path: str, query: str) -> str:
+    return "http://t" + path + (f"?{query}" if query else "")
 
 
 @settings(max_examples=150, suppress_health_check=list(HealthCheck))
-@given(st.sampled_from(["GET", "POST"]), paths, st.binary(max_size=300), nonces,
-       st.integers(-50, 50))  # fmt: skip
+@given(st.sampled_from(["GET", "POST"]), paths, queries, st.binary(max_size=300), nonces,
+       idempotency_keys, st.integers(-50, 50))  # fmt: skip
 def test_the_signature_covers_the_canonical_base_and_verifies_only_unchanged(
-    method, path, body, nonce, skew
+    method, path, query, body, nonce, key, skew
 ):
     import time
 
     created = int(time.time()) + skew
-    headers = SIGNER.headers(method, "http://t" + path, body, created=created, nonce=nonce)
+    extra = {"Idempotency-Key": key} if key is not None else {}
+    headers = SIGNER.headers(
+        method, _url(path, query), body, fields=extra, created=created, nonce=nonce
+    )
     digest = "sha-256=:" + base64.b64encode(hashlib.sha256(body).digest()).decode() + ":"
     assert headers["Content-Digest"] == digest  # RFC 9530
     params = headers["Signature-Input"].removeprefix("sig1=")
+    covered = '"@method" "@path" "@query" "content-digest"' + (
+        ' "idempotency-key"' if key is not None else ""
+    )
     assert params == (
-        f'("@method" "@path" "content-digest");created={created};keyid="{SIGNER.key_id}";'
-        f'alg="ed25519";nonce="{nonce}"'
+        f'({covered});created={created};keyid="{SIGNER.key_id}";alg="ed25519";nonce="{nonce}"'
     )
     match = re.fullmatch(r"sig1=:(.*):", headers["Signature"])
     assert match is not None
     signature = base64.b64decode(match[1])
-    KEY.public_key().verify(signature, _base(method, path, digest, params))  # independent
+    base = _base(method, path, query, digest, key, params)
+    KEY.public_key().verify(signature, base)  # independent
     fields = list(headers.items())
-    verified = verify_request(
-        method=method, path=path, headers=fields, body=body, public_key=lambda _: KEY.public_key()
-    )
+    verified = verify_request(method=method, path=path, query=query, headers=fields, body=body,
+                              public_key=lambda _: KEY.public_key())  # fmt: skip
     assert (verified.key_id, verified.nonce, verified.created) == (SIGNER.key_id, nonce, created)
     for changed in (
         {"method": "PUT" if method != "PUT" else "GET"},
         {"path": path + "x"},
+        {"query": query + "&z=1"},
         {"body": body + b"!"},
-    ):
-        request = {"method": method, "path": path, "body": body, **changed}
+        {"headers": [*fields, ("Idempotency-Key", "another-key-1")] if key is None else
+         [(n, v + "x" if n == "Idempotency-Key" else v) for n, v in fields]},
+        {"headers": [(n, "sha-512=:" + base64.b64encode(hashlib.sha512(body).digest()).decode()
+                      + ":" if n == "Content-Digest" else v) for n, v in fields]},
+    ):  # fmt: skip
+        request = {"method": method, "path": path, "query": query, "body": body,
+                   "headers": fields, **changed}  # fmt: skip
         with pytest.raises(Unauthorized):
-            verify_request(**request, headers=fields, public_key=lambda _: KEY.public_key())
+            verify_request(**request, public_key=lambda _: KEY.public_key())
     with pytest.raises(InvalidSignature):
-        KEY.public_key().verify(signature, _base(method, path + "x", digest, params))
+        KEY.public_key().verify(signature, _base(method, path + "x", query, digest, key, params))
 
 
 entries = st.lists(
@@ -195,22 +215,25 @@ def _edit(fields: list[tuple[str, str]], data: st.DataObject) -> list[tuple[str,
 
 
 @settings(max_examples=300, suppress_health_check=list(HealthCheck))
-@given(st.sampled_from(["GET", "POST"]), paths, st.binary(max_size=64), nonces,
-       st.integers(-70, 70), st.booleans(), st.data())  # fmt: skip
+@given(st.sampled_from(["GET", "POST"]), paths, queries, st.binary(max_size=64), nonces,
+       idempotency_keys, st.integers(-70, 70), st.booleans(), st.data())  # fmt: skip
 def test_the_canonical_shortcut_accepts_only_what_the_library_accepts(
-    method, path, body, nonce, skew, edited, data
+    method, path, query, body, nonce, key, skew, edited, data
 ):
     import time
 
     from printpipe.service.signatures import _verify_by_library, _verify_canonical
 
     created = int(time.time()) + skew
+    extra = {"Idempotency-Key": key} if key is not None else {}
     fields = list(
-        SIGNER.headers(method, "http://t" + path, body, created=created, nonce=nonce).items()
+        SIGNER.headers(
+            method, _url(path, query), body, fields=extra, created=created, nonce=nonce
+        ).items()
     )
     if edited:
         fields = _edit(fields, data)
-    request = {"method": method, "path": path, "headers": fields, "body": body,
+    request = {"method": method, "path": path, "query": query, "headers": fields, "body": body,
                "public_key": lambda _: KEY.public_key()}  # fmt: skip
     shortcut = _verify_canonical(**request)
     try:
