@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import socket
 import time
 import uuid
 
@@ -24,13 +26,21 @@ from printpipe.service.signatures import RequestSigner
 from printpipe.service.terminal import TerminalClient
 from tests.conftest import run_cli
 from tests.ledger_helpers import db_arg
-from tests.service_helpers import World, build_world, server_log, start_server, stop_server
+from tests.service_helpers import (
+    SERVE_OPTIONS,
+    World,
+    assert_problem,
+    build_world,
+    server_log,
+    start_server,
+    stop_server,
+)
 
 
 @pytest.fixture(scope="module")
 def world(ledgers, game, keys_dir, tmp_path_factory):
     world = build_world(game, keys_dir, ledgers.new(), tmp_path_factory.mktemp("service"))
-    start_server(world)
+    start_server(world, options=(*SERVE_OPTIONS, "--header-timeout", "2"))
     yield world
     stop_server(world)
     log = server_log(world)
@@ -46,8 +56,7 @@ def client(world: World, name: str, **options) -> TerminalClient:
 
 
 def signed(world: World, name: str, method: str, path: str, body: bytes, **extra: str):
-    headers = world.signers[name].headers(method, world.url + path, body)
-    headers.update(extra)
+    headers = world.signers[name].headers(method, world.url + path, body, fields=extra)
     return httpx.request(method, world.url + path, content=body, headers=headers)
 
 
@@ -135,13 +144,17 @@ def test_unsigned_forged_expired_replayed_and_revoked_requests_get_401_and_chang
     for name, headers in attempts.items():
         sent = body if name != "other body" else body.replace(b"0", b"1", 1)
         response = httpx.post(world.url + path, content=sent, headers=headers)
-        assert response.status_code == 401, (name, response.text)
-        assert response.json()["error"] == "unauthorized" and "\n" not in response.text
+        problem = assert_problem(response.status_code, response.headers, response.text, 401)
+        assert problem["error"] == "unauthorized", name
+        assert response.headers["www-authenticate"].startswith("Signature ")
+        assert response.headers["accept-signature"] == (
+            'sig1=("@method" "@path" "@query" "content-digest");alg="ed25519";created;nonce'
+        )
     assert world.counts() == before, "a refused request wrote something"
     first = httpx.post(world.url + path, content=body, headers=good)
     assert first.status_code == 200 and first.json()["text"] == f"WIN {ticket.prize}"
     replay = httpx.post(world.url + path, content=body, headers=good)
-    assert replay.status_code == 401 and "replay" in replay.json()["message"]
+    assert replay.status_code == 401 and "replay" in replay.json()["detail"]
     # revoked: from the next request on
     private = world.private["storm-63"]
     with TerminalClient(world.url, key=private) as soon_stolen:
@@ -222,7 +235,7 @@ def test_a_terminal_over_its_limit_gets_429_with_retry_after_and_the_office_sees
         assert ("storm-02",) in throttles
 
 
-def test_errors_are_one_line_of_json(world):
+def test_errors_are_one_line_of_problem_json(world):
     cases = [
         ("GET", "/nowhere", b"", 404),
         ("DELETE", "/v1/claims", b"", 405),
@@ -230,17 +243,99 @@ def test_errors_are_one_line_of_json(world):
     ]
     for method, path, body, status in cases:
         response = httpx.request(method, world.url + path, content=body)
-        assert response.status_code == status, (path, response.text)
-        assert response.text.count("\n") == 0 and set(response.json()) == {"error", "message"}
+        assert_problem(response.status_code, response.headers, response.text, status)
+        assert len(response.headers["x-request-id"]) == 32
+    deep = b'{"code": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
     before = world.counts()
-    for body in (b"{", b'{"code": 5}', b'{"code": "1", "x": 1}', "é".encode(), b"[]"):
+    bodies = (b"{", b'{"code": 5}', b'{"code": "1", "x": 1}', "é".encode(), b"[]",
+              '{"code": "1"}'.encode("utf-16"), b'{"code": "1", "code": "2"}',
+              b"\xef\xbb\xbf" + b'{"code": "1"}', deep[:16_000] + b"}")  # fmt: skip
+    for body in bodies:
         response = signed(world, "storm-03", "POST", "/v1/validations", body)
-        assert response.status_code == 400 and response.json()["error"] == "bad_request"
+        problem = assert_problem(response.status_code, response.headers, response.text, 400)
+        assert problem["error"] == "bad_request" and problem["request_id"]
     missing_key = signed(world, "storm-03", "POST", "/v1/claims", b'{"code": "1"}')
     assert missing_key.status_code == 400
     after = world.counts()
-    assert after["audit_log"] == before["audit_log"] + 6  # each refusal audited, nothing else
+    assert after["audit_log"] == before["audit_log"] + len(bodies) + 1  # each refusal audited
     assert after["payments"] == before["payments"]
+
+
+def _raw(world: World, data: bytes, *, wait: float = 10.0) -> tuple[int, dict, str]:
+    """Send raw bytes; the answer's status, headers (lower-case) and body."""
+    host, port = world.url.removeprefix("http://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=wait) as sock:
+        sock.sendall(data)
+        received = b""
+        while b"\r\n\r\n" not in received or len(received.partition(b"\r\n\r\n")[2]) < int(
+            dict(
+                line.lower().split(b": ", 1)
+                for line in received.partition(b"\r\n\r\n")[0].split(b"\r\n")[1:]
+                if b": " in line
+            ).get(b"content-length", b"0")
+        ):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {n.lower(): v for n, _, v in (line.partition(": ") for line in lines[1:])}
+    return int(lines[0].split(" ")[1]), headers, body.decode()
+
+
+def test_the_http_layer_answers_problems_too_malformed_slow_and_oversized_requests(world):
+    malformed = _raw(world, b"GET /v1/health HTTP/1.1\r\nHost x\r\n\r\n")
+    assert_problem(*malformed, 400)
+    many = b"".join(b"X-F%d: 1\r\n" % i for i in range(100))
+    too_many = _raw(world, b"GET /v1/health HTTP/1.1\r\nHost: x\r\n" + many + b"\r\n")
+    assert_problem(*too_many, 431)
+    endless = b"GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 200_000
+    assert_problem(*_raw(world, endless), 431)  # not waiting for the header's end
+    began = time.monotonic()
+    slow = _raw(world, b"GET /v1/health HTTP/1.1\r\nHost: x\r\n")  # never ends
+    assert_problem(*slow, 408)
+    assert 1.5 <= time.monotonic() - began < 8  # --header-timeout 2
+
+
+def test_the_service_stays_up_for_terminals_under_1100_idle_half_requests(world):
+    """1,100 connections that never finish their headers, against a server allowed 1,024 open
+    files: an honest terminal is still answered, within a second."""
+    flood = World(world.location, world.keys_dir, world.key, world.folder / "flood", [])
+    flood.folder.mkdir(exist_ok=True)
+    start_server(flood, options=(*SERVE_OPTIONS, "--header-timeout", "60"), open_files=1024)
+    host, port = flood.url.removeprefix("http://").rsplit(":", 1)
+    attackers = []
+    try:
+        for _ in range(1_100):
+            sock = socket.create_connection((host, int(port)), timeout=5)
+            sock.sendall(b"POST /v1/validations HTTP/1.1\r\nHost: x\r\nContent-Type: a")
+            attackers.append(sock)
+        time.sleep(0.5)  # every one accepted (or cut) by the server
+        ticket = world.of_pack(1, prize="small")[4]
+        began = time.monotonic()
+        with TerminalClient(flood.url, key=world.private["storm-04"], attempts=1) as till:
+            answer = till.validate(ticket.code)
+        elapsed = time.monotonic() - began
+        assert answer.text == f"WIN {ticket.prize}", answer
+        assert elapsed < 1.0, elapsed
+        cut = 0
+        for sock in attackers:
+            sock.setblocking(False)
+            try:
+                cut += sock.recv(1) == b""
+            except BlockingIOError:
+                pass
+            except OSError:
+                cut += 1
+        assert cut >= 1_100 - 1_024, cut  # the longest waiting made room
+        descriptors = len(os.listdir(f"/proc/{flood.process.pid}/fd"))
+        assert descriptors < 1_024
+    finally:
+        for sock in attackers:
+            sock.close()
+        stop_server(flood)
+    assert "Traceback" not in server_log(flood)
 
 
 def test_health_and_the_openapi_document_describe_every_route(world):
