@@ -182,7 +182,7 @@ PROBLEM_FIELDS = {"type", "title", "status", "detail", "error"}
 
 def assert_problem(status: int | None, headers: object, text: str, expected: int) -> dict:
     """An RFC 9457 problem of status ``expected``, one line of JSON: its members."""
-    assert status == expected, (status, text)
+    assert status == expected, (status, text[:300])
     content_type = headers["content-type"]  # type: ignore[index]
     assert content_type == "application/problem+json", (status, content_type, text)
     assert "\n" not in text.strip(), text

@@ -5,12 +5,18 @@ above the limit, idempotent claims, throttling, one-line JSON errors; and the re
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import json
 import os
 import socket
 import time
 import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+from unittest import mock
 
 import httpx
 import pytest
@@ -18,9 +24,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from printpipe.commitment import COMMITMENT_FILE, load_commitment
 from printpipe.commitment.inclusion import parse_proof, proof_problem
-from printpipe.ledger.inputs import TerminalId
-from printpipe.ledger.store import ticket_key
-from printpipe.service.app import create_app
+from printpipe.ledger import LOTTERY, TerminalId, database_errors, parse_pack_ref
+from printpipe.ledger.store import PostgresLocation, ticket_key
+from printpipe.service.app import RateLimit, Service, create_app
 from printpipe.service.openapi import openapi_document
 from printpipe.service.signatures import RequestSigner
 from printpipe.service.terminal import TerminalClient
@@ -329,6 +335,7 @@ def test_the_service_stays_up_for_terminals_under_1100_idle_half_requests(world)
             except OSError:
                 cut += 1
         assert cut >= 1_100 - 1_024, cut  # the longest waiting made room
+        assert flood.process is not None
         descriptors = len(os.listdir(f"/proc/{flood.process.pid}/fd"))
         assert descriptors < 1_024
     finally:
@@ -411,3 +418,222 @@ def test_the_client_retries_a_lost_answer_with_the_same_key(world):
         assert book.query(
             "SELECT COUNT(*) FROM audit_log WHERE action = 'claim' AND ticket = ?", (serial,)
         ) == [(1,)]
+
+
+class InProcess:
+    """Requests to the application itself, without uvicorn (httpx's ASGI transport)."""
+
+    def __init__(self, app: object) -> None:
+        self.app = app
+
+    def request(self, method: str, path: str, **options: object) -> httpx.Response:
+        async def send() -> httpx.Response:
+            transport = httpx.ASGITransport(app=self.app)  # type: ignore[arg-type]
+            async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
+                return await c.request(method, path, **options)  # type: ignore[arg-type]
+
+        return asyncio.run(send())
+
+    def post(self, path: str, **options: object) -> httpx.Response:
+        return self.request("POST", path, **options)
+
+    def get(self, path: str, **options: object) -> httpx.Response:
+        return self.request("GET", path, **options)
+
+
+@contextlib.contextmanager
+def in_process(world: World, **options) -> Iterator[tuple[InProcess, Service]]:
+    """The application on the world's ledger, without uvicorn (its ``Service`` to tamper with)."""
+    book = world.ledger(read_only=False)
+    app = create_app(book, threads=1, **options)
+    try:
+        yield InProcess(app), app.app.state.service  # type: ignore[attr-defined]
+    finally:
+        book.close()
+
+
+def _signed_in_process(world: World, name: str, method: str, path: str, body: bytes, **extra):
+    headers = world.signers[name].headers(method, "http://testserver" + path, body, fields=extra)
+    return headers
+
+
+def test_each_terminal_is_rate_limited_on_every_request_with_retry_after(world):
+    before = world.counts()
+    with in_process(world, rate_limit=RateLimit(rate=0.5, burst=3)) as (http, _):
+        statuses = []
+        for _ in range(5):
+            body = b'{"code": "1"}'
+            headers = _signed_in_process(world, "storm-05", "POST", "/v1/validations", body)
+            response = http.post("/v1/validations", content=body, headers=headers)
+            statuses.append(response.status_code)
+        assert statuses == [200, 200, 200, 429, 429]
+        problem = assert_problem(429, response.headers, response.text, 429)
+        assert problem["error"] == "rate_limited" and int(response.headers["retry-after"]) >= 1
+        other = _signed_in_process(world, "storm-06", "GET", "/v1/packs/000001", b"")
+        assert http.get("/v1/packs/000001", headers=other).status_code == 200  # its own bucket
+    after = world.counts()
+    assert after["audit_log"] == before["audit_log"] + 3  # the refused ones wrote nothing
+    assert after["nonces"] <= before["nonces"] + 4
+
+
+def test_a_database_outage_or_an_unexpected_error_is_503_with_retry_after_never_500(world, caplog):
+    ticket = world.of_pack(1, prize="small")[5]
+    body = json.dumps({"code": ticket.code}).encode()
+    failures = {"database": database_errors()[0]("disk I/O error"), "bug": KeyError("oops")}
+    with in_process(world) as (http, service):
+        real = service.ledger.validate
+        for name, failure in failures.items():
+
+            def broken(**_: object) -> None:
+                raise failure  # noqa: B023 - called before the loop moves on
+
+            service.ledger.validate = broken  # type: ignore[method-assign,assignment]
+            headers = _signed_in_process(world, "storm-07", "POST", "/v1/validations", body)
+            response = http.post("/v1/validations", content=body, headers=headers)
+            problem = assert_problem(response.status_code, response.headers, response.text, 503)
+            assert problem["error"] == "unavailable" and response.headers["retry-after"] == "1"
+            assert response.headers["x-request-id"] == problem["request_id"], name
+        service.ledger.validate = real  # type: ignore[method-assign]
+    assert "Traceback" not in caplog.text
+    assert [r.levelname for r in caplog.records if r.name == "printpipe.service"] == [
+        "WARNING",
+        "ERROR",
+    ]
+
+
+def test_a_stopped_database_answers_503_and_the_client_retries_its_claim(world):
+    """PostgreSQL refuses the ledger's connections for a while (its server stopped for this
+    database: connections cut, new ones refused); a claim sent meanwhile is retried with its
+    key and paid once when the database is back."""
+    if not isinstance(world.location, PostgresLocation):
+        pytest.skip("SQLite has no server to stop: its outage is the in-process test's")
+    import psycopg
+
+    name = world.location.dsn.rsplit("/", 1)[1].split("?")[0]
+    admin = world.location.dsn.rsplit("/", 1)[0] + "/postgres"
+    ticket = world.of_pack(2, prize="small")[1]
+    assert httpx.get(world.url + "/v1/health").status_code == 200  # up, its pool open
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
+        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+                     (name,))  # fmt: skip
+        try:
+            body = json.dumps({"code": ticket.code}).encode()
+            refused = signed(world, "till-1", "POST", "/v1/validations", body)
+            problem = assert_problem(refused.status_code, refused.headers, refused.text, 503)
+            assert problem["error"] == "unavailable" and refused.headers["retry-after"] == "1"
+            with ThreadPoolExecutor(1) as pool, client(world, "till-1", attempts=12) as till:
+                claim = pool.submit(till.claim, ticket.code, idempotency_key="outage-claim-1")
+                time.sleep(1.5)
+                conn.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+                answer = claim.result(timeout=120)
+        finally:
+            conn.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+    assert answer.text == f"PAID {ticket.prize}"
+    with world.ledger() as book:
+        paid = book.query("SELECT COUNT(*) FROM payments WHERE ticket = ?", (ticket_id(ticket),))
+        assert paid == [(1,)]
+
+
+def _produce(world: World, method: str, path: str, status: int) -> httpx.Response | tuple:
+    """A request to ``method path`` answered ``status`` (its response, or status, headers, text)."""
+    url = world.url
+    pack_path = path.replace("{pack}", "000001")
+    signed_op = path not in ("/v1/health", "/v1/openapi.json")
+    code = world.of_pack(1, prize="none")[0].code
+    coded = path in ("/v1/validations", "/v1/claims")
+    body = json.dumps({"code": code}).encode() if coded else b""
+    key = {"Idempotency-Key": uuid.uuid4().hex} if path == "/v1/claims" else {}
+    if status == 400:
+        if signed_op and method == "POST":
+            return signed(world, "storm-08", method, pack_path, b"{", **key)
+        return _raw(world, f"{method} {pack_path} HTTP/1.1\r\nHost x\r\n\r\n".encode())
+    if status == 401:
+        return httpx.request(method, url + pack_path, content=body)
+    if status == 403:
+        foreign = path.replace("{pack}", "000005")
+        if coded:
+            body = json.dumps({"code": world.of_pack(5)[0].code}).encode()
+        return signed(world, "storm-08", method, foreign, body, **key)
+    if status == 404:
+        return signed(world, "storm-08", method, path.replace("{pack}", "000099"), b"")
+    if status == 405:
+        return httpx.request("PUT", url + pack_path)
+    if status == 408:
+        return _raw(world, f"{method} {pack_path} HTTP/1.1\r\n".encode())
+    if status == 409:
+        if path == "/v1/claims":
+            with world.ledger(read_only=False) as book:
+                fingerprint = book.request_fingerprint("POST", path, body)
+                book.begin_claim(
+                    terminal=TerminalId("storm-08"),
+                    key=key["Idempotency-Key"],
+                    fingerprint=fingerprint,
+                )
+            return signed(world, "storm-08", method, path, body, **key)
+        return signed(world, "office-1", method, path.replace("{pack}", "000008"), b"")
+    if status == 413:
+        return httpx.request(method, url + pack_path, content=b"{" * 20_000)
+    if status == 422:
+        first = signed(world, "storm-08", method, path, body, **key)
+        assert first.status_code == 200
+        other = json.dumps({"code": world.of_pack(1, prize="none")[1].code}).encode()
+        return signed(world, "storm-08", method, path, other, **key)
+    if status == 429:
+        with in_process(world, rate_limit=RateLimit(rate=0.1, burst=1)) as (http, _):
+            for _ in range(2):
+                fields = {"Idempotency-Key": uuid.uuid4().hex} if key else {}
+                headers = world.signers["storm-09"].headers(
+                    method, "http://testserver" + pack_path, body, fields=fields
+                )
+                response = http.request(method, pack_path, content=body, headers=headers)
+            return response.status_code, response.headers, response.text
+    if status == 431:
+        many = "".join(f"X-F{i}: 1\r\n" for i in range(100))
+        return _raw(world, f"{method} {pack_path} HTTP/1.1\r\nHost: x\r\n{many}\r\n".encode())
+    if status == 503:
+        broken = mock.patch("printpipe.service.app.openapi_document", side_effect=RuntimeError)
+        with in_process(world) as (http, service), broken:
+            service.run = _failing  # type: ignore[method-assign,assignment]
+            fields = {"Idempotency-Key": uuid.uuid4().hex} if key else {}
+            headers = world.signers["storm-09"].headers(
+                method, "http://testserver" + pack_path, body, fields=fields
+            )
+            response = http.request(method, pack_path, content=body, headers=headers)
+            return response.status_code, response.headers, response.text
+    raise AssertionError(f"no way to produce {status} for {method} {path}")
+
+
+async def _failing(*_: object, **__: object) -> None:
+    raise database_errors()[0]("the database went away")
+
+
+def test_every_error_the_openapi_document_lists_is_a_problem_of_that_status(world):
+    """Each (operation, status) of ``/v1/openapi.json`` produced for real and checked: RFC
+    9457 problem details of that status; 401 with WWW-Authenticate and Accept-Signature, 405
+    with Allow, 409/429/503 with Retry-After."""
+    with world.ledger(read_only=False) as book:  # a settled pack: its activation is refused
+        book.set_pack_state([parse_pack_ref("8")], state="activated", terminal=LOTTERY)
+        book.set_pack_state([parse_pack_ref("8")], state="settled", terminal=LOTTERY)
+    document = httpx.get(world.url + "/v1/openapi.json").json()
+    produced = 0
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            for status_text, response in operation["responses"].items():
+                status = int(status_text)
+                if status < 400:
+                    continue
+                assert "application/problem+json" in response["content"], (path, status)
+                if status == 408 and produced and path != "/v1/claims":
+                    continue  # the HTTP layer's, whatever the path: once is enough (2 s each)
+                produce = _produce(world, method.upper(), path, status)
+                if isinstance(produce, httpx.Response):
+                    produce = (produce.status_code, produce.headers, produce.text)
+                answer: tuple[int, Any, str] = produce
+                problem = assert_problem(*answer, status)
+                headers = {k.lower(): v for k, v in answer[1].items()}
+                for header in response.get("headers", {}):
+                    assert header.lower() in headers, (path, method, status, header)
+                assert problem["status"] == status
+                produced += 1
+    assert produced >= 45, produced

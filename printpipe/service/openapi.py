@@ -14,7 +14,7 @@ from typing import Any
 from printpipe import __version__
 
 SIGNATURE_SCHEME = "httpMessageSignature"
-_SIGNED = [{SIGNATURE_SCHEME: []}]
+_SIGNED: list[dict[str, list[str]]] = [{SIGNATURE_SCHEME: []}]
 _IDEMPOTENCY_KEY = {
     "name": "Idempotency-Key",
     "in": "header",
@@ -56,7 +56,6 @@ _HEADERS = {
         },
     },
     405: {"Allow": {"schema": {"type": "string"}}},
-    409: _RETRY_AFTER,
     429: _RETRY_AFTER,
     503: _RETRY_AFTER,
 }
@@ -64,12 +63,14 @@ PROTOCOL_ERRORS = (400, 405, 408, 431, 503)
 """What any request may be answered, by the HTTP layer or the guard, whatever its path."""
 
 
-def _errors(*statuses: int) -> dict[str, Any]:
+def _errors(*statuses: int, retried_409: bool = False) -> dict[str, Any]:
+    """``retried_409``: a 409 that says when to retry (a claim in progress)."""
+    headers = {**_HEADERS, 409: _RETRY_AFTER} if retried_409 else _HEADERS
     return {
         str(s): {
             "description": _TEXTS[s],
             "content": {"application/problem+json": {"schema": _PROBLEM}},
-            **({"headers": _HEADERS[s]} if s in _HEADERS else {}),
+            **({"headers": headers[s]} if s in headers else {}),
         }
         for s in sorted({*statuses, *PROTOCOL_ERRORS})
     }
@@ -167,7 +168,7 @@ def openapi_document() -> dict[str, Any]:
                     "requestBody": _CODE_BODY,
                     "responses": {
                         **answered,
-                        **_errors(400, 401, 403, 409, 413, 422, 429, 503),
+                        **_errors(400, 401, 403, 409, 413, 422, 429, 503, retried_409=True),
                     },
                 }
             },

@@ -127,6 +127,11 @@ def _configure(conn: Any) -> None:
     conn.execute("SET synchronous_commit = off")
 
 
+POOL_WAIT_S = 3.0
+"""How long a request waits for a pooled connection (all broken while the database is down:
+the service then answers 503 and the terminal retries, rather than hanging its request)."""
+
+
 class PostgresDatabase:
     """A ledger in a PostgreSQL database: one connection (the command line), or a pool of
     ``pool_size`` connections shared by threads (the service)."""
@@ -167,6 +172,7 @@ class PostgresDatabase:
                     kwargs={"autocommit": True},
                     configure=_configure,
                     name="printpipe-ledger",
+                    timeout=POOL_WAIT_S,
                     open=False,
                 )
                 self.pool.open(wait=True, timeout=30)
