@@ -41,6 +41,7 @@ from tests.service_helpers import (
     start_server,
     stop_server,
 )
+from tests.storm import signed_request
 
 
 @pytest.fixture(scope="module")
@@ -302,6 +303,19 @@ def test_the_http_layer_answers_problems_too_malformed_slow_and_oversized_reques
     slow = _raw(world, b"GET /v1/health HTTP/1.1\r\nHost: x\r\n")  # never ends
     assert_problem(*slow, 408)
     assert 1.5 <= time.monotonic() - began < 8  # --header-timeout 2
+
+
+def test_a_body_cut_short_writes_nothing_and_logs_nothing(world):
+    ticket = world.of_pack(1, prize="small")[6]
+    body = json.dumps({"code": ticket.code}).encode()
+    raw = signed_request(world.signers["storm-11"], world.url, "POST", "/v1/validations", body)
+    before, log_before = world.counts(), server_log(world)
+    host, port = world.url.removeprefix("http://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(raw[: -len(body) // 2])  # the headers and half the body, then gone
+    time.sleep(0.5)
+    assert world.counts() == before
+    assert server_log(world) == log_before
 
 
 def test_the_service_stays_up_for_terminals_under_1100_idle_half_requests(world):
