@@ -64,9 +64,7 @@ def create_app_from_environment() -> Any:
     BoundedHttpToolsProtocol.limits = ConnectionLimits(**config.limits)
     key = load_ledger_key(Path(config.keys_dir))
     ledger = Ledger(config.location, key=key, pool_size=POOL_CONNECTIONS, shared=config.workers > 1)
-    return create_app(
-        ledger, threads=ledger.db.threads, rate_limit=RateLimit(**config.rate_limit)
-    )
+    return create_app(ledger, threads=ledger.db.threads, rate_limit=RateLimit(**config.rate_limit))
 
 
 def check_ledger(location: Location, keys_dir: Path) -> str:
