@@ -177,7 +177,7 @@ def start(location: Location, keys: Path, root: Path, workers: int) -> tuple[sub
 
 def start_floor(location: Location, root: Path, workers: int) -> tuple[subprocess.Popen, str]:
     url_file = root / "floor.url"
-    db = location.dsn if isinstance(location, PostgresLocation) else str(location)
+    db = location_argument(location)
     log = open(root / "floor.log", "ab")  # noqa: SIM115 - the server's
     floor = subprocess.Popen(
         [sys.executable, str(Path(__file__).parent / "floor_server.py"), db, str(url_file),

@@ -46,6 +46,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from printpipe import __version__
 from printpipe.errors import InvalidInput, PrintpipeError
 from printpipe.ledger import (
+    SEAL_DELAY_S,
     Admission,
     Answer,
     ForeignPack,
@@ -199,6 +200,15 @@ class Service:
                 await self.run(self.ledger.reload_settings)
                 await self.run(self.ledger.purge_expired)
 
+    async def seal(self) -> None:
+        """Chain what was logged, every :data:`SEAL_DELAY_S` (``printpipe.ledger.log``)."""
+        while True:
+            await asyncio.sleep(SEAL_DELAY_S)
+            try:
+                await self.run(self.ledger.seal)
+            except Exception as exc:  # a database restarting: the next round seals it
+                log.warning("sealing the log failed: %s", " ".join(str(exc).split())[:200])
+
     # -- authentication ----------------------------------------------------------------------
 
     async def caller(self, request: Request, body: bytes) -> Caller:
@@ -228,7 +238,10 @@ class Service:
             ) from None
         self.spend(verified.key_id)
         terminal = self._keys[verified.key_id][1]
-        return Caller(terminal, Admission(verified.key_id, verified.nonce, int(time.time())))
+        admission = Admission(
+            verified.key_id, verified.nonce, int(time.time()), request=REQUEST_ID.get()
+        )
+        return Caller(terminal, admission)
 
     def spend(self, key_id: str) -> None:
         """Take one of the terminal's tokens, or refuse the request (429, nothing written)."""
@@ -537,11 +550,12 @@ def create_app(ledger: Ledger, *, threads: int, rate_limit: RateLimit | None = N
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        task = asyncio.create_task(service.maintain())
+        tasks = [asyncio.create_task(service.maintain()), asyncio.create_task(service.seal())]
         try:
             yield
         finally:
-            task.cancel()
+            for task in tasks:
+                task.cancel()
             service.executor.shutdown(wait=True)
             ledger.close()
 

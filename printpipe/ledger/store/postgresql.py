@@ -48,11 +48,13 @@ def _schema() -> str:
                     f"ALTER TABLE {table.name} ALTER COLUMN {column.name} SET STORAGE PLAIN;\n"
                 )
     statements.append(
-        "CREATE FUNCTION chain_hash(previous BYTEA, seq BIGINT, entry BYTEA) RETURNS BYTEA\n"
-        "    LANGUAGE sql IMMUTABLE STRICT AS $$ SELECT sha256(previous || int8send(seq) || "
-        "entry) $$;\n"
         "CREATE FUNCTION append_only() RETURNS trigger LANGUAGE plpgsql AS $$\n"
         "BEGIN RAISE EXCEPTION '% is append-only', TG_TABLE_NAME; END $$;\n"
+        # every entry marked for the sealer as it is written (printpipe.ledger.log)
+        "CREATE FUNCTION audit_log_pending() RETURNS trigger LANGUAGE plpgsql AS $$\n"
+        "BEGIN INSERT INTO audit_pending VALUES (NEW.id); RETURN NULL; END $$;\n"
+        "CREATE TRIGGER audit_log_pending AFTER INSERT ON audit_log\n"
+        "    FOR EACH ROW EXECUTE FUNCTION audit_log_pending();\n"
     )
     for table in TABLES:
         if table.append_only is not None:
@@ -83,6 +85,7 @@ def _pg(sql: str) -> str:
 
 class PostgresTx:
     writable_cte = True
+    skip_locked = " FOR UPDATE SKIP LOCKED"
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
