@@ -60,6 +60,7 @@ class Store:
 
             def configure(conn: Any) -> None:
                 conn.execute("SET synchronous_commit = off")
+                conn.commit()  # the pool takes only idle connections
 
             self.pool = ConnectionPool(db, min_size=8, max_size=8, configure=configure,
                                        kwargs={"autocommit": False}, open=True)  # fmt: skip

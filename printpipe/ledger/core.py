@@ -62,6 +62,8 @@ class Admission:
 
 SEAL_BATCH = 20_000
 """Entries a seal takes in one transaction at most (the rest: the next seal)."""
+_SEAL_STATEMENT_ROWS = 300
+"""Seals written (and marks deleted) by one statement (SQLite binds at most 32,766 values)."""
 _ENTRY_COLUMNS = "l.id, l.at, l.terminal, l.action, l.input, l.ticket, l.answer, l.request"
 
 
@@ -226,8 +228,16 @@ class LedgerCore:
                 return 0
             entries = [Entry(*row) for row in rows]
             seals, seq, top = seal_batch(key, int(head[0]), bytes(head[1]), entries)
-            tx.executemany("INSERT INTO audit_seal VALUES (?, ?, ?)", seals)
-            tx.executemany("DELETE FROM audit_pending WHERE entry = ?", [(e.id,) for e in entries])
+            for at in range(0, len(seals), _SEAL_STATEMENT_ROWS):  # a few statements, not 2N
+                rows_now = seals[at : at + _SEAL_STATEMENT_ROWS]
+                marks = ", ".join(["(?, ?, ?)"] * len(rows_now))
+                tx.execute(
+                    f"INSERT INTO audit_seal VALUES {marks}", [v for row in rows_now for v in row]
+                )
+                ids = [row[1] for row in rows_now]
+                tx.execute(
+                    f"DELETE FROM audit_pending WHERE entry IN ({', '.join('?' * len(ids))})", ids
+                )
             tx.execute(
                 "UPDATE audit_head SET seq = ?, hash = ?, mac = ? WHERE id = 1",
                 (seq, top, key.head_mac(seq, top)),
