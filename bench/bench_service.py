@@ -164,7 +164,8 @@ def start(location: Location, keys: Path, root: Path, workers: int) -> tuple[sub
     log = open(root / "serve.log", "ab")  # noqa: SIM115 - the server's
     server = subprocess.Popen(
         [sys.executable, "-m", "printpipe", "serve", "--db", db, "--keys", str(keys),
-         "--port", "0", "--url-file", str(url_file), "--workers", str(workers)],
+         "--port", "0", "--url-file", str(url_file), "--workers", str(workers),
+         "--terminal-rate", "1000", "--terminal-burst", "1000"],
         stdout=log, stderr=log,
     )  # fmt: skip
     log.close()
