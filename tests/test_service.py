@@ -305,6 +305,16 @@ def test_the_http_layer_answers_problems_too_malformed_slow_and_oversized_reques
     assert 1.5 <= time.monotonic() - began < 8  # --header-timeout 2
 
 
+def test_the_request_id_is_echoed_and_written_in_the_audit_entry(world):
+    body = json.dumps({"code": world.of_pack(1, prize="none")[2].code}).encode()
+    response = signed(world, "storm-12", "POST", "/v1/validations", body)
+    request_id = response.headers["x-request-id"]
+    assert response.status_code == 200 and len(request_id) == 32
+    with world.ledger() as book:
+        rows = book.query("SELECT terminal, action FROM audit_log WHERE request = ?", (request_id,))
+    assert rows == [("storm-12", "validate")]
+
+
 def test_a_body_cut_short_writes_nothing_and_logs_nothing(world):
     ticket = world.of_pack(1, prize="small")[6]
     body = json.dumps({"code": ticket.code}).encode()
