@@ -26,6 +26,12 @@ service's processes and, on PostgreSQL, the database server's), which the neighb
 less, and what two whole cores would answer at that cost (``2 cores / CPU per request``): an
 upper bound, reached only when nothing else runs.  Load averages are printed before and after.
 
+**The floor** (``bench/floor_server.py``, issue 20): in the same run, on the same database and
+with the same workers, a bare ASGI server on the same uvicorn that verifies the same signature,
+reads the ticket's row and appends one log row.  Its validations are run beside printpipe's,
+alternated, and the table compares the server CPU a validation of each: what printpipe's
+nonces, counters, sealed log, rate limit and framework cost above the least a validation needs.
+
 Usage: ``python bench/bench_service.py [--db sqlite,postgresql] [--requests 20000]``.
 """
 
@@ -158,7 +164,8 @@ def start(location: Location, keys: Path, root: Path, workers: int) -> tuple[sub
     log = open(root / "serve.log", "ab")  # noqa: SIM115 - the server's
     server = subprocess.Popen(
         [sys.executable, "-m", "printpipe", "serve", "--db", db, "--keys", str(keys),
-         "--port", "0", "--url-file", str(url_file), "--workers", str(workers)],
+         "--port", "0", "--url-file", str(url_file), "--workers", str(workers),
+         "--terminal-rate", "1000", "--terminal-burst", "1000"],
         stdout=log, stderr=log,
     )  # fmt: skip
     log.close()
@@ -167,6 +174,24 @@ def start(location: Location, keys: Path, root: Path, workers: int) -> tuple[sub
             raise SystemExit((root / "serve.log").read_text())
         time.sleep(0.05)
     return server, url_file.read_text().strip()
+
+
+def start_floor(location: Location, root: Path, workers: int) -> tuple[subprocess.Popen, str]:
+    url_file = root / "floor.url"
+    db = location_argument(location)
+    log = open(root / "floor.log", "ab")  # noqa: SIM115 - the server's
+    floor = subprocess.Popen(
+        [sys.executable, str(Path(__file__).parent / "floor_server.py"), db, str(url_file),
+         str(workers)],
+        stdout=log, stderr=log,
+    )  # fmt: skip
+    log.close()
+    while not url_file.exists():
+        if floor.poll() is not None:
+            raise SystemExit((root / "floor.log").read_text())
+        time.sleep(0.05)
+    time.sleep(1.0)  # its workers' start-up (the URL is written before uvicorn starts)
+    return floor, url_file.read_text().strip()
 
 
 def phase(
@@ -222,15 +247,19 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
         print(f"{backend}: ledger of {len(codes):,} tickets ready in "
               f"{time.perf_counter() - started:.0f} s", flush=True)  # fmt: skip
         server, url = start(location, keys, root, args.workers)
-        pids = [server.pid]
+        floor, floor_url = start_floor(location, root, args.workers)
+        database = []
         if pg_folder is not None:
             postmaster = pg_folder / "server" / "data" / "postmaster.pid"
-            pids.append(int(postmaster.read_text().split()[0]))
+            database.append(int(postmaster.read_text().split()[0]))
+        pids, floor_pids = [server.pid, *database], [floor.pid, *database]
         rng = random.Random(7)
         order = list(range(len(codes)))
         rng.shuffle(order)
         paced = f"validations at {args.rate:,}/s"
-        results: dict[str, list[dict[str, float]]] = {"validations": [], paced: [], "claims": []}
+        results: dict[str, list[dict[str, float]]] = {
+            "validations": [], "floor validations": [], paced: [], "claims": []
+        }  # fmt: skip
         try:
             for attempt in range(args.repeat):
                 per_terminal = [
@@ -241,6 +270,15 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
                 results["validations"].append(
                     phase(f"validations #{attempt + 1}", url, per_terminal, pids)
                 )
+                per_terminal = [
+                    [validate_request(s, floor_url, codes[rng.randrange(len(codes))][0])
+                     for _ in range(args.requests // TERMINALS)]
+                    for s in signers
+                ]  # fmt: skip
+                results["floor validations"].append(
+                    phase(f"floor validations #{attempt + 1}", floor_url, per_terminal,
+                          floor_pids)
+                )  # fmt: skip
                 per_terminal = [
                     [validate_request(s, url, codes[rng.randrange(len(codes))][0])
                      for _ in range(args.requests // TERMINALS)]
@@ -258,10 +296,13 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
                 ]  # fmt: skip
                 results["claims"].append(phase(f"claims #{attempt + 1}", url, per_terminal, pids))
         finally:
-            server.terminate()
-            server.wait(timeout=60)
+            for process in (server, floor):
+                process.terminate()
+                process.wait(timeout=60)
+        medians = {}
         for kind, runs in results.items():
             median = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+            medians[kind] = median
             print(
                 f"{backend} {kind}, median of {len(runs)}: {median['rate']:,.0f}/s, "
                 f"p50 {median['p50']:.1f} ms, p99 {median['p99']:.1f} ms, client CPU "
@@ -270,6 +311,17 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
                 "idle cores)",
                 flush=True,
             )
+        ratios = [a["cpu_us"] / b["cpu_us"]
+                  for a, b in zip(results["validations"], results["floor validations"],
+                                  strict=True)]  # fmt: skip
+        print(
+            f"{backend}: server CPU a validation, printpipe / floor (same run, alternated): "
+            f"{medians['validations']['cpu_us']:.0f} / "
+            f"{medians['floor validations']['cpu_us']:.0f} us = median ratio "
+            f"{statistics.median(ratios):.2f} x (per run: "
+            f"{', '.join(f'{r:.2f}' for r in ratios)}; target <= 1.5 x)",
+            flush=True,
+        )
     finally:
         if pg_folder is not None:
             pgserver.stop(pg_folder / "server")

@@ -4,7 +4,9 @@ free port in a subprocess, as a lottery runs it."""
 
 from __future__ import annotations
 
+import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -124,17 +126,35 @@ def build_world(
     return world
 
 
-def start_server(world: World, *, log_name: str = "serve.log", workers: int = 1) -> None:
+SERVE_OPTIONS = ("--terminal-rate", "1000", "--terminal-burst", "1000")
+"""The tests' terminals send faster than real ones: the rate limit has its own test."""
+
+
+def start_server(
+    world: World,
+    *,
+    log_name: str = "serve.log",
+    workers: int = 1,
+    options: tuple[str, ...] = SERVE_OPTIONS,
+    open_files: int | None = None,
+) -> None:
+    """``printpipe serve`` on the world's ledger (``open_files``: its RLIMIT_NOFILE)."""
     url_file = world.folder / "serve.url"
     url_file.unlink(missing_ok=True)
     log = open(world.folder / log_name, "ab")  # noqa: SIM115 - the server's, closed with it
+
+    def limit_files() -> None:
+        if open_files is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
+
     world.process = subprocess.Popen(
         [sys.executable, "-m", "printpipe", "serve", "--db", db_arg(world.location),
          "--keys", str(world.keys_dir), "--port", "0", "--url-file", str(url_file),
-         "--workers", str(workers)],
+         "--workers", str(workers), *options],
         stdout=log,
         stderr=log,
         start_new_session=True,  # its own process group: a kill reaches every worker
+        preexec_fn=limit_files if open_files is not None else None,
     )  # fmt: skip
     log.close()
     deadline = time.monotonic() + 60
@@ -155,6 +175,22 @@ def stop_server(world: World, *, kill: bool = False) -> None:
             os.kill(world.process.pid, signal.SIGTERM)
     world.process.wait(timeout=60)
     world.process = None
+
+
+PROBLEM_FIELDS = {"type", "title", "status", "detail", "error"}
+
+
+def assert_problem(status: int | None, headers: object, text: str, expected: int) -> dict:
+    """An RFC 9457 problem of status ``expected``, one line of JSON: its members."""
+    assert status == expected, (status, text[:300])
+    content_type = headers["content-type"]  # type: ignore[index]
+    assert content_type == "application/problem+json", (status, content_type, text)
+    assert "\n" not in text.strip(), text
+    data = json.loads(text)
+    assert set(data) >= PROBLEM_FIELDS, data
+    assert data["status"] == expected and data["type"] == f"urn:printpipe:problem:{data['error']}"
+    assert isinstance(data["detail"], str) and data["detail"], data
+    return data
 
 
 def server_log(world: World, name: str = "serve.log") -> str:

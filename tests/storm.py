@@ -61,10 +61,10 @@ def signed_request(
     *,
     extra: dict[str, str] | None = None,
 ) -> bytes:
-    """The bytes of one signed HTTP/1.1 request."""
+    """The bytes of one signed HTTP/1.1 request (``extra``: header fields, signed when the
+    profile says so, e.g. Idempotency-Key)."""
     parts = urlsplit(server)
-    headers = signer.headers(method, server + path, body)
-    headers.update(extra or {})
+    headers = signer.headers(method, server + path, body, fields=extra)
     lines = [f"{method} {path} HTTP/1.1", f"Host: {parts.netloc}"]
     lines += [f"{name}: {value}" for name, value in headers.items()]
     lines += ["Content-Type: application/json", f"Content-Length: {len(body)}", "", ""]

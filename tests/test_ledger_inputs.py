@@ -23,6 +23,7 @@ from printpipe.ledger.inputs import (
     parse_reason,
     parse_terminal_id,
 )
+from printpipe.ledger.key import load_ledger_key
 from printpipe.manifest import BLOCK_MANIFEST
 from printpipe.store import BlockStore
 from tests.conftest import run_cli
@@ -145,7 +146,7 @@ def test_a_terminal_id_out_of_its_alphabet_or_length_is_refused_and_logged_bound
     assert result.returncode == 2 and result.stdout == ""
     assert len(result.stderr.strip().splitlines()) == 1
     assert "terminal id" in result.stderr and "\x1b" not in result.stderr
-    rows = _rows(db, "SELECT terminal, input, answer FROM audit_log ORDER BY seq DESC LIMIT 1")
+    rows = _rows(db, "SELECT terminal, input, answer FROM audit_log ORDER BY id DESC LIMIT 1")
     for text in rows[0]:
         assert text.isascii() and text.isprintable() and len(text) <= AUDIT_TEXT_LIMIT * 10 + 40
     assert rows[0][0] == audit_text(terminal)
@@ -171,7 +172,7 @@ def test_every_other_refused_input_exits_2_and_is_audited(ledger, ledgers, keys_
         result = run_in_process(*args)
         assert result.returncode == 2, (args, result.stderr)
         assert len(result.stderr.strip().splitlines()) == 1, result.stderr
-    actions = _rows(db, f"SELECT action FROM audit_log WHERE seq > {before}")
+    actions = _rows(db, f"SELECT action FROM audit_log WHERE id > {before}")
     assert actions == [("refuse",)] * len(cases)
     assert _rows(db, "SELECT state FROM packs WHERE pack = 1") == [("activated",)]
 
@@ -227,7 +228,7 @@ def test_validations_claims_and_refusals_leave_no_virn_in_the_log(ledger, ledger
     assert {row[1] for row in logged} >= {"validate", "claim", "refuse"}
     for virn in (code[13:23], wrong[13:23]):
         assert not [row for row in logged if any(virn in str(field) for field in row)]
-    with Ledger(db, read_only=True) as book:
+    with Ledger(db, read_only=True, key=load_ledger_key(keys_dir)) as book:
         stored = book.query("SELECT fingerprint FROM idempotency")
         assert book.verify_log().ok
     assert stored == []  # the command line keeps no Idempotency-Key (the service's are HMACs)

@@ -319,7 +319,7 @@ def test_the_office_reviews_unlocks_and_pays_a_ticket_two_terminals_locked(
         "OFFICE",
     )
     assert (result.returncode, result.stdout.strip()) == (0, f"PAID {prize}")
-    with Ledger(db, read_only=True) as book:
+    with Ledger(db, read_only=True, key=load_ledger_key(keys_dir)) as book:
         unlock = book.query("SELECT terminal, input, ticket FROM audit_log WHERE action = 'unlock'")
         assert unlock == [("OFFICE", reason, ticket.serial)]
         assert book.verify_log().ok

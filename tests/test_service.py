@@ -5,10 +5,18 @@ above the limit, idempotent claims, throttling, one-line JSON errors; and the re
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
 import json
+import os
+import socket
 import time
 import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+from unittest import mock
 
 import httpx
 import pytest
@@ -16,21 +24,30 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from printpipe.commitment import COMMITMENT_FILE, load_commitment
 from printpipe.commitment.inclusion import parse_proof, proof_problem
-from printpipe.ledger.inputs import TerminalId
-from printpipe.ledger.store import ticket_key
-from printpipe.service.app import create_app
+from printpipe.ledger import LOTTERY, TerminalId, database_errors, parse_pack_ref
+from printpipe.ledger.store import PostgresLocation, ticket_key
+from printpipe.service.app import RateLimit, Service, create_app
 from printpipe.service.openapi import openapi_document
 from printpipe.service.signatures import RequestSigner
 from printpipe.service.terminal import TerminalClient
 from tests.conftest import run_cli
 from tests.ledger_helpers import db_arg
-from tests.service_helpers import World, build_world, server_log, start_server, stop_server
+from tests.service_helpers import (
+    SERVE_OPTIONS,
+    World,
+    assert_problem,
+    build_world,
+    server_log,
+    start_server,
+    stop_server,
+)
+from tests.storm import signed_request
 
 
 @pytest.fixture(scope="module")
 def world(ledgers, game, keys_dir, tmp_path_factory):
     world = build_world(game, keys_dir, ledgers.new(), tmp_path_factory.mktemp("service"))
-    start_server(world)
+    start_server(world, options=(*SERVE_OPTIONS, "--header-timeout", "2"))
     yield world
     stop_server(world)
     log = server_log(world)
@@ -46,8 +63,7 @@ def client(world: World, name: str, **options) -> TerminalClient:
 
 
 def signed(world: World, name: str, method: str, path: str, body: bytes, **extra: str):
-    headers = world.signers[name].headers(method, world.url + path, body)
-    headers.update(extra)
+    headers = world.signers[name].headers(method, world.url + path, body, fields=extra)
     return httpx.request(method, world.url + path, content=body, headers=headers)
 
 
@@ -135,13 +151,17 @@ def test_unsigned_forged_expired_replayed_and_revoked_requests_get_401_and_chang
     for name, headers in attempts.items():
         sent = body if name != "other body" else body.replace(b"0", b"1", 1)
         response = httpx.post(world.url + path, content=sent, headers=headers)
-        assert response.status_code == 401, (name, response.text)
-        assert response.json()["error"] == "unauthorized" and "\n" not in response.text
+        problem = assert_problem(response.status_code, response.headers, response.text, 401)
+        assert problem["error"] == "unauthorized", name
+        assert response.headers["www-authenticate"].startswith("Signature ")
+        assert response.headers["accept-signature"] == (
+            'sig1=("@method" "@path" "@query" "content-digest");alg="ed25519";created;nonce'
+        )
     assert world.counts() == before, "a refused request wrote something"
     first = httpx.post(world.url + path, content=body, headers=good)
     assert first.status_code == 200 and first.json()["text"] == f"WIN {ticket.prize}"
     replay = httpx.post(world.url + path, content=body, headers=good)
-    assert replay.status_code == 401 and "replay" in replay.json()["message"]
+    assert replay.status_code == 401 and "replay" in replay.json()["detail"]
     # revoked: from the next request on
     private = world.private["storm-63"]
     with TerminalClient(world.url, key=private) as soon_stolen:
@@ -222,7 +242,7 @@ def test_a_terminal_over_its_limit_gets_429_with_retry_after_and_the_office_sees
         assert ("storm-02",) in throttles
 
 
-def test_errors_are_one_line_of_json(world):
+def test_errors_are_one_line_of_problem_json(world):
     cases = [
         ("GET", "/nowhere", b"", 404),
         ("DELETE", "/v1/claims", b"", 405),
@@ -230,17 +250,123 @@ def test_errors_are_one_line_of_json(world):
     ]
     for method, path, body, status in cases:
         response = httpx.request(method, world.url + path, content=body)
-        assert response.status_code == status, (path, response.text)
-        assert response.text.count("\n") == 0 and set(response.json()) == {"error", "message"}
+        assert_problem(response.status_code, response.headers, response.text, status)
+        assert len(response.headers["x-request-id"]) == 32
+    deep = b'{"code": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
     before = world.counts()
-    for body in (b"{", b'{"code": 5}', b'{"code": "1", "x": 1}', "é".encode(), b"[]"):
+    bodies = (b"{", b'{"code": 5}', b'{"code": "1", "x": 1}', "é".encode(), b"[]",
+              '{"code": "1"}'.encode("utf-16"), b'{"code": "1", "code": "2"}',
+              b"\xef\xbb\xbf" + b'{"code": "1"}', deep[:16_000] + b"}")  # fmt: skip
+    for body in bodies:
         response = signed(world, "storm-03", "POST", "/v1/validations", body)
-        assert response.status_code == 400 and response.json()["error"] == "bad_request"
+        problem = assert_problem(response.status_code, response.headers, response.text, 400)
+        assert problem["error"] == "bad_request" and problem["request_id"]
     missing_key = signed(world, "storm-03", "POST", "/v1/claims", b'{"code": "1"}')
     assert missing_key.status_code == 400
     after = world.counts()
-    assert after["audit_log"] == before["audit_log"] + 6  # each refusal audited, nothing else
+    assert after["audit_log"] == before["audit_log"] + len(bodies) + 1  # each refusal audited
     assert after["payments"] == before["payments"]
+
+
+def _raw(world: World, data: bytes, *, wait: float = 10.0) -> tuple[int, dict, str]:
+    """Send raw bytes; the answer's status, headers (lower-case) and body."""
+    host, port = world.url.removeprefix("http://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=wait) as sock:
+        sock.sendall(data)
+        received = b""
+        while b"\r\n\r\n" not in received or len(received.partition(b"\r\n\r\n")[2]) < int(
+            dict(
+                line.lower().split(b": ", 1)
+                for line in received.partition(b"\r\n\r\n")[0].split(b"\r\n")[1:]
+                if b": " in line
+            ).get(b"content-length", b"0")
+        ):
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            received += chunk
+    head, _, body = received.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {n.lower(): v for n, _, v in (line.partition(": ") for line in lines[1:])}
+    return int(lines[0].split(" ")[1]), headers, body.decode()
+
+
+def test_the_http_layer_answers_problems_too_malformed_slow_and_oversized_requests(world):
+    malformed = _raw(world, b"GET /v1/health HTTP/1.1\r\nHost x\r\n\r\n")
+    assert_problem(*malformed, 400)
+    many = b"".join(b"X-F%d: 1\r\n" % i for i in range(100))
+    too_many = _raw(world, b"GET /v1/health HTTP/1.1\r\nHost: x\r\n" + many + b"\r\n")
+    assert_problem(*too_many, 431)
+    endless = b"GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 200_000
+    assert_problem(*_raw(world, endless), 431)  # not waiting for the header's end
+    began = time.monotonic()
+    slow = _raw(world, b"GET /v1/health HTTP/1.1\r\nHost: x\r\n")  # never ends
+    assert_problem(*slow, 408)
+    assert 1.5 <= time.monotonic() - began < 8  # --header-timeout 2
+
+
+def test_the_request_id_is_echoed_and_written_in_the_audit_entry(world):
+    body = json.dumps({"code": world.of_pack(1, prize="none")[2].code}).encode()
+    response = signed(world, "storm-12", "POST", "/v1/validations", body)
+    request_id = response.headers["x-request-id"]
+    assert response.status_code == 200 and len(request_id) == 32
+    with world.ledger() as book:
+        rows = book.query("SELECT terminal, action FROM audit_log WHERE request = ?", (request_id,))
+    assert rows == [("storm-12", "validate")]
+
+
+def test_a_body_cut_short_writes_nothing_and_logs_nothing(world):
+    ticket = world.of_pack(1, prize="small")[6]
+    body = json.dumps({"code": ticket.code}).encode()
+    raw = signed_request(world.signers["storm-11"], world.url, "POST", "/v1/validations", body)
+    before, log_before = world.counts(), server_log(world)
+    host, port = world.url.removeprefix("http://").rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        sock.sendall(raw[: -len(body) // 2])  # the headers and half the body, then gone
+    time.sleep(0.5)
+    assert world.counts() == before
+    assert server_log(world) == log_before
+
+
+def test_the_service_stays_up_for_terminals_under_1100_idle_half_requests(world):
+    """1,100 connections that never finish their headers, against a server allowed 1,024 open
+    files: an honest terminal is still answered, within a second."""
+    flood = World(world.location, world.keys_dir, world.key, world.folder / "flood", [])
+    flood.folder.mkdir(exist_ok=True)
+    start_server(flood, options=(*SERVE_OPTIONS, "--header-timeout", "60"), open_files=1024)
+    host, port = flood.url.removeprefix("http://").rsplit(":", 1)
+    attackers = []
+    try:
+        for _ in range(1_100):
+            sock = socket.create_connection((host, int(port)), timeout=5)
+            sock.sendall(b"POST /v1/validations HTTP/1.1\r\nHost: x\r\nContent-Type: a")
+            attackers.append(sock)
+        time.sleep(0.5)  # every one accepted (or cut) by the server
+        ticket = world.of_pack(1, prize="small")[4]
+        began = time.monotonic()
+        with TerminalClient(flood.url, key=world.private["storm-04"], attempts=1) as till:
+            answer = till.validate(ticket.code)
+        elapsed = time.monotonic() - began
+        assert answer.text == f"WIN {ticket.prize}", answer
+        assert elapsed < 1.0, elapsed
+        cut = 0
+        for sock in attackers:
+            sock.setblocking(False)
+            try:
+                cut += sock.recv(1) == b""
+            except BlockingIOError:
+                pass
+            except OSError:
+                cut += 1
+        assert cut >= 1_100 - 1_024, cut  # the longest waiting made room
+        assert flood.process is not None
+        descriptors = len(os.listdir(f"/proc/{flood.process.pid}/fd"))
+        assert descriptors < 1_024
+    finally:
+        for sock in attackers:
+            sock.close()
+        stop_server(flood)
+    assert "Traceback" not in server_log(flood)
 
 
 def test_health_and_the_openapi_document_describe_every_route(world):
@@ -316,3 +442,222 @@ def test_the_client_retries_a_lost_answer_with_the_same_key(world):
         assert book.query(
             "SELECT COUNT(*) FROM audit_log WHERE action = 'claim' AND ticket = ?", (serial,)
         ) == [(1,)]
+
+
+class InProcess:
+    """Requests to the application itself, without uvicorn (httpx's ASGI transport)."""
+
+    def __init__(self, app: object) -> None:
+        self.app = app
+
+    def request(self, method: str, path: str, **options: object) -> httpx.Response:
+        async def send() -> httpx.Response:
+            transport = httpx.ASGITransport(app=self.app)  # type: ignore[arg-type]
+            async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
+                return await c.request(method, path, **options)  # type: ignore[arg-type]
+
+        return asyncio.run(send())
+
+    def post(self, path: str, **options: object) -> httpx.Response:
+        return self.request("POST", path, **options)
+
+    def get(self, path: str, **options: object) -> httpx.Response:
+        return self.request("GET", path, **options)
+
+
+@contextlib.contextmanager
+def in_process(world: World, **options) -> Iterator[tuple[InProcess, Service]]:
+    """The application on the world's ledger, without uvicorn (its ``Service`` to tamper with)."""
+    book = world.ledger(read_only=False)
+    app = create_app(book, threads=1, **options)
+    try:
+        yield InProcess(app), app.app.state.service  # type: ignore[attr-defined]
+    finally:
+        book.close()
+
+
+def _signed_in_process(world: World, name: str, method: str, path: str, body: bytes, **extra):
+    headers = world.signers[name].headers(method, "http://testserver" + path, body, fields=extra)
+    return headers
+
+
+def test_each_terminal_is_rate_limited_on_every_request_with_retry_after(world):
+    before = world.counts()
+    with in_process(world, rate_limit=RateLimit(rate=0.5, burst=3)) as (http, _):
+        statuses = []
+        for _ in range(5):
+            body = b'{"code": "1"}'
+            headers = _signed_in_process(world, "storm-05", "POST", "/v1/validations", body)
+            response = http.post("/v1/validations", content=body, headers=headers)
+            statuses.append(response.status_code)
+        assert statuses == [200, 200, 200, 429, 429]
+        problem = assert_problem(429, response.headers, response.text, 429)
+        assert problem["error"] == "rate_limited" and int(response.headers["retry-after"]) >= 1
+        other = _signed_in_process(world, "storm-06", "GET", "/v1/packs/000001", b"")
+        assert http.get("/v1/packs/000001", headers=other).status_code == 200  # its own bucket
+    after = world.counts()
+    assert after["audit_log"] == before["audit_log"] + 3  # the refused ones wrote nothing
+    assert after["nonces"] <= before["nonces"] + 4
+
+
+def test_a_database_outage_or_an_unexpected_error_is_503_with_retry_after_never_500(world, caplog):
+    ticket = world.of_pack(1, prize="small")[5]
+    body = json.dumps({"code": ticket.code}).encode()
+    failures = {"database": database_errors()[0]("disk I/O error"), "bug": KeyError("oops")}
+    with in_process(world) as (http, service):
+        real = service.ledger.validate
+        for name, failure in failures.items():
+
+            def broken(**_: object) -> None:
+                raise failure  # noqa: B023 - called before the loop moves on
+
+            service.ledger.validate = broken  # type: ignore[method-assign,assignment]
+            headers = _signed_in_process(world, "storm-07", "POST", "/v1/validations", body)
+            response = http.post("/v1/validations", content=body, headers=headers)
+            problem = assert_problem(response.status_code, response.headers, response.text, 503)
+            assert problem["error"] == "unavailable" and response.headers["retry-after"] == "1"
+            assert response.headers["x-request-id"] == problem["request_id"], name
+        service.ledger.validate = real  # type: ignore[method-assign]
+    assert "Traceback" not in caplog.text
+    assert [r.levelname for r in caplog.records if r.name == "printpipe.service"] == [
+        "WARNING",
+        "ERROR",
+    ]
+
+
+def test_a_stopped_database_answers_503_and_the_client_retries_its_claim(world):
+    """PostgreSQL refuses the ledger's connections for a while (its server stopped for this
+    database: connections cut, new ones refused); a claim sent meanwhile is retried with its
+    key and paid once when the database is back."""
+    if not isinstance(world.location, PostgresLocation):
+        pytest.skip("SQLite has no server to stop: its outage is the in-process test's")
+    import psycopg
+
+    name = world.location.dsn.rsplit("/", 1)[1].split("?")[0]
+    admin = world.location.dsn.rsplit("/", 1)[0] + "/postgres"
+    ticket = world.of_pack(2, prize="small")[1]
+    assert httpx.get(world.url + "/v1/health").status_code == 200  # up, its pool open
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS false')
+        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+                     (name,))  # fmt: skip
+        try:
+            body = json.dumps({"code": ticket.code}).encode()
+            refused = signed(world, "till-1", "POST", "/v1/validations", body)
+            problem = assert_problem(refused.status_code, refused.headers, refused.text, 503)
+            assert problem["error"] == "unavailable" and refused.headers["retry-after"] == "1"
+            with ThreadPoolExecutor(1) as pool, client(world, "till-1", attempts=12) as till:
+                claim = pool.submit(till.claim, ticket.code, idempotency_key="outage-claim-1")
+                time.sleep(1.5)
+                conn.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+                answer = claim.result(timeout=120)
+        finally:
+            conn.execute(f'ALTER DATABASE "{name}" ALLOW_CONNECTIONS true')
+    assert answer.text == f"PAID {ticket.prize}"
+    with world.ledger() as book:
+        paid = book.query("SELECT COUNT(*) FROM payments WHERE ticket = ?", (ticket_id(ticket),))
+        assert paid == [(1,)]
+
+
+def _produce(world: World, method: str, path: str, status: int) -> httpx.Response | tuple:
+    """A request to ``method path`` answered ``status`` (its response, or status, headers, text)."""
+    url = world.url
+    pack_path = path.replace("{pack}", "000001")
+    signed_op = path not in ("/v1/health", "/v1/openapi.json")
+    code = world.of_pack(1, prize="none")[0].code
+    coded = path in ("/v1/validations", "/v1/claims")
+    body = json.dumps({"code": code}).encode() if coded else b""
+    key = {"Idempotency-Key": uuid.uuid4().hex} if path == "/v1/claims" else {}
+    if status == 400:
+        if signed_op and method == "POST":
+            return signed(world, "storm-08", method, pack_path, b"{", **key)
+        return _raw(world, f"{method} {pack_path} HTTP/1.1\r\nHost x\r\n\r\n".encode())
+    if status == 401:
+        return httpx.request(method, url + pack_path, content=body)
+    if status == 403:
+        foreign = path.replace("{pack}", "000005")
+        if coded:
+            body = json.dumps({"code": world.of_pack(5)[0].code}).encode()
+        return signed(world, "storm-08", method, foreign, body, **key)
+    if status == 404:
+        return signed(world, "storm-08", method, path.replace("{pack}", "000099"), b"")
+    if status == 405:
+        return httpx.request("PUT", url + pack_path)
+    if status == 408:
+        return _raw(world, f"{method} {pack_path} HTTP/1.1\r\n".encode())
+    if status == 409:
+        if path == "/v1/claims":
+            with world.ledger(read_only=False) as book:
+                fingerprint = book.request_fingerprint("POST", path, body)
+                book.begin_claim(
+                    terminal=TerminalId("storm-08"),
+                    key=key["Idempotency-Key"],
+                    fingerprint=fingerprint,
+                )
+            return signed(world, "storm-08", method, path, body, **key)
+        return signed(world, "office-1", method, path.replace("{pack}", "000008"), b"")
+    if status == 413:
+        return httpx.request(method, url + pack_path, content=b"{" * 20_000)
+    if status == 422:
+        first = signed(world, "storm-08", method, path, body, **key)
+        assert first.status_code == 200
+        other = json.dumps({"code": world.of_pack(1, prize="none")[1].code}).encode()
+        return signed(world, "storm-08", method, path, other, **key)
+    if status == 429:
+        with in_process(world, rate_limit=RateLimit(rate=0.1, burst=1)) as (http, _):
+            for _ in range(2):
+                fields = {"Idempotency-Key": uuid.uuid4().hex} if key else {}
+                headers = world.signers["storm-09"].headers(
+                    method, "http://testserver" + pack_path, body, fields=fields
+                )
+                response = http.request(method, pack_path, content=body, headers=headers)
+            return response.status_code, response.headers, response.text
+    if status == 431:
+        many = "".join(f"X-F{i}: 1\r\n" for i in range(100))
+        return _raw(world, f"{method} {pack_path} HTTP/1.1\r\nHost: x\r\n{many}\r\n".encode())
+    if status == 503:
+        broken = mock.patch("printpipe.service.app.openapi_document", side_effect=RuntimeError)
+        with in_process(world) as (http, service), broken:
+            service.run = _failing  # type: ignore[method-assign,assignment]
+            fields = {"Idempotency-Key": uuid.uuid4().hex} if key else {}
+            headers = world.signers["storm-09"].headers(
+                method, "http://testserver" + pack_path, body, fields=fields
+            )
+            response = http.request(method, pack_path, content=body, headers=headers)
+            return response.status_code, response.headers, response.text
+    raise AssertionError(f"no way to produce {status} for {method} {path}")
+
+
+async def _failing(*_: object, **__: object) -> None:
+    raise database_errors()[0]("the database went away")
+
+
+def test_every_error_the_openapi_document_lists_is_a_problem_of_that_status(world):
+    """Each (operation, status) of ``/v1/openapi.json`` produced for real and checked: RFC
+    9457 problem details of that status; 401 with WWW-Authenticate and Accept-Signature, 405
+    with Allow, 409/429/503 with Retry-After."""
+    with world.ledger(read_only=False) as book:  # a settled pack: its activation is refused
+        book.set_pack_state([parse_pack_ref("8")], state="activated", terminal=LOTTERY)
+        book.set_pack_state([parse_pack_ref("8")], state="settled", terminal=LOTTERY)
+    document = httpx.get(world.url + "/v1/openapi.json").json()
+    produced = 0
+    for path, item in document["paths"].items():
+        for method, operation in item.items():
+            for status_text, response in operation["responses"].items():
+                status = int(status_text)
+                if status < 400:
+                    continue
+                assert "application/problem+json" in response["content"], (path, status)
+                if status == 408 and produced and path != "/v1/claims":
+                    continue  # the HTTP layer's, whatever the path: once is enough (2 s each)
+                produce = _produce(world, method.upper(), path, status)
+                if isinstance(produce, httpx.Response):
+                    produce = (produce.status_code, produce.headers, produce.text)
+                answer: tuple[int, Any, str] = produce
+                problem = assert_problem(*answer, status)
+                headers = {k.lower(): v for k, v in answer[1].items()}
+                for header in response.get("headers", {}):
+                    assert header.lower() in headers, (path, method, status, header)
+                assert problem["status"] == status
+                produced += 1
+    assert produced >= 45, produced

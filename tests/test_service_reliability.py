@@ -223,7 +223,7 @@ def test_10000_malformed_requests_no_5xx_no_traceback_nothing_unintended_written
     with world.ledger() as book:
         tables = ("tickets", "packs", "payments", "terminals", "settings", "manifests")
         before = {t: book.query(f"SELECT * FROM {t} ORDER BY 1") for t in tables}
-        last_seq = book.query("SELECT MAX(seq) FROM audit_log")[0][0]
+        last_seq = book.query("SELECT MAX(id) FROM audit_log")[0][0]
         counted = set(book.query("SELECT ticket, terminal, failures FROM virn_failures"))
     per_terminal, big = _malformed(world, rng)
     outcomes, _ = storm(world.url, per_terminal + [[b] for b in big])
@@ -238,7 +238,7 @@ def test_10000_malformed_requests_no_5xx_no_traceback_nothing_unintended_written
         for table, rows in before.items():
             assert book.query(f"SELECT * FROM {table} ORDER BY 1") == rows, table
         actions = book.query(
-            "SELECT action, COUNT(*) FROM audit_log WHERE seq > ? GROUP BY action", (last_seq,)
+            "SELECT action, COUNT(*) FROM audit_log WHERE id > ? GROUP BY action", (last_seq,)
         )
         # the refusals of signed requests, the answers to signed codes, and the throttle of
         # the terminal that sent wrong VIRNs: nothing else

@@ -19,6 +19,7 @@ from printpipe.ids import TicketId, inventory_code_digits, mod97_check, validati
 from printpipe.keys import (
     LOTTERY_IDENTITY,
     LOTTERY_RECIPIENT,
+    LOTTERY_SIGNING_KEY,
     PRODUCER_SIGNING_PUB,
     load_lottery_identity,
     load_lottery_recipient,
@@ -29,7 +30,8 @@ from printpipe.ledger.book import Ledger
 from printpipe.ledger.importer import import_manifest
 from printpipe.ledger.inputs import LOTTERY, TerminalId, parse_pack_ref
 from printpipe.ledger.key import load_ledger_key
-from printpipe.ledger.store import database_errors
+from printpipe.ledger.log import GENESIS, Checkpoint, Entry, LogKey, seal_batch, write_checkpoint
+from printpipe.ledger.store import Location, database_errors
 from printpipe.manifest import BLOCK_MANIFEST, verify_manifest, write_run_manifest
 from printpipe.store import BlockStore
 from tests.conftest import run_cli
@@ -506,38 +508,134 @@ def test_only_the_printed_forms_of_a_code_are_answered(db, ledgers, key, stores,
             )
 
 
-@pytest.mark.parametrize("tamper", ["edit", "insert", "delete", "truncate"])
-def test_verify_log_names_the_first_entry_edited_inserted_or_deleted(db, ledgers, key, tamper):
-    """Someone with write access to the database, its triggers dropped, changes the log."""
+TAMPERINGS = ["entry edited", "sealed entry deleted", "tail deleted and head rewound",
+              "chain rewritten from the middle", "payment edited", "payment deleted"]  # fmt: skip
+_ENTRY_SQL = (
+    "SELECT l.id, l.at, l.terminal, l.action, l.input, l.ticket, l.answer, l.request "
+    "FROM audit_seal s JOIN audit_log l ON l.id = s.entry"
+)
+
+
+def _paid_ledger(db, ledgers, key, stores, game) -> Location:
+    """A copy of ``db`` with packs activated, validations and two payments, all sealed."""
     work = ledgers.copy(db)
+    samples = _samples(stores, game)
+    winners = [s for s in samples if 0 < s[3] <= 150][:2]
     with Ledger(work, key=key) as book:
-        for code in ("1", "2", "3", "4"):
+        book.set_pack_state(pack_refs({f"{s[0].pack:06d}" for s in winners}), state="activated",
+                            terminal=LOTTERY)  # fmt: skip
+        for code in ("1", "2", "3"):
             book.validate(code, terminal=TerminalId("T1"))
-        last = book.query("SELECT MAX(seq) FROM audit_log")[0][0]
-        target = last - 2
-        with book.db.transaction() as tx:
-            if book.db.dialect == "sqlite":
-                tx.execute("DROP TRIGGER audit_log_no_update")
-                tx.execute("DROP TRIGGER audit_log_no_delete")
-            else:
-                tx.execute("ALTER TABLE audit_log DISABLE TRIGGER USER")
-            if tamper == "edit":
-                tx.execute("UPDATE audit_log SET answer = 'WIN 15000' WHERE seq = ?", (target,))
-            elif tamper == "delete":
-                tx.execute("DELETE FROM audit_log WHERE seq = ?", (target,))
-            elif tamper == "truncate":
-                tx.execute("DELETE FROM audit_log WHERE seq >= ?", (target,))
-            else:  # a forged entry slipped in: the later ones moved up by one
-                rows = tx.execute("SELECT * FROM audit_log WHERE seq >= ? ORDER BY seq DESC",
-                                  (target,))  # fmt: skip
-                tx.execute("DELETE FROM audit_log WHERE seq >= ?", (target,))
-                for row in rows:
-                    tx.execute("INSERT INTO audit_log VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                               (row[0] + 1, *row[1:]))  # fmt: skip
-                forged = (target, rows[-1][1], "X", "claim", "x", None, "PAID 9", bytes(32))
-                tx.execute("INSERT INTO audit_log VALUES (?, ?, ?, ?, ?, ?, ?, ?)", forged)
-    result = run_cli("ledger", "verify-log", "--db", db_arg(work))
-    assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1
-    assert f"entry {target}" in result.stderr, result.stderr
-    untouched = run_cli("ledger", "verify-log", "--db", db_arg(db))
-    assert untouched.returncode == 0 and "every one chained" in untouched.stdout
+        for winner in winners:
+            assert book.claim(winner[1], terminal=TerminalId("T2")).text.startswith("PAID ")
+        book.validate("4", terminal=TerminalId("T1"))
+    return work
+
+
+def _without_triggers(book: Ledger, tx) -> None:
+    if book.db.dialect == "sqlite":
+        for trigger in (
+            "audit_log_no_update",
+            "audit_log_no_delete",
+            "audit_seal_no_update",
+            "audit_seal_no_delete",
+            "payments_no_update",
+            "payments_no_delete",
+        ):
+            tx.execute(f"DROP TRIGGER {trigger}")  # fmt: skip
+    else:
+        for table in ("audit_log", "audit_seal", "payments"):
+            tx.execute(f"ALTER TABLE {table} DISABLE TRIGGER USER")
+
+
+def _reseal(tx, key: LogKey, first: int, previous: bytes) -> None:
+    """The chain recomputed under ``key`` from seal ``first`` on, the head with it."""
+    rows = tx.execute(f"{_ENTRY_SQL} WHERE s.seq >= ? ORDER BY s.seq", (first,))
+    new, seq, top = seal_batch(key, first - 1, previous, [Entry(*row) for row in rows])
+    tx.execute("DELETE FROM audit_seal WHERE seq >= ?", (first,))
+    tx.executemany("INSERT INTO audit_seal VALUES (?, ?, ?)", new)
+    tx.execute("UPDATE audit_head SET seq = ?, hash = ?, mac = ? WHERE id = 1",
+               (seq, top, key.head_mac(seq, top)))  # fmt: skip
+
+
+@pytest.mark.parametrize("tamper", TAMPERINGS)
+def test_verify_log_names_each_tampering_by_a_database_writer_without_the_key(
+    db, ledgers, key, stores, game, keys_dir, tamper
+):
+    """Someone with write access to the database, its triggers dropped, but not the ledger
+    key, changes the log or the payments; ``verify-log`` names it (exit 1, one line)."""
+    work = _paid_ledger(db, ledgers, key, stores, game)
+    verify = ["ledger", "verify-log", "--db", db_arg(work), "--keys", str(keys_dir)]
+    untouched = run_cli(*verify)
+    assert untouched.returncode == 0 and "every one chained" in untouched.stdout, untouched.stderr
+    assert "2 payments bound to their entries" in untouched.stdout
+    with Ledger(work, key=key) as book, book.db.transaction() as tx:
+        _without_triggers(book, tx)
+        seals = tx.execute("SELECT seq, entry, hash FROM audit_seal ORDER BY seq")
+        middle = seals[len(seals) // 2]
+        if tamper == "entry edited":
+            tx.execute("UPDATE audit_log SET answer = 'WIN 15000' WHERE id = ?", (middle[1],))
+        elif tamper == "sealed entry deleted":
+            tx.execute("DELETE FROM audit_log WHERE id = ?", (middle[1],))
+        elif tamper == "tail deleted and head rewound":
+            tx.execute("DELETE FROM audit_log WHERE id IN (SELECT entry FROM audit_seal "
+                       "WHERE seq > ?)", (middle[0],))  # fmt: skip
+            tx.execute("DELETE FROM audit_seal WHERE seq > ?", (middle[0],))
+            tx.execute("DELETE FROM payments")
+            tx.execute("UPDATE audit_head SET seq = ?, hash = ? WHERE id = 1",
+                       (middle[0], middle[2]))  # fmt: skip
+        elif tamper == "chain rewritten from the middle":  # under a key of the attacker's own
+            tx.execute("UPDATE audit_log SET answer = 'NO WIN' WHERE id = ?", (middle[1],))
+            previous = bytes(seals[middle[0] - 2][2]) if middle[0] > 1 else GENESIS
+            _reseal(tx, LogKey(bytes(32)), middle[0], previous)
+        elif tamper == "payment edited":
+            tx.execute("UPDATE payments SET amount_eur = amount_eur * 100")
+        else:
+            ticket = tx.one("SELECT MIN(ticket) FROM payments")[0]  # type: ignore[index]
+            tx.execute("DELETE FROM payments WHERE ticket = ?", (ticket,))
+    result = run_cli(*verify)
+    assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1, result
+    expected = {"entry edited": "was edited", "sealed entry deleted": "deleted",
+                "tail deleted and head rewound": "rewound", "chain rewritten from the middle":
+                "was edited", "payment edited": "the payment of ticket",
+                "payment deleted": "was deleted"}[tamper]  # fmt: skip
+    assert expected in result.stderr, result.stderr
+
+
+def test_checkpoints_are_kept_by_verify_log_and_forged_or_out_of_order_ones_refused(
+    db, ledgers, key, stores, game, keys_dir, tmp_path
+):
+    work = _paid_ledger(db, ledgers, key, stores, game)
+    checkpoint = ["ledger", "checkpoint", "--db", db_arg(work), "--keys", str(keys_dir)]
+    first = run_cli(*checkpoint, "--out", str(tmp_path / "one.json"))
+    assert first.returncode == 0 and "wrote" in first.stdout, first.stderr
+    with Ledger(work, key=key) as book:
+        book.validate("5", terminal=TerminalId("T1"))
+    second = run_cli(*checkpoint, "--out", str(tmp_path / "two.json"))
+    assert second.returncode == 0, second.stderr
+    verify = ["ledger", "verify-log", "--db", db_arg(work), "--keys", str(keys_dir)]
+    kept = run_cli(*verify, "--checkpoint", str(tmp_path / "one.json"),
+                   "--checkpoint", str(tmp_path / "two.json"))  # fmt: skip
+    assert kept.returncode == 0 and "2 checkpoint(s) kept" in kept.stdout, kept.stderr
+    one = json.loads((tmp_path / "one.json").read_text())
+    two = json.loads((tmp_path / "two.json").read_text())
+    (tmp_path / "forged.json").write_text(json.dumps({**two, "seq": one["seq"]}))
+    refused = run_cli(*verify, "--checkpoint", str(tmp_path / "forged.json"))
+    assert refused.returncode == 1 and "signature is not the lottery's" in refused.stderr
+    late = Checkpoint(one["ledger"], one["seq"], bytes.fromhex(one["head"]),
+                      "2099-01-01T00:00:00Z")  # fmt: skip
+    signing = load_signing_key(keys_dir, LOTTERY_SIGNING_KEY)
+    (tmp_path / "late.json").write_bytes(write_checkpoint(late, signing))
+    out_of_order = run_cli(*verify, "--checkpoint", str(tmp_path / "two.json"),
+                           "--checkpoint", str(tmp_path / "late.json"))  # fmt: skip
+    assert out_of_order.returncode == 1 and "out of order" in out_of_order.stderr
+    # the ledger key's holder rewrites an entry before the first checkpoint and re-seals
+    with Ledger(work, key=key) as book, book.db.transaction() as tx:
+        _without_triggers(book, tx)
+        tx.execute("UPDATE audit_log SET answer = 'NO WIN' WHERE id = "
+                   "(SELECT entry FROM audit_seal WHERE seq = 2)")  # fmt: skip
+        _reseal(tx, book._log_key(), 1, GENESIS)
+    alone = run_cli(*verify)
+    assert alone.returncode == 0  # the key's holder can re-seal: only a checkpoint tells
+    witnessed = run_cli(*verify, "--checkpoint", str(tmp_path / "one.json"))
+    assert witnessed.returncode == 1 and "rewritten" in witnessed.stderr, witnessed.stderr

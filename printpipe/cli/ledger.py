@@ -326,20 +326,78 @@ def ledger_unlock(
 
 @ledger.command("verify-log")
 @db_option
+@keys_option
+@click.option(
+    "--checkpoint", "checkpoint_files", multiple=True,
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="A checkpoint (printpipe ledger checkpoint) the log must still hold; repeatable.",
+)  # fmt: skip
 @_database_errors
-def ledger_verify_log(db_path: Location) -> None:
-    """Recompute the audit log's hash chain (read-only): exit 0 if every entry follows the
-    one before, else name the first that does not (edited, inserted or deleted)."""
-    from printpipe.ledger import Ledger
-
-    with Ledger(db_path, read_only=True) as book:
-        report = book.verify_log()
-    if not report.ok:
-        raise PrintpipeError(f"audit log of {db_path} broken: {report.problem}")
-    click.echo(
-        f"audit log of {db_path}: {report.entries:,} entries, every one chained to the one "
-        f"before; head {report.head.hex()}"
+def ledger_verify_log(
+    db_path: Location, keys_dir: Path, checkpoint_files: tuple[Path, ...]
+) -> None:
+    """Check the audit log (read-only) under the ledger key: every sealed entry chained to the
+    one before, the head, every payment bound to its entry, and the given checkpoints; exit 0,
+    else name what was edited, inserted, deleted or rewound."""
+    from printpipe.keys import LOTTERY_SIGNING_PUB, load_public_key
+    from printpipe.ledger import (
+        CheckpointRefused,
+        Ledger,
+        checkpoint_order_problem,
+        describe,
+        read_checkpoint,
     )
+
+    Ledger(db_path, read_only=True).close()  # a file that is no ledger: said before the key
+    checkpoints = []
+    if checkpoint_files:
+        lottery = load_public_key(keys_dir / LOTTERY_SIGNING_PUB)
+        try:
+            checkpoints = [
+                read_checkpoint(f.read_bytes(), lottery, source=str(f)) for f in checkpoint_files
+            ]
+        except CheckpointRefused as exc:
+            raise PrintpipeError(f"checkpoint refused: {exc}") from None
+        problem = checkpoint_order_problem(checkpoints)
+        if problem is not None:
+            raise PrintpipeError(f"checkpoint refused: {problem}")
+    with Ledger(db_path, read_only=True, key=_ledger_key(keys_dir)) as book:
+        fingerprint = book.key.fingerprint if book.key else ""
+        for checkpoint in checkpoints:
+            if checkpoint.ledger != fingerprint:
+                raise PrintpipeError(f"checkpoint refused: {checkpoint.source} is another ledger's")
+        report = book.verify_log(checkpoints=checkpoints)
+    if not report.ok:
+        raise PrintpipeError(f"audit log of {db_path} broken: {describe(report)}")
+    click.echo(f"audit log of {db_path}: {describe(report)}")
+
+
+@ledger.command("checkpoint")
+@db_option
+@keys_option
+@click.option(
+    "--out", "out", type=click.Path(path_type=Path, dir_okay=False), required=True,
+    help="The checkpoint file to write (never overwritten): give it to an outside witness.",
+)  # fmt: skip
+@_database_errors
+def ledger_checkpoint(db_path: Location, keys_dir: Path, out: Path) -> None:
+    """Seal the log and sign its head with the lottery's signing key: a checkpoint an outside
+    witness keeps, so that nobody (the ledger key's holder included) can change the log before
+    it unseen (ledger verify-log --checkpoint FILE)."""
+    from printpipe.atomic import write_atomic
+    from printpipe.keys import LOTTERY_SIGNING_KEY, load_signing_key
+    from printpipe.ledger import Checkpoint, Ledger, format_time, write_checkpoint
+
+    if out.exists():
+        raise PrintpipeError(f"{out} already exists: a checkpoint is never overwritten")
+    signing = load_signing_key(keys_dir, LOTTERY_SIGNING_KEY)
+    with Ledger(db_path, key=_ledger_key(keys_dir)) as book:
+        seq, head = book.head()
+        at = format_time(book.clock())
+        assert book.key is not None
+        checkpoint = Checkpoint(book.key.fingerprint, seq, head, at)
+    write_atomic(out, write_checkpoint(checkpoint, signing))
+    click.echo(f"wrote {out}: the audit log of {db_path} at entry {seq} ({at}), head {head.hex()}")
 
 
 @click.group()

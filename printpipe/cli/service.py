@@ -53,6 +53,35 @@ if TYPE_CHECKING:
 )  # fmt: skip
 @click.option("--pid-file", type=click.Path(path_type=Path, dir_okay=False), default=None)
 @click.option("--log", "log_file", type=click.Path(path_type=Path, dir_okay=False), default=None)
+@click.option(
+    "--header-timeout", type=click.FloatRange(0.1, 600), default=10.0, show_default=True,
+    help="Seconds for a request's headers to arrive (then 408, closed).",
+)  # fmt: skip
+@click.option(
+    "--keep-alive-timeout", type=click.FloatRange(1, 600), default=5.0, show_default=True,
+    help="Seconds an idle connection is kept between requests.",
+)  # fmt: skip
+@click.option(
+    "--max-connections", type=click.IntRange(1, 1_000_000), default=1000, show_default=True,
+    help="Open connections per worker (beyond: the longest idle is closed, else 503); kept "
+    "under the open-file limit.",
+)  # fmt: skip
+@click.option(
+    "--max-header-bytes", type=click.IntRange(1024, 1 << 20), default=16384, show_default=True,
+    help="A request's line and headers, in bytes (beyond: 431).",
+)  # fmt: skip
+@click.option(
+    "--max-headers", type=click.IntRange(8, 1000), default=64, show_default=True,
+    help="Header fields in a request (beyond: 431).",
+)  # fmt: skip
+@click.option(
+    "--terminal-rate", type=click.FloatRange(0.01, 100_000), default=20.0, show_default=True,
+    help="Requests a second per terminal, per worker (beyond: 429 with Retry-After).",
+)  # fmt: skip
+@click.option(
+    "--terminal-burst", type=click.IntRange(1, 1_000_000), default=40, show_default=True,
+    help="Requests a terminal may send at once before --terminal-rate applies.",
+)  # fmt: skip
 def serve(
     db_path: Location,
     keys_dir: Path,
@@ -64,10 +93,19 @@ def serve(
     detach: bool,
     pid_file: Path | None,
     log_file: Path | None,
+    header_timeout: float,
+    keep_alive_timeout: float,
+    max_connections: int,
+    max_header_bytes: int,
+    max_headers: int,
+    terminal_rate: float,
+    terminal_burst: int,
 ) -> None:
     """The validation service for retailers' terminals: a signed JSON API over HTTP (/v1)."""
     from printpipe.errors import InvalidInput
     from printpipe.service import server
+    from printpipe.service.app import RateLimit
+    from printpipe.service.protocol import ConnectionLimits
 
     if detach:
         if url_file is None or pid_file is None or log_file is None:
@@ -84,6 +122,14 @@ def serve(
         workers=workers,
         url_file=url_file,
         access_log=access_log,
+        limits=ConnectionLimits(
+            header_timeout_s=header_timeout,
+            keep_alive_timeout_s=keep_alive_timeout,
+            max_connections=max_connections,
+            max_header_bytes=max_header_bytes,
+            max_headers=max_headers,
+        ),
+        rate_limit=RateLimit(rate=terminal_rate, burst=terminal_burst),
     )
 
 

@@ -13,8 +13,8 @@ it are the ledger's own:
   Idempotency-Key; history, proofs, players), over the wallet of ``wallet.py``;
 - ``store/``: the database behind one protocol, one module per engine, the schema written once;
 - ``key.py`` (HMACs under the ledger key), ``tree.py`` and ``proofs.py`` (a block's commitment
-  in the ledger), ``log.py`` (the audit log's hash chain), ``inputs.py`` (what terminals and
-  the office send, parsed before any transaction).
+  in the ledger), ``log.py`` (the audit log sealed under the ledger key), ``inputs.py``
+  (what terminals and the office send, parsed before any transaction).
 
 Names are imported on first use, so that parsing a terminal id does not load the database
 drivers nor the manifest reader.
@@ -50,6 +50,15 @@ if TYPE_CHECKING:
         parse_ticket_ref,
     )
     from printpipe.ledger.key import LedgerKey, load_ledger_key
+    from printpipe.ledger.log import (
+        SEAL_DELAY_S,
+        Checkpoint,
+        CheckpointRefused,
+        checkpoint_order_problem,
+        describe,
+        read_checkpoint,
+        write_checkpoint,
+    )
     from printpipe.ledger.packs import ForeignPack, NoSuchPack
     from printpipe.ledger.plays import (
         DailyLimitReached,
@@ -63,7 +72,7 @@ if TYPE_CHECKING:
         SoldOut,
         check_player,
     )
-    from printpipe.ledger.rules import Answer, Settings, parse_time
+    from printpipe.ledger.rules import Answer, Settings, format_time, parse_time
     from printpipe.ledger.store import Location, database_errors, location_argument, parse_location
     from printpipe.ledger.terminals import Terminal
     from printpipe.ledger.wallet import (
@@ -99,8 +108,16 @@ _HOMES = {
     "load_ledger_key": "key",
     "ForeignPack": "packs",
     "NoSuchPack": "packs",
+    "SEAL_DELAY_S": "log",
+    "Checkpoint": "log",
+    "CheckpointRefused": "log",
+    "checkpoint_order_problem": "log",
+    "describe": "log",
+    "read_checkpoint": "log",
+    "write_checkpoint": "log",
     "Answer": "rules",
     "Settings": "rules",
+    "format_time": "rules",
     "parse_time": "rules",
     "Location": "store",
     "database_errors": "store",
@@ -126,8 +143,11 @@ _HOMES = {
 
 __all__ = [
     "LOTTERY",
+    "SEAL_DELAY_S",
     "Admission",
     "Answer",
+    "Checkpoint",
+    "CheckpointRefused",
     "DailyLimitReached",
     "DatabaseWallet",
     "Dealer",
@@ -156,9 +176,12 @@ __all__ = [
     "Wallet",
     "audit_text",
     "check_player",
+    "checkpoint_order_problem",
     "close_block",
     "configure",
     "database_errors",
+    "describe",
+    "format_time",
     "import_manifest",
     "load_ledger_key",
     "location_argument",
@@ -170,7 +193,9 @@ __all__ = [
     "parse_ticket_ref",
     "parse_time",
     "publish_remaining",
+    "read_checkpoint",
     "record_refusal",
+    "write_checkpoint",
     "write_ticket_proof",
 ]
 

@@ -274,10 +274,12 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
         if loaded is not None and loaded.closed_on is not None and at.date() > loaded.closed_on:
             closed = loaded.closed_on.isoformat()
             return Answer("BLOCK_CLOSED", f"BLOCK CLOSED {closed}", answer.serial)
+        assert answer.amount_eur is not None
+        mac = self._log_key().payment_mac(key, answer.amount_eur, paid_at, terminal.value)
         written = tx.one(
-            "INSERT INTO payments VALUES (?, ?, ?, ?) ON CONFLICT (ticket) DO NOTHING "
+            "INSERT INTO payments VALUES (?, ?, ?, ?, ?) ON CONFLICT (ticket) DO NOTHING "
             "RETURNING paid_at",
-            (key, answer.amount_eur, paid_at, terminal.value),
+            (key, answer.amount_eur, paid_at, terminal.value, mac),
         )
         if written is None:  # paid by a concurrent claim that committed first
             other = tx.one("SELECT paid_at, terminal FROM payments WHERE ticket = ?", (key,))
@@ -372,7 +374,10 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
     ) -> tuple[Remaining, IO[bytes]]:
         """The prizes remaining of a block's commitment, in one snapshot: per prize tier the
         lots committed, paid and remaining, and the paid lots' proofs (one canonical JSON line
-        each, in a temporary file the caller closes)."""
+        each, in a temporary file the caller closes).  The log is sealed first: the report
+        names the sealed head it follows (claims made meanwhile may be in it, sealed after)."""
+        if self.log_key is not None and not self.read_only:
+            self.seal()
         with self.db.snapshot() as tx:
             loaded = self.commitments.find(tx, game=game, block=block, where=str(self.location))
             return read_remaining(tx, loaded, at=format_time(self.clock()))

@@ -3,12 +3,13 @@
 :class:`LedgerCore` is what every job on the ledger shares (the book's validations and
 claims, the office's controls, terminals, packs): opening (refusing a database that is not a
 ledger, or a key that is not its own), the settings read once, each entry appended to the
-hash-chained log in the transaction that acts (:mod:`printpipe.ledger.log`), and a signed
-request's nonce admitted once in that same transaction.
+log in the transaction that acts and sealed under the ledger key (:mod:`printpipe.ledger.log`),
+and a signed request's nonce admitted once in that same transaction.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -16,11 +17,21 @@ from datetime import datetime
 from typing import Any, Self
 
 from printpipe.errors import PrintpipeError
+from printpipe.ids import TicketId
 from printpipe.ledger.key import LedgerKey
-from printpipe.ledger.log import ChainReport, canonical_entry, verify_chain
+from printpipe.ledger.log import (
+    LOG_PURPOSE,
+    Checkpoint,
+    Entry,
+    LogKey,
+    LogReport,
+    Payment,
+    seal_batch,
+)
+from printpipe.ledger.log import verify_log as verify_sealed_log
 from printpipe.ledger.proofs import Commitments
 from printpipe.ledger.rules import SETTING_NAMES, Settings, format_time, utc_now
-from printpipe.ledger.store import Database, Location, Tx, open_database
+from printpipe.ledger.store import Database, Location, Tx, open_database, ticket_key
 
 # -- what a signed request brings ------------------------------------------------------------
 
@@ -45,12 +56,27 @@ class Admission:
     key_id: str
     nonce: str
     seen_at: int
+    request: str | None = None
+    """The request's id (``X-Request-Id``), written in its audit entries."""
 
 
-_APPEND_AUDIT = (
-    "UPDATE audit_head SET seq = seq + 1, hash = chain_hash(hash, seq + 1, ?) WHERE id = 1 "
-    "RETURNING seq, hash"
-)
+SEAL_BATCH = 20_000
+"""Entries a seal takes in one transaction at most (the rest: the next seal)."""
+_SEAL_STATEMENT_ROWS = 300
+"""Seals written (and marks deleted) by one statement (SQLite binds at most 32,766 values)."""
+_ENTRY_COLUMNS = "l.id, l.at, l.terminal, l.action, l.input, l.ticket, l.answer, l.request"
+
+
+def _bytes(value: Any) -> bytes | None:
+    return None if value is None else bytes(value)
+
+
+def _ticket_of_serial(serial: str) -> int | None:
+    """A ticket's row id from its serial ``GGGG-PPPPPP-TTT-C`` as logged."""
+    parts = serial.split("-")
+    if len(parts) != 4 or not all(part.isdigit() for part in parts):
+        return None
+    return ticket_key(TicketId(int(parts[0]), int(parts[1]), int(parts[2])))
 
 
 def lock_key(kind: str, name: str | int) -> int:
@@ -102,6 +128,7 @@ class LedgerCore:
         self.read_only = db.read_only
         self.clock = clock
         self.key = key
+        self.log_key = LogKey(key.derive(LOG_PURPOSE)) if key is not None else None
         self.commitments = Commitments()
         try:
             self.settings = Settings() if empty else self._read_settings()
@@ -127,7 +154,13 @@ class LedgerCore:
         return self.key
 
     def close(self) -> None:
-        self.db.close()
+        """Seal what was logged (with the key, on a writable ledger), then close."""
+        try:
+            if self.log_key is not None and not self.read_only:
+                with contextlib.suppress(PrintpipeError):
+                    self.seal()
+        finally:
+            self.db.close()
 
     def __enter__(self) -> Self:
         return self
@@ -165,36 +198,80 @@ class LedgerCore:
         *,
         at: datetime | None = None,
     ) -> None:
-        """Append an entry, chained to the one before (under the head row's lock)."""
+        """Append an entry (and, by trigger, its mark in ``audit_pending``): no shared row, no
+        key; the sealer chains it (:mod:`printpipe.ledger.log`)."""
         stamp = format_time(at or self.clock())
-        entry = canonical_entry(stamp, terminal, action, given, ticket, answer)
-        if tx.writable_cte:  # one statement
-            tx.execute(
-                f"WITH head AS ({_APPEND_AUDIT}) INSERT INTO audit_log "
-                "(seq, at, terminal, action, input, ticket, answer, hash) "
-                "SELECT seq, ?, ?, ?, ?, ?, ?, hash FROM head",
-                (entry, stamp, terminal, action, given, ticket, answer),
-            )
-            return
-        head = tx.one(_APPEND_AUDIT, (entry,))
-        assert head is not None
-        seq, digest = head
         tx.execute(
-            "INSERT INTO audit_log (seq, at, terminal, action, input, ticket, answer, hash) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (seq, stamp, terminal, action, given, ticket, answer, digest),
+            "INSERT INTO audit_log (at, terminal, action, input, ticket, answer, request) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (stamp, terminal, action, given, ticket, answer, getattr(tx, "request", None)),
         )
 
-    def verify_log(self) -> ChainReport:
-        """Recompute the audit log's hash chain (read-only) and name its first bad entry."""
-        with self.db.snapshot() as tx:
-            head = tx.one("SELECT seq, hash FROM audit_head WHERE id = 1")
+    def _log_key(self) -> LogKey:
+        if self.log_key is None:
+            raise PrintpipeError("the ledger key is needed to seal or verify the log (--keys DIR)")
+        return self.log_key
+
+    def seal(self, *, limit: int = SEAL_BATCH) -> int:
+        """Chain the entries written since the last seal (at most ``limit``); how many.  One
+        sealer at a time: the head row's lock (on PostgreSQL another sealer skips a round)."""
+        key = self._log_key()
+        with self.db.transaction() as tx:
+            head = tx.one("SELECT seq, hash, mac FROM audit_head WHERE id = 1" + tx.skip_locked)
+            if head is None:
+                return 0
             rows = tx.execute(
-                "SELECT seq, at, terminal, action, input, ticket, answer, hash "
-                "FROM audit_log ORDER BY seq"
+                f"SELECT {_ENTRY_COLUMNS} FROM audit_pending p JOIN audit_log l ON l.id = "
+                f"p.entry ORDER BY p.entry LIMIT {int(limit)}"
             )
-        head_seq, head_hash = head if head is not None else (0, b"")
-        return verify_chain(rows, head_seq=int(head_seq), head_hash=bytes(head_hash))
+            if not rows and head[2] is not None:
+                return 0
+            entries = [Entry(*row) for row in rows]
+            seals, seq, top = seal_batch(key, int(head[0]), bytes(head[1]), entries)
+            for at in range(0, len(seals), _SEAL_STATEMENT_ROWS):  # a few statements, not 2N
+                rows_now = seals[at : at + _SEAL_STATEMENT_ROWS]
+                marks = ", ".join(["(?, ?, ?)"] * len(rows_now))
+                tx.execute(
+                    f"INSERT INTO audit_seal VALUES {marks}", [v for row in rows_now for v in row]
+                )
+                ids = [row[1] for row in rows_now]
+                tx.execute(
+                    f"DELETE FROM audit_pending WHERE entry IN ({', '.join('?' * len(ids))})", ids
+                )
+            tx.execute(
+                "UPDATE audit_head SET seq = ?, hash = ?, mac = ? WHERE id = 1",
+                (seq, top, key.head_mac(seq, top)),
+            )
+        return len(entries)
+
+    def verify_log(self, *, checkpoints: Sequence[Checkpoint] = ()) -> LogReport:
+        """Check the sealed log, the entries awaiting their seal, every payment and the
+        ``checkpoints`` (read-only): :func:`printpipe.ledger.log.verify_log`."""
+        key = self._log_key()
+        with self.db.snapshot() as tx:
+            head = tx.one("SELECT seq, hash, mac FROM audit_head WHERE id = 1")
+            seals = tx.execute("SELECT seq, entry, hash FROM audit_seal ORDER BY seq")
+            rows = tx.execute(f"SELECT {_ENTRY_COLUMNS} FROM audit_log l")
+            paid = tx.execute("SELECT ticket, amount_eur, paid_at, terminal, mac FROM payments")
+        return verify_sealed_log(
+            key,
+            head=None if head is None else (int(head[0]), bytes(head[1]), _bytes(head[2])),
+            seals=((int(q), int(e), bytes(h)) for q, e, h in seals),
+            entries=[Entry(*row) for row in rows],
+            payments=[
+                Payment(int(t), int(a), str(w), str(by), bytes(m)) for t, a, w, by, m in paid
+            ],
+            ticket_of_serial=_ticket_of_serial,
+            checkpoints=checkpoints,
+        )
+
+    def head(self) -> tuple[int, bytes]:
+        """The sealed log's head, its last ``seq`` and hash, after sealing what is pending."""
+        self.seal()
+        with self.db.snapshot() as tx:
+            row = tx.one("SELECT seq, hash FROM audit_head WHERE id = 1")
+        assert row is not None
+        return int(row[0]), bytes(row[1])
 
     # -- validate and claim ----------------------------------------------------------------
 
@@ -203,6 +280,7 @@ class LedgerCore:
         inside the transaction, so nothing it did is kept."""
         if admission is None:
             return
+        tx.request = admission.request  # type: ignore[attr-defined]  # for its log entries
         # One statement on the way of every request: the nonce is recorded only for a
         # terminal registered and not revoked (read in this transaction).
         fresh = tx.one(

@@ -1,91 +1,390 @@
-"""The audit log's hash chain: every entry carries the hash of all the entries before it.
+"""The audit log that a database writer cannot rewrite: entries chained by a sealer under a
+key the database does not hold, the head MACed, payments bound to their entries, the head
+signed for outside witnesses.
 
-Entry ``n`` (``seq`` 1, 2, 3...) stores ``h_n = SHA-256(h_{n-1} || seq_n || canonical(entry_n))``
-with ``h_0`` 32 zero bytes, ``seq_n`` 8 bytes big-endian and ``canonical`` the entry's fields
-as one JSON array of ASCII strings (:func:`canonical_entry`).  The database computes ``h_n`` in
-the statement that appends the entry (SQLite: a function registered on the connection;
-PostgreSQL: ``sha256()`` in SQL), under the lock of the one ``audit_head`` row that holds the
-last ``seq`` and hash, so the chain is a total order even with many writers.  Verifying
-recomputes it from the start: an edited entry breaks its own hash, an inserted or deleted one
-breaks its successor's (and the ``seq`` numbers, which have no gaps), and a deleted tail no
-longer reaches the head.  Publishing or signing the head hash makes even a rewrite of the
-head row detectable by whoever holds a copy.
+Every MAC here is HMAC-SHA256 under ``K_log``, a sub-key of the ledger key
+(``LedgerKey.derive(LOG_PURPOSE)``), which only the lottery's processes hold (the service, the
+commands given ``--keys``), never the database.
+
+- **Writers** append an entry (its row id, from the database's own sequence) and a mark in
+  ``audit_pending``, in the transaction that does what it records, and take no shared lock:
+  concurrent validations never wait on one another for the log.
+- **The sealer** (every :data:`SEAL_DELAY_S` in a running server; at the end of every command
+  that holds the key) chains the pending entries, in row-id order within its batch: seal
+  ``n`` (``seq`` 1, 2, 3..., no gaps) stores ``h_n = HMAC(K_log, "seal" || h_(n-1) || seq_n ||
+  row id || canonical(entry))``, ``h_0`` 32 zero bytes.  Editing a sealed entry, deleting one
+  or a seal, or rewriting the chain from any point with recomputed hashes needs the key.
+- **The head** (the last ``seq`` and ``h``) carries ``HMAC(K_log, "head" || seq || h)``, a
+  value stored nowhere else: setting it back to an earlier seal's ``seq`` and ``h`` after
+  deleting the tail (a rewind) needs the key too.
+- **A payment** row carries ``HMAC(K_log, "payment" || its fields)``, written with it (a claim
+  always holds the key), and every ``PAID`` claim entry must have its payment, with the same
+  ticket, amount, time and terminal: an edited, an inserted or a deleted payment is named.
+- **A checkpoint** (``ledger checkpoint``) is the head (``seq``, ``h``) signed with the
+  lottery's Ed25519 signing key, kept by an outside witness: even whoever holds the ledger key
+  cannot change the log before a checkpoint without ``verify-log --checkpoint`` naming it.
+
+**A crash between write and seal** leaves committed entries with their marks in
+``audit_pending``, unsealed; the next sealer seals them (a restarted server within
+:data:`SEAL_DELAY_S`, or any command given the key).  ``verify-log`` counts them as awaiting
+their seal, not as an error.  What the seal cannot protect is an entry before it is sealed
+(edited, or deleted with its mark, or one inserted): that window is at most
+:data:`SEAL_DELAY_S` while a server runs, longer for entries written by commands run without
+the key (``packs``, ``terminals``, ``ledger config``), which the next keyed process seals.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import hmac
+import itertools
 import json
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
 
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+LOG_PURPOSE = b"printpipe ledger: audit log"
 GENESIS = bytes(32)
-ENTRY_FIELDS = ("at", "terminal", "action", "input", "ticket", "answer")
+SEAL_DELAY_S = 0.2
+"""How often a running server seals what was written since (so at most this long unsealed)."""
+CHECKPOINT_FORMAT = "printpipe-log-checkpoint/1"
+MAX_PROBLEMS = 20
 
 
 def canonical_entry(
-    at: str, terminal: str, action: str, given: str, ticket: str | None, answer: str
+    at: str,
+    terminal: str,
+    action: str,
+    given: str,
+    ticket: str | None,
+    answer: str,
+    request: str | None = None,
 ) -> bytes:
-    """The bytes of an entry that its hash covers (every field; ``None`` as JSON null)."""
-    return json.dumps(
-        [at, terminal, action, given, ticket, answer], ensure_ascii=True, separators=(",", ":")
-    ).encode("ascii")
+    """The bytes of an entry that its MAC covers (every field; ``None`` as JSON null)."""
+    fields = [at, terminal, action, given, ticket, answer, request]
+    return json.dumps(fields, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
-def chain_hash(previous: bytes, seq: int, entry: bytes) -> bytes:
-    return hashlib.sha256(previous + seq.to_bytes(8, "big") + entry).digest()
+def canonical_payment(ticket: int, amount_eur: int, paid_at: str, terminal: str) -> bytes:
+    return json.dumps([ticket, amount_eur, paid_at, terminal], separators=(",", ":")).encode()
+
+
+class LogKey:
+    """``K_log``: the audit log's MACs (its repr never shows it)."""
+
+    __slots__ = ("_key",)
+
+    def __init__(self, key: bytes) -> None:
+        if len(key) != 32:
+            raise ValueError("a log key is 32 bytes")
+        self._key = key
+
+    def __repr__(self) -> str:
+        return "LogKey(<hidden>)"
+
+    def _mac(self, *parts: bytes) -> bytes:
+        return hmac.digest(self._key, b"".join(parts), hashlib.sha256)
+
+    def seal_hash(self, previous: bytes, seq: int, entry_id: int, entry: bytes) -> bytes:
+        return self._mac(
+            b"seal\0", previous, seq.to_bytes(8, "big"), entry_id.to_bytes(8, "big"), entry
+        )
+
+    def head_mac(self, seq: int, head: bytes) -> bytes:
+        return self._mac(b"head\0", seq.to_bytes(8, "big"), head)
+
+    def payment_mac(self, ticket: int, amount_eur: int, paid_at: str, terminal: str) -> bytes:
+        return self._mac(b"payment\0", canonical_payment(ticket, amount_eur, paid_at, terminal))
 
 
 @dataclass(frozen=True, slots=True)
-class ChainReport:
-    """What verifying a log found: ``entries`` checked, and the first break, if any."""
+class Entry:
+    """An audit log row as stored."""
 
-    entries: int
+    id: int
+    at: str
+    terminal: str
+    action: str
+    given: str
+    ticket: str | None
+    answer: str
+    request: str | None = None
+
+    def canonical(self) -> bytes:
+        return canonical_entry(
+            self.at, self.terminal, self.action, self.given, self.ticket, self.answer, self.request
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Payment:
+    ticket: int
+    amount_eur: int
+    paid_at: str
+    terminal: str
+    mac: bytes
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A signed head: ``seq`` and ``head`` at ``at`` (UTC text), for the ledger whose key has
+    ``ledger`` as fingerprint."""
+
+    ledger: str
+    seq: int
     head: bytes
-    first_bad: int | None = None
-    problem: str | None = None
+    at: str
+    source: str = ""
+
+    def payload(self) -> bytes:
+        data = {"format": CHECKPOINT_FORMAT, "ledger": self.ledger, "seq": self.seq,
+                "head": self.head.hex(), "at": self.at}  # fmt: skip
+        return json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
+
+
+def write_checkpoint(checkpoint: Checkpoint, key: Ed25519PrivateKey) -> bytes:
+    """The checkpoint file's bytes: its fields and their Ed25519 signature, one JSON object."""
+    data = json.loads(checkpoint.payload())
+    data["signature"] = base64.b64encode(key.sign(checkpoint.payload())).decode()
+    return (json.dumps(data, sort_keys=True, indent=1) + "\n").encode()
+
+
+class CheckpointRefused(ValueError):
+    """Not a checkpoint, or not signed by the lottery's key."""
+
+
+def read_checkpoint(data: bytes, public_key: Ed25519PublicKey, *, source: str = "") -> Checkpoint:
+    """A checkpoint whose signature verifies under the lottery's key, or CheckpointRefused."""
+    try:
+        fields = json.loads(data)
+        signature = base64.b64decode(fields.pop("signature"), validate=True)
+        if fields.pop("format") != CHECKPOINT_FORMAT or set(fields) != {
+            "ledger",
+            "seq",
+            "head",
+            "at",
+        }:
+            raise ValueError
+        checkpoint = Checkpoint(
+            str(fields["ledger"]), int(fields["seq"]), bytes.fromhex(fields["head"]),
+            str(fields["at"]), source,
+        )  # fmt: skip
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise CheckpointRefused(f"{source or 'checkpoint'}: not a log checkpoint") from None
+    try:
+        public_key.verify(signature, checkpoint.payload())
+    except InvalidSignature:
+        raise CheckpointRefused(
+            f"{source or 'checkpoint'}: its signature is not the lottery's (forged or edited)"
+        ) from None
+    return checkpoint
+
+
+def checkpoint_order_problem(checkpoints: Sequence[Checkpoint]) -> str | None:
+    """Checkpoints made later must be at the same or a later point of the log."""
+    ordered = sorted(checkpoints, key=lambda c: (datetime.fromisoformat(c.at), c.seq))
+    for before, after in itertools.pairwise(ordered):
+        if after.seq < before.seq or (after.seq == before.seq and after.head != before.head):
+            return (
+                f"{after.source or 'a checkpoint'} (made {after.at}, entry {after.seq}) is out "
+                f"of order: {before.source or 'another'} was made before it at entry {before.seq}"
+            )
+    return None
+
+
+@dataclass
+class LogReport:
+    """What verifying the log found: ``sealed`` entries checked, ``unsealed`` awaiting their
+    seal (MACs checked), ``payments`` checked, the head, and every problem (the first few)."""
+
+    sealed: int = 0
+    unsealed: int = 0
+    payments: int = 0
+    head: bytes = GENESIS
+    checkpoints: int = 0
+    problems: list[str] = field(default_factory=list)
+    more: int = 0
 
     @property
     def ok(self) -> bool:
-        return self.first_bad is None and self.problem is None
+        return not self.problems
+
+    @property
+    def entries(self) -> int:
+        return self.sealed + self.unsealed
+
+    @property
+    def problem(self) -> str | None:
+        return self.problems[0] if self.problems else None
+
+    def add(self, problem: str) -> None:
+        if len(self.problems) < MAX_PROBLEMS:
+            self.problems.append(problem)
+        else:
+            self.more += 1
 
 
-def verify_chain(
-    rows: Iterable[tuple[int, str, str, str, str, str | None, str, bytes]],
+def verify_log(
+    key: LogKey,
     *,
-    head_seq: int,
-    head_hash: bytes,
-) -> ChainReport:
-    """Recompute the chain over ``rows`` (seq, at, terminal, action, input, ticket, answer,
-    hash), in ``seq`` order, and name the first entry that does not follow."""
-    previous, expected_seq, count = GENESIS, 1, 0
-    for seq, at, terminal, action, given, ticket, answer, stored in rows:
+    head: tuple[int, bytes, bytes | None] | None,
+    seals: Iterable[tuple[int, int, bytes]],
+    entries: Iterable[Entry],
+    payments: Iterable[Payment],
+    ticket_of_serial: Callable[[str], int | None],
+    checkpoints: Sequence[Checkpoint] = (),
+) -> LogReport:
+    """Check everything the module docstring promises.  ``head``: (seq, hash, mac), mac None
+    for a ledger never sealed; ``seals``: (seq, entry id, hash) in seq order; ``entries``: every
+    row of the log; ``payments``: every payment row."""
+    report = LogReport()
+    by_id = {entry.id: entry for entry in entries}
+    previous, expected, sealed_ids = GENESIS, 1, set()
+    at_seq: dict[int, bytes] = {}
+    chain_broken = False
+    for seq, entry_id, stored in seals:
         stored = bytes(stored)
-        if seq > expected_seq:
-            missing = (
-                f"{expected_seq}" if seq == expected_seq + 1 else f"{expected_seq} to {seq - 1}"
+        if chain_broken:
+            continue
+        if seq != expected:
+            missing = f"{expected}" if seq == expected + 1 else f"{expected} to {seq - 1}"
+            report.add(f"sealed entries {missing} deleted (the seals jump to {seq})")
+            chain_broken = True
+            continue
+        sealed = by_id.get(entry_id)
+        if sealed is None:
+            report.add(f"sealed entry {seq} (row {entry_id}) deleted")
+            chain_broken = True
+            continue
+        if entry_id in sealed_ids:
+            report.add(f"seal {seq} repeats entry {entry_id} (inserted)")
+        sealed_ids.add(entry_id)
+        computed = key.seal_hash(previous, seq, entry_id, sealed.canonical())
+        if not hmac.compare_digest(computed, stored):
+            report.add(
+                f"sealed entry {seq} (row {entry_id}: {sealed.at} {sealed.action} "
+                f"{sealed.terminal}) was edited, or the chain rewritten from there"
             )
-            return ChainReport(count, previous, expected_seq, f"entry {missing} missing (deleted)")
-        if seq < expected_seq:
-            return ChainReport(count, previous, seq, f"entry {seq} appears twice (inserted)")
-        entry = canonical_entry(at, terminal, action, given, ticket, answer)
-        computed = chain_hash(previous, seq, entry)
-        if computed != stored:
-            return ChainReport(
-                count,
-                previous,
-                seq,
-                f"entry {seq} does not follow the entries before it "
-                "(it was edited, or an entry before it was inserted or deleted)",
+            chain_broken = True
+            continue
+        at_seq[seq] = stored
+        previous, expected = stored, seq + 1
+        report.sealed += 1
+    report.head = previous
+    last = expected - 1
+    if head is None:
+        report.add("the log's head is missing (deleted)")
+    elif head[2] is None:  # never sealed: a new ledger, before its first keyed command
+        if last or head[0]:
+            report.add("the head has no MAC though the log was sealed (reset)")
+    elif not chain_broken:
+        head_seq, head_hash, head_mac = int(head[0]), bytes(head[1]), bytes(head[2])
+        if not hmac.compare_digest(key.head_mac(head_seq, head_hash), head_mac):
+            report.add(
+                f"the head (entry {head_seq}) was rewound or rewritten: its MAC does not verify"
             )
-        previous, expected_seq, count = stored, seq + 1, count + 1
-    if count < head_seq:
-        gap = f"{count + 1}" if head_seq == count + 1 else f"{count + 1} to {head_seq}"
-        problem = f"entry {gap} missing (deleted from the end: the head says {head_seq})"
-        return ChainReport(count, previous, count + 1, problem)
-    if count > head_seq:
-        problem = f"entry {head_seq + 1} is past the head (inserted at the end)"
-        return ChainReport(count, previous, head_seq + 1, problem)
-    if previous != head_hash:
-        return ChainReport(count, previous, count, f"entry {count} is not the head's")
-    return ChainReport(count, previous)
+        elif head_seq > last:
+            report.add(
+                f"sealed entries {last + 1} to {head_seq} deleted from the end "
+                f"(the head says {head_seq})"
+            )
+        elif head_seq < last:
+            report.add(f"seals {head_seq + 1} to {last} are past the head (inserted)")
+        elif not hmac.compare_digest(head_hash, previous):
+            report.add(f"the head is not seal {last}'s hash (rewritten)")
+    report.unsealed = len(set(by_id) - sealed_ids)
+    _check_payments(key, report, by_id.values(), payments, ticket_of_serial)
+    for checkpoint in checkpoints:
+        report.checkpoints += 1
+        name = checkpoint.source or f"the checkpoint of entry {checkpoint.seq}"
+        kept = at_seq.get(checkpoint.seq)
+        if kept is None:
+            report.add(
+                f"{name}: entry {checkpoint.seq} is no longer in the sealed log (it was "
+                f"truncated, or rewritten, before {checkpoint.at})"
+            )
+        elif not hmac.compare_digest(kept, checkpoint.head):
+            report.add(f"{name}: the log up to entry {checkpoint.seq} was rewritten after it")
+    return report
+
+
+def paid_amount(answer: str) -> int | None:
+    """The amount of a ``PAID <amount>`` answer, else None."""
+    if answer.startswith("PAID ") and answer[5:].isdigit():
+        return int(answer[5:])
+    return None
+
+
+def _check_payments(
+    key: LogKey,
+    report: LogReport,
+    entries: Iterable[Entry],
+    payments: Iterable[Payment],
+    ticket_of_serial: Callable[[str], int | None],
+) -> None:
+    paid: dict[int, Entry] = {}
+    for entry in entries:
+        amount = paid_amount(entry.answer)
+        if entry.action == "claim" and amount is not None and entry.ticket is not None:
+            ticket = ticket_of_serial(entry.ticket)
+            if ticket is not None:
+                paid[ticket] = entry
+    seen = set()
+    for payment in payments:
+        report.payments += 1
+        seen.add(payment.ticket)
+        owner = paid.get(payment.ticket)
+        mac = key.payment_mac(payment.ticket, payment.amount_eur, payment.paid_at, payment.terminal)
+        if not hmac.compare_digest(mac, bytes(payment.mac)):
+            report.add(
+                f"the payment of ticket {payment.ticket} was edited or inserted: its MAC does "
+                "not verify"
+            )
+        elif owner is None:
+            report.add(f"the payment of ticket {payment.ticket} has no PAID entry in the log")
+        elif (paid_amount(owner.answer), owner.at, owner.terminal) != (
+            payment.amount_eur,
+            payment.paid_at,
+            payment.terminal,
+        ):
+            report.add(
+                f"the payment of ticket {payment.ticket} does not match its entry {owner.id}"
+            )
+    for ticket, entry in paid.items():
+        if ticket not in seen:
+            report.add(
+                f"the payment of ticket {entry.ticket} (entry {entry.id}, {entry.answer} to "
+                f"{entry.terminal} at {entry.at}) was deleted"
+            )
+
+
+def describe(report: LogReport) -> str:
+    """One line: what was checked, or the first problem (and how many more)."""
+    if report.ok:
+        unsealed = f", {report.unsealed} awaiting their seal" if report.unsealed else ""
+        witnessed = f", {report.checkpoints} checkpoint(s) kept" if report.checkpoints else ""
+        return (
+            f"{report.sealed} entries, every one chained to the one before under the ledger "
+            f"key{unsealed}; {report.payments} payments bound to their entries{witnessed}; "
+            f"head {report.head.hex()}"
+        )
+    more = len(report.problems) - 1 + report.more
+    return report.problems[0] + (f" (and {more} more problems)" if more else "")
+
+
+def seal_batch(
+    key: LogKey, head_seq: int, head_hash: bytes, pending: Iterable[Entry]
+) -> tuple[list[tuple[int, int, bytes]], int, bytes]:
+    """Chain ``pending`` entries (in the order given) after the head: the seal rows (seq, row
+    id, hash) and the new head's seq and hash."""
+    rows = []
+    seq, previous = head_seq, head_hash
+    for entry in pending:
+        seq += 1
+        previous = key.seal_hash(previous, seq, entry.id, entry.canonical())
+        rows.append((seq, entry.id, previous))
+    return rows, seq, previous

@@ -57,14 +57,19 @@ from printpipe.render.fonts import FONTS_DIR
 from printpipe.service.app import (
     IDEMPOTENCY_KEY,
     Guard,
+    RateLimit,
     Refusal,
     Service,
+    _http_error,
     _json_line,
-    _not_found,
+    _unexpected,
     error_response,
     read_body,
 )
 
+PLATFORM_RATE = RateLimit(rate=5000.0, burst=10000)
+"""The operator's platform signs every player's requests with its one key: its limit is the
+whole game's traffic, not a retailer terminal's (the validation service's default)."""
 STATIC_DIR = Path(str(files("printpipe.play") / "static"))
 SESSION_COOKIE = "pp_session"
 JSON = "application/json"
@@ -99,7 +104,7 @@ class PlayService(Service):
     """The application's state: the ledger, its dealer and thread pool, the platform's keys."""
 
     def __init__(self, ledger: Any, dealer: Dealer, *, threads: int, demo: bool) -> None:
-        super().__init__(ledger, threads=threads)
+        super().__init__(ledger, threads=threads, rate_limit=PLATFORM_RATE)
         self.dealer = dealer
         self.batcher = PlayBatcher(dealer, self.executor)
         self.screen = ScreenMaker(dealer.game)
@@ -391,7 +396,7 @@ def create_app(ledger: Any, dealer: Dealer, *, threads: int, demo: bool) -> ASGI
             Route(f"{player}/plays/{{play}}", one_play, methods=["GET"]),
             Route(f"{player}/plays/{{play}}/proof", play_proof, methods=["GET"]),
         ],
-        exception_handlers={HTTPException: _not_found},
+        exception_handlers={HTTPException: _http_error, Exception: _unexpected},
         lifespan=lifespan,
     )
     app.state.service = service

@@ -12,7 +12,8 @@ from functools import cache
 from typing import Any
 
 from printpipe import __version__
-from printpipe.service.openapi import _SIGNATURE_HEADERS
+from printpipe.service.openapi import SIGNATURE_SCHEME
+from printpipe.service.openapi import openapi_document as service_document
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
 _PLAY = {"$ref": "#/components/schemas/Play"}
@@ -46,6 +47,12 @@ def _ok(description: str, schema: dict[str, Any]) -> dict[str, Any]:
 _PLAYER = {"name": "player", "in": "path", "required": True, "schema": {"type": "string"}}
 _PLAY_ID = {"name": "play", "in": "path", "required": True, "schema": {"type": "string"}}
 _AUTH: list[dict[str, list[str]]] = [{"platform": []}, {"session": []}]
+
+
+def _signature_scheme() -> dict[str, Any]:
+    """The validation service's request signature profile, which the platform's requests use."""
+    scheme: dict[str, Any] = service_document()["components"]["securitySchemes"][SIGNATURE_SCHEME]
+    return scheme
 
 
 @cache
@@ -94,7 +101,7 @@ def openapi_document() -> dict[str, Any]:
                 "200": _ok("the player", {"type": "object"}), **_errors(401)}}},
             "/v1/players/{player}": {"get": {"summary": "the player's account: balance, "
                 "stake, daily limit and what was staked today", "security": _AUTH,
-                "parameters": [_PLAYER, *_SIGNATURE_HEADERS_OPTIONAL],
+                "parameters": [_PLAYER],
                 "responses": {"200": _ok("the account", {"type": "object"}),
                               **_errors(*player_errors)}}},
             "/v1/players/{player}/plays": {
@@ -102,36 +109,36 @@ def openapi_document() -> dict[str, Any]:
                     "lot; all or nothing, once per Idempotency-Key", "security": _AUTH,
                     "parameters": [_PLAYER, {"name": "Idempotency-Key", "in": "header",
                         "required": True, "schema": {"type": "string",
-                        "pattern": "^[A-Za-z0-9._:-]{8,64}$"}}, *_SIGNATURE_HEADERS_OPTIONAL],
+                        "pattern": "^[A-Za-z0-9._:-]{8,64}$"}}],
                     "responses": {"201": _ok("the play", _PLAY),
                                   "200": _ok("the play made earlier under this key "
                                              "(Idempotent-Replayed: true)", _PLAY),
                                   **_errors(400, 401, 402, 403, 404, 409, 413, 415, 422, 503)}},
                 "get": {"summary": "the history: the player's plays, newest first, each unit "
                     "as it was shown", "security": _AUTH,
-                    "parameters": [_PLAYER, *_SIGNATURE_HEADERS_OPTIONAL],
+                    "parameters": [_PLAYER],
                     "responses": {"200": _ok("the plays", {"type": "object", "properties": {
                         "plays": {"type": "array", "items": _PLAY}}}),
                         **_errors(*player_errors)}},
             },
             "/v1/players/{player}/plays/last": {"get": {"summary": "the last play (article 5.1)",
-                "security": _AUTH, "parameters": [_PLAYER, *_SIGNATURE_HEADERS_OPTIONAL],
+                "security": _AUTH, "parameters": [_PLAYER],
                 "responses": {"200": _ok("the play", _PLAY), **_errors(*player_errors)}}},
             "/v1/players/{player}/plays/{play}": {"get": {"summary": "one play",
                 "security": _AUTH,
-                "parameters": [_PLAYER, _PLAY_ID, *_SIGNATURE_HEADERS_OPTIONAL],
+                "parameters": [_PLAYER, _PLAY_ID],
                 "responses": {"200": _ok("the play", _PLAY), **_errors(*player_errors)}}},
             "/v1/players/{player}/plays/{play}/proof": {"get": {"summary": "the inclusion "
                 "proof of the play's unit (printpipe-inclusion-proof/1) against its block's "
                 "commitment", "security": _AUTH,
-                "parameters": [_PLAYER, _PLAY_ID, *_SIGNATURE_HEADERS_OPTIONAL],
+                "parameters": [_PLAYER, _PLAY_ID],
                 "responses": {"200": _ok("the proof", {"type": "object"}),
                               **_errors(*player_errors)}}},
         },
         "components": {
             "securitySchemes": {
-                "platform": {"type": "http", "scheme": "signature", "description":
-                    "RFC 9421 signature of a terminal of role platform (see the headers)"},
+                "platform": {**_signature_scheme(), "description": "a terminal of role "
+                    "platform: " + _signature_scheme()["description"]},
                 "session": {"type": "apiKey", "in": "cookie", "name": "pp_session",
                             "description": "demo only: printpipe play --demo"},
             },
@@ -152,6 +159,3 @@ def openapi_document() -> dict[str, Any]:
             },
         },
     }  # fmt: skip
-
-
-_SIGNATURE_HEADERS_OPTIONAL = [{**h, "required": False} for h in _SIGNATURE_HEADERS]

@@ -6,8 +6,12 @@ line (``printpipe.ledger``).  What a request may do follows from the terminal's
 registration, never from what it sends: a retailer's terminal acts only on the packs shipped
 to its retailer, and only an ``office`` terminal pays above the retailer limit.
 
-Errors are one line of JSON, ``{"error": KIND, "message": TEXT}``, with a 4xx status (503 when
-the database is unreachable); nothing a client sends makes a 500 or a traceback in the log.
+Every error is one line of RFC 9457 problem details (``problems.py``), with a 4xx status, or
+503 and ``Retry-After`` when the database is unreachable or anything unexpected happens:
+nothing a client sends makes a 500 or a traceback in the log.  Every answer carries the
+request's id (``X-Request-Id``).  A terminal's requests are rate-limited (a token bucket per
+terminal and worker, after its signature is verified: 429 and ``Retry-After``), so that no
+terminal fills the log however fast it sends.
 The ledger's calls run in a thread pool (one thread on SQLite, whose writer is single anyway;
 one per pooled connection on PostgreSQL), so the event loop only parses, verifies signatures
 and answers.  The contract: ``docs/validation-service.md``.
@@ -21,8 +25,10 @@ import functools
 import gc
 import json
 import logging
+import math
 import re
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -31,7 +37,8 @@ from typing import Any, TypeVar
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -39,6 +46,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from printpipe import __version__
 from printpipe.errors import InvalidInput, PrintpipeError
 from printpipe.ledger import (
+    SEAL_DELAY_S,
     Admission,
     Answer,
     ForeignPack,
@@ -55,7 +63,14 @@ from printpipe.ledger import (
     parse_time,
 )
 from printpipe.service.openapi import openapi_document
-from printpipe.service.signatures import Unauthorized, public_key_from_raw, verify_request
+from printpipe.service.problems import PROBLEM_JSON, REQUEST_ID, json_line, problem_bytes
+from printpipe.service.signatures import (
+    Unauthorized,
+    accept_signature,
+    key_id_claimed,
+    public_key_from_raw,
+    verify_request,
+)
 
 log = logging.getLogger("printpipe.service")
 T = TypeVar("T")
@@ -68,15 +83,25 @@ MAINTENANCE_S = 5.0
 JSON = "application/json"
 
 
-def _json_line(data: dict[str, Any]) -> bytes:
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
+_json_line = json_line
+REQUEST_ID_HEADER = "x-request-id"
+WWW_AUTHENTICATE = 'Signature realm="printpipe", profile="docs/validation-service.md"'
+"""RFC 9421 defines no authentication scheme; this names the one the service accepts."""
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """Each terminal's requests: ``rate`` a second, in bursts of at most ``burst``."""
+
+    rate: float = 20.0
+    burst: int = 40
 
 
 def error_response(
     status: int, kind: str, message: str, headers: dict[str, str] | None = None
 ) -> Response:
-    body = _json_line({"error": kind, "message": " ".join(message.split())[:300]})
-    return Response(body, status_code=status, media_type=JSON, headers=headers)
+    body = problem_bytes(status, kind, message)
+    return Response(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 
 class Refusal(Exception):
@@ -92,17 +117,30 @@ class Refusal(Exception):
         return error_response(self.status, self.kind, self.message, self.headers)
 
 
-def answer_status(answer: Answer) -> int:
-    if answer.outcome == "TERMINAL_THROTTLED":
-        return 429
-    if answer.outcome == "NOT_YOUR_PACK":
-        return 403
-    return 200
+def unauthorized_headers(*, idempotent: bool) -> dict[str, str]:
+    """What a 401 says a request must carry (RFC 9110 section 11.6.1, RFC 9421 section 5.1)."""
+    return {
+        "WWW-Authenticate": WWW_AUTHENTICATE,
+        "Accept-Signature": accept_signature(idempotency_key=idempotent),
+    }
+
+
+_REFUSED_ANSWERS = {"TERMINAL_THROTTLED": (429, "terminal_throttled"),
+                    "NOT_YOUR_PACK": (403, "not_your_pack")}  # fmt: skip
 
 
 def render_answer(answer: Answer) -> tuple[int, str]:
-    """What a claim stores under its Idempotency-Key, and every answer returns."""
-    return answer_status(answer), _json_line(answer.as_json()).decode()
+    """What a claim stores under its Idempotency-Key, and every answer returns: the answer's
+    JSON, or, for an answer that refuses (403, 429), a problem carrying the answer's fields."""
+    refused = _REFUSED_ANSWERS.get(answer.outcome)
+    if refused is None:
+        return 200, _json_line(answer.as_json()).decode()
+    status, kind = refused
+    data = answer.as_json()
+    body = {**data, "type": "urn:printpipe:problem:" + kind, "status": status,
+            "title": "Too Many Requests" if status == 429 else "Forbidden",
+            "detail": answer.text, "error": kind}  # fmt: skip
+    return status, _json_line(body).decode()
 
 
 def _retry_after(body: dict[str, Any]) -> dict[str, str]:
@@ -117,7 +155,8 @@ def answer_response(status: int, body: str, *, replayed: bool = False) -> Respon
     headers = _retry_after(json.loads(body)) if status == 429 else {}
     if replayed:
         headers["Idempotent-Replayed"] = "true"
-    return Response(body.encode(), status_code=status, media_type=JSON, headers=headers)
+    media_type = JSON if status < 300 else PROBLEM_JSON
+    return Response(body.encode(), status_code=status, media_type=media_type, headers=headers)
 
 
 @dataclass
@@ -140,10 +179,13 @@ class Caller:
 class Service:
     """The application's state: the ledger, its thread pool, the terminals' keys."""
 
-    def __init__(self, ledger: Ledger, *, threads: int) -> None:
+    def __init__(self, ledger: Ledger, *, threads: int, rate_limit: RateLimit) -> None:
         self.ledger = ledger
         self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ledger")
         self._keys: dict[str, tuple[Ed25519PublicKey, Terminal]] = {}
+        self.rate_limit = rate_limit
+        self._buckets: dict[str, tuple[float, float]] = {}
+        """Per terminal key: its tokens, and when they were counted (monotonic seconds)."""
 
     async def run(self, function: Callable[..., T], /, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
@@ -158,12 +200,21 @@ class Service:
                 await self.run(self.ledger.reload_settings)
                 await self.run(self.ledger.purge_expired)
 
+    async def seal(self) -> None:
+        """Chain what was logged, every :data:`SEAL_DELAY_S` (``printpipe.ledger.log``)."""
+        while True:
+            await asyncio.sleep(SEAL_DELAY_S)
+            try:
+                await self.run(self.ledger.seal)
+            except Exception as exc:  # a database restarting: the next round seals it
+                log.warning("sealing the log failed: %s", " ".join(str(exc).split())[:200])
+
     # -- authentication ----------------------------------------------------------------------
 
     async def caller(self, request: Request, body: bytes) -> Caller:
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.scope["headers"]]
         path = request.scope.get("raw_path") or request.url.path.encode()
-        claimed = _claimed_key_id(headers)
+        claimed = key_id_claimed(headers)
         if claimed is not None and claimed not in self._keys:
             await self._load_key(claimed)
 
@@ -175,14 +226,39 @@ class Service:
             verified = verify_request(
                 method=request.method,
                 path=path.decode("latin-1"),
+                query=request.scope.get("query_string", b"").decode("latin-1"),
                 headers=headers,
                 body=body,
                 public_key=public_key,
             )
         except Unauthorized as exc:
-            raise Refusal(401, "unauthorized", str(exc)) from None
+            idempotent = request.url.path == "/v1/claims"
+            raise Refusal(
+                401, "unauthorized", str(exc), unauthorized_headers(idempotent=idempotent)
+            ) from None
+        self.spend(verified.key_id)
         terminal = self._keys[verified.key_id][1]
-        return Caller(terminal, Admission(verified.key_id, verified.nonce, int(time.time())))
+        admission = Admission(
+            verified.key_id, verified.nonce, int(time.time()), request=REQUEST_ID.get()
+        )
+        return Caller(terminal, admission)
+
+    def spend(self, key_id: str) -> None:
+        """Take one of the terminal's tokens, or refuse the request (429, nothing written)."""
+        limit = self.rate_limit
+        now = time.monotonic()
+        tokens, then = self._buckets.get(key_id, (float(limit.burst), now))
+        tokens = min(float(limit.burst), tokens + (now - then) * limit.rate)
+        if tokens < 1.0:
+            self._buckets[key_id] = (tokens, now)
+            wait = math.ceil((1.0 - tokens) / limit.rate)
+            raise Refusal(
+                429,
+                "rate_limited",
+                f"more than {limit.rate:g} requests a second from this terminal: retry later",
+                {"Retry-After": str(max(1, wait))},
+            )
+        self._buckets[key_id] = (tokens - 1.0, now)
 
     async def _load_key(self, key_id: str) -> None:
         if len(key_id) > 128:
@@ -211,36 +287,43 @@ class Service:
 
     def unauthorized(self, caller: Caller, exc: RequestRefused) -> Response:
         self.forget(caller.admission.key_id)
-        return error_response(401, "unauthorized", str(exc))
-
-
-def _claimed_key_id(headers: list[tuple[str, str]]) -> str | None:
-    from printpipe.service.signatures import key_id_claimed
-
-    return key_id_claimed(headers)
+        return error_response(401, "unauthorized", str(exc), unauthorized_headers(idempotent=False))
 
 
 async def read_body(request: Request) -> bytes:
+    """The whole body, at most :data:`MAX_BODY_BYTES` (413); a body cut short by the client
+    is refused (400) with nothing written nor logged: the request was never authenticated."""
     declared = request.headers.get("content-length")
     if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES):
         raise Refusal(413, "too_large", f"a request body is at most {MAX_BODY_BYTES} bytes")
-    if declared is not None:  # bounded by the check above
-        return await request.body()
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise Refusal(413, "too_large", f"a request body is at most {MAX_BODY_BYTES} bytes")
-        chunks.append(chunk)
+    try:
+        if declared is not None:  # bounded by the check above
+            return await request.body()
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > MAX_BODY_BYTES:
+                raise Refusal(413, "too_large", f"a request body is at most {MAX_BODY_BYTES} bytes")
+            chunks.append(chunk)
+    except ClientDisconnect:
+        raise Refusal(400, "bad_request", "the body was cut short") from None
     return b"".join(chunks)
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        raise Refusal(400, "bad_request", "the body's JSON has a key twice")
+    return data
+
+
 def code_of(body: bytes) -> str:
-    """The ``code`` of a body ``{"code": "..."}`` (nothing else), or a 400 Refusal."""
+    """The ``code`` of a body ``{"code": "..."}`` (nothing else), or a 400 Refusal: UTF-8
+    JSON only (RFC 8259 section 8.1), no key twice, not nested past Python's recursion."""
     try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        raise Refusal(400, "bad_request", 'the body must be JSON: {"code": "..."}') from None
+        data = json.loads(body.decode("utf-8"), object_pairs_hook=_unique_keys)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise Refusal(400, "bad_request", 'the body must be UTF-8 JSON: {"code": "..."}') from None
     if not isinstance(data, dict) or set(data) != {"code"} or not isinstance(data["code"], str):
         raise Refusal(400, "bad_request", 'the body must be {"code": "<scanned code>"}')
     return str(data["code"])
@@ -404,10 +487,23 @@ async def openapi(request: Request) -> Response:
     return Response(_json_line(openapi_document()), media_type=JSON)
 
 
+def _unavailable(exc: BaseException) -> Response:
+    """503 and Retry-After for what the service cannot answer now: the database is down, or
+    something unexpected (one line in the log, never a traceback)."""
+    if isinstance(exc, database_errors()):
+        log.warning("database error: %s", " ".join(str(exc).split())[:300])
+        text = "the ledger's database is unavailable: retry"
+    else:
+        log.error("unexpected %s: %s", type(exc).__name__, " ".join(str(exc).split())[:300])
+        text = "the service failed to answer: retry"
+    return error_response(503, "unavailable", text, {"Retry-After": "1"})
+
+
 class Guard:
-    """The outermost layer: nothing escapes as a 500 or a traceback.  An unknown path or
-    method is a JSON 404/405; a database that fails is 503; anything else unexpected is logged
-    in one line and answered 503."""
+    """The outermost layer: every answer gets the request's id (``X-Request-Id``), and nothing
+    escapes as a 500 or a traceback.  Starlette's own error middleware answers first (with
+    :func:`_unavailable`, its handler for every exception) and re-raises: caught here, once
+    answered.  Anything raised outside it is answered here the same way."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -416,49 +512,52 @@ class Guard:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        request_id = uuid.uuid4().hex
+        REQUEST_ID.set(request_id)
+        scope.setdefault("state", {})["request_id"] = request_id
         started = False
+        tag = (REQUEST_ID_HEADER.encode(), request_id.encode())
 
-        async def tracking_send(message: Message) -> None:
+        async def tagged_send(message: Message) -> None:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
+                message = {**message, "headers": [*message.get("headers", []), tag]}
             await send(message)
 
         try:
-            await self.app(scope, receive, tracking_send)
+            await self.app(scope, receive, tagged_send)
         except Exception as exc:
-            if isinstance(exc, database_errors()):
-                kind, text = "unavailable", "the ledger's database is unavailable: retry"
-                log.warning("database error: %s", " ".join(str(exc).split())[:300])
-            else:
-                kind, text = "unavailable", "the service failed to answer: retry"
-                log.error("unexpected %s: %s", type(exc).__name__, " ".join(str(exc).split()))
             if not started:
-                response = error_response(503, kind, text, {"Retry-After": "1"})
-                await response(scope, receive, send)
+                await _unavailable(exc)(scope, receive, tagged_send)
 
 
-def _not_found(request: Request, exc: Exception) -> Response:
+async def _http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's 404 and 405 (with its ``Allow``), as problems."""
     status = getattr(exc, "status_code", 404)
     kind = {404: "not_found", 405: "method_not_allowed"}.get(status, "bad_request")
-    return error_response(status, kind, f"{request.method} {request.url.path}: {kind}")
+    headers = getattr(exc, "headers", None)
+    return error_response(status, kind, f"{request.method} {request.url.path}: {kind}", headers)
 
 
-def create_app(ledger: Ledger, *, threads: int) -> ASGIApp:
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    return _unavailable(exc)
+
+
+def create_app(ledger: Ledger, *, threads: int, rate_limit: RateLimit | None = None) -> ASGIApp:
     """The service's ASGI application over an open ledger."""
-    service = Service(ledger, threads=threads)
+    service = Service(ledger, threads=threads, rate_limit=rate_limit or RateLimit())
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        task = asyncio.create_task(service.maintain())
+        tasks = [asyncio.create_task(service.maintain()), asyncio.create_task(service.seal())]
         try:
             yield
         finally:
-            task.cancel()
+            for task in tasks:
+                task.cancel()
             service.executor.shutdown(wait=True)
             ledger.close()
-
-    from starlette.exceptions import HTTPException
 
     app = Starlette(
         routes=[
@@ -469,7 +568,7 @@ def create_app(ledger: Ledger, *, threads: int) -> ASGIApp:
             Route("/v1/packs/{pack}", pack_state, methods=["GET"]),
             Route("/v1/packs/{pack}/activation", activation, methods=["POST"]),
         ],
-        exception_handlers={HTTPException: _not_found},
+        exception_handlers={HTTPException: _http_error, Exception: _unexpected},
         lifespan=lifespan,
     )
     app.state.service = service

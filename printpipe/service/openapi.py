@@ -13,52 +13,66 @@ from typing import Any
 
 from printpipe import __version__
 
-_SIGNATURE_HEADERS = [
-    {
-        "name": "Signature-Input",
-        "in": "header",
-        "required": True,
-        "description": 'RFC 9421: sig1=("@method" "@path" "content-digest");created=UNIX;'
-        'keyid="<JWK thumbprint>";alg="ed25519";nonce="<16-64 chars>"',
-        "schema": {"type": "string"},
-    },
-    {
-        "name": "Signature",
-        "in": "header",
-        "required": True,
-        "description": "RFC 9421: sig1=:<base64 Ed25519 signature>:",
-        "schema": {"type": "string"},
-    },
-    {
-        "name": "Content-Digest",
-        "in": "header",
-        "required": True,
-        "description": "RFC 9530: sha-256=:<base64 SHA-256 of the body>: (also for an empty body)",
-        "schema": {"type": "string"},
-    },
-]
+SIGNATURE_SCHEME = "httpMessageSignature"
+_SIGNED: list[dict[str, list[str]]] = [{SIGNATURE_SCHEME: []}]
+_IDEMPOTENCY_KEY = {
+    "name": "Idempotency-Key",
+    "in": "header",
+    "required": True,
+    "description": "8 to 64 of A-Z a-z 0-9 . _ : -; the same key and body replays the stored "
+    'answer for 24 h. Covered by the signature: ("@method" "@path" "@query" "content-digest" '
+    '"idempotency-key")',
+    "schema": {"type": "string", "pattern": "^[A-Za-z0-9._:-]{8,64}$"},
+}
 
-_ERROR = {"$ref": "#/components/schemas/Error"}
+_PROBLEM = {"$ref": "#/components/schemas/Problem"}
 _ANSWER = {"$ref": "#/components/schemas/Answer"}
+_RETRY_AFTER = {"Retry-After": {"description": "seconds", "schema": {"type": "integer"}}}
+_TEXTS = {
+    400: 'malformed request: the body (not UTF-8 JSON, a key twice, not {"code": ...}), a pack '
+    "number, an Idempotency-Key, or malformed HTTP",
+    401: "unsigned, badly signed, expired (more than 60 s of skew), replayed nonce, or a revoked "
+    "or unknown terminal: nothing changed",
+    403: "a pack not shipped to this terminal's retailer (an answer: PACK OF ANOTHER RETAILER)",
+    404: "no such pack, or no such path",
+    405: "a method the path does not take (Allow lists those it does)",
+    408: "the request's headers did not arrive within the header timeout",
+    409: "a claim with this Idempotency-Key is in progress (retry after Retry-After), or a pack "
+    "that cannot be activated",
+    413: "a body over 16 KiB",
+    422: "this Idempotency-Key was used with another request",
+    429: "too many requests from this terminal (rate_limited), or a terminal throttled for wrong "
+    "validation numbers (an answer: TERMINAL THROTTLED): Retry-After",
+    431: "request headers over the server's limits (size or number of fields)",
+    503: "the ledger's database is unavailable, an unexpected error, or the connection cap "
+    "reached: retry after Retry-After",
+}
+_HEADERS = {
+    401: {
+        "WWW-Authenticate": {"schema": {"type": "string"}},
+        "Accept-Signature": {
+            "description": "RFC 9421 section 5.1: the signature the service asks for",
+            "schema": {"type": "string"},
+        },
+    },
+    405: {"Allow": {"schema": {"type": "string"}}},
+    429: _RETRY_AFTER,
+    503: _RETRY_AFTER,
+}
+PROTOCOL_ERRORS = (400, 405, 408, 431, 503)
+"""What any request may be answered, by the HTTP layer or the guard, whatever its path."""
 
 
-def _errors(*statuses: int) -> dict[str, Any]:
-    texts = {
-        400: "malformed request (body, pack number, Idempotency-Key)",
-        401: "unsigned, badly signed, expired (more than 60 s of skew), replayed nonce, or a "
-        "revoked or unknown terminal: nothing changed",
-        403: "a pack not shipped to this terminal's retailer",
-        404: "no such pack, or no such path",
-        409: "a claim with this Idempotency-Key is in progress (retry after Retry-After), or "
-        "a pack that cannot be activated",
-        413: "a body over 16 KiB",
-        422: "this Idempotency-Key was used with another request",
-        429: "the terminal is throttled (too many wrong validation numbers): Retry-After",
-        503: "the ledger's database is unavailable: retry",
-    }
+def _errors(*statuses: int, retried_409: bool = False) -> dict[str, Any]:
+    """``retried_409``: a 409 that says when to retry (a claim in progress)."""
+    headers = {**_HEADERS, 409: _RETRY_AFTER} if retried_409 else _HEADERS
     return {
-        str(s): {"description": texts[s], "content": {"application/json": {"schema": _ERROR}}}
-        for s in statuses
+        str(s): {
+            "description": _TEXTS[s],
+            "content": {"application/problem+json": {"schema": _PROBLEM}},
+            **({"headers": headers[s]} if s in headers else {}),
+        }
+        for s in sorted({*statuses, *PROTOCOL_ERRORS})
     }
 
 
@@ -112,8 +126,16 @@ def openapi_document() -> dict[str, Any]:
             "version": __version__,
             "description": "Retailer terminals validate and claim instant tickets. Every "
             "request but health and this document is signed (RFC 9421, Ed25519): see "
-            "docs/validation-service.md.",
+            "docs/validation-service.md. Every error is RFC 9457 problem details "
+            "(application/problem+json); every answer carries X-Request-Id.",
         },
+        "servers": [
+            {
+                "url": "/",
+                "description": "the server this document was fetched from (printpipe serve, "
+                "by default http://127.0.0.1:8787)",
+            }
+        ],
         "paths": {
             "/v1/health": {
                 "get": {
@@ -127,13 +149,13 @@ def openapi_document() -> dict[str, Any]:
             "/v1/openapi.json": {
                 "get": {
                     "summary": "this document (unsigned)",
-                    "responses": {"200": {"description": "the document"}},
+                    "responses": {"200": {"description": "the document"}, **_errors()},
                 }
             },
             "/v1/validations": {
                 "post": {
                     "summary": "answer a scanned code (never pays)",
-                    "parameters": _SIGNATURE_HEADERS,
+                    "security": _SIGNED,
                     "requestBody": _CODE_BODY,
                     "responses": {**answered, **_errors(400, 401, 403, 413, 429, 503)},
                 }
@@ -141,45 +163,65 @@ def openapi_document() -> dict[str, Any]:
             "/v1/claims": {
                 "post": {
                     "summary": "pay a winning ticket, at most once (idempotent)",
-                    "parameters": [
-                        *_SIGNATURE_HEADERS,
-                        {
-                            "name": "Idempotency-Key",
-                            "in": "header",
-                            "required": True,
-                            "description": "8 to 64 of A-Z a-z 0-9 . _ : -; the same key and "
-                            "body replays the stored answer for 24 h",
-                            "schema": {"type": "string"},
-                        },
-                    ],
+                    "security": _SIGNED,
+                    "parameters": [_IDEMPOTENCY_KEY],
                     "requestBody": _CODE_BODY,
                     "responses": {
                         **answered,
-                        **_errors(400, 401, 403, 409, 413, 422, 429, 503),
+                        **_errors(400, 401, 403, 409, 413, 422, 429, 503, retried_409=True),
                     },
                 }
             },
             "/v1/packs/{pack}": {
                 "get": {
                     "summary": "a pack's state (the terminal's retailer's packs only)",
-                    "parameters": [_PACK, *_SIGNATURE_HEADERS],
-                    "responses": {**pack_answer, **_errors(400, 401, 403, 404, 503)},
+                    "security": _SIGNED,
+                    "parameters": [_PACK],
+                    "responses": {**pack_answer, **_errors(400, 401, 403, 404, 413, 429, 503)},
                 }
             },
             "/v1/packs/{pack}/activation": {
                 "post": {
                     "summary": "activate a pack on receipt (the terminal's retailer's packs only)",
-                    "parameters": [_PACK, *_SIGNATURE_HEADERS],
-                    "responses": {**pack_answer, **_errors(400, 401, 403, 404, 409, 503)},
+                    "security": _SIGNED,
+                    "parameters": [_PACK],
+                    "responses": {
+                        **pack_answer,
+                        **_errors(400, 401, 403, 404, 409, 413, 429, 503),
+                    },
                 }
             },
         },
         "components": {
+            "securitySchemes": {
+                SIGNATURE_SCHEME: {
+                    "type": "apiKey",
+                    "in": "header",
+                    "name": "Signature",
+                    "description": "HTTP Message Signatures (RFC 9421), Ed25519: headers "
+                    "Signature-Input, Signature and Content-Digest (RFC 9530, sha-256 alone, "
+                    "also for an empty body). Signature-Input: "
+                    'sig1=("@method" "@path" "@query" "content-digest" ["idempotency-key"])'
+                    ';created=UNIX;keyid="<JWK thumbprint of the terminal key>";alg="ed25519";'
+                    'nonce="<16-64 chars>". "idempotency-key" is covered when the request '
+                    "carries one (claims). created within 60 s of the server's clock; a nonce "
+                    "is accepted once. OpenAPI has no scheme type for request signatures: this "
+                    "apiKey names the header, the profile is docs/validation-service.md.",
+                }
+            },
             "schemas": {
-                "Error": {
+                "Problem": {
                     "type": "object",
-                    "properties": {"error": {"type": "string"}, "message": {"type": "string"}},
-                    "required": ["error", "message"],
+                    "description": "RFC 9457 problem details",
+                    "properties": {
+                        "type": {"type": "string", "format": "uri"},
+                        "title": {"type": "string"},
+                        "status": {"type": "integer"},
+                        "detail": {"type": "string"},
+                        "error": {"type": "string", "description": "the type's last part"},
+                        "request_id": {"type": "string"},
+                    },
+                    "required": ["type", "title", "status", "detail", "error"],
                 },
                 "Answer": {
                     "type": "object",
@@ -214,6 +256,6 @@ def openapi_document() -> dict[str, Any]:
                     },
                     "required": ["pack", "state", "text"],
                 },
-            }
+            },
         },
     }

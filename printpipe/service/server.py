@@ -18,13 +18,15 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from printpipe.atomic import atomic_file
 from printpipe.errors import PrintpipeError
 from printpipe.ledger import Location, location_argument, parse_location
+from printpipe.service.app import RateLimit
+from printpipe.service.protocol import ConnectionLimits
 
 CONFIG_ENV = "PRINTPIPE_SERVE_CONFIG"
 DEFAULT_HOST = "127.0.0.1"
@@ -38,11 +40,15 @@ READY_TIMEOUT_S = 60.0
 
 @dataclass(frozen=True)
 class ServeConfig:
-    """What each worker needs to open the ledger (passed to workers as JSON)."""
+    """What each worker needs to open the ledger and bound its clients (passed to workers as
+    JSON): ``limits`` as :class:`~printpipe.service.protocol.ConnectionLimits`, ``rate_limit``
+    as :class:`~printpipe.service.app.RateLimit`."""
 
     db: str
     keys_dir: str
     workers: int = 1
+    limits: dict[str, Any] = field(default_factory=dict)
+    rate_limit: dict[str, Any] = field(default_factory=dict)
 
     @property
     def location(self) -> Location:
@@ -52,12 +58,14 @@ class ServeConfig:
 def create_app_from_environment() -> Any:
     """Uvicorn's factory: each worker opens its own ledger (and PostgreSQL pool)."""
     from printpipe.ledger import Ledger, load_ledger_key
-    from printpipe.service.app import create_app
+    from printpipe.service.app import RateLimit, create_app
+    from printpipe.service.protocol import BoundedHttpToolsProtocol, ConnectionLimits
 
     config = ServeConfig(**json.loads(os.environ[CONFIG_ENV]))
+    BoundedHttpToolsProtocol.limits = ConnectionLimits(**config.limits)
     key = load_ledger_key(Path(config.keys_dir))
     ledger = Ledger(config.location, key=key, pool_size=POOL_CONNECTIONS, shared=config.workers > 1)
-    return create_app(ledger, threads=ledger.db.threads)
+    return create_app(ledger, threads=ledger.db.threads, rate_limit=RateLimit(**config.rate_limit))
 
 
 def check_ledger(location: Location, keys_dir: Path) -> str:
@@ -97,14 +105,22 @@ def serve(
     workers: int = 1,
     url_file: Path | None = None,
     access_log: bool = False,
+    limits: ConnectionLimits | None = None,
+    rate_limit: RateLimit | None = None,
 ) -> None:
     """Run the service until SIGINT or SIGTERM."""
+    limits = limits or ConnectionLimits()
     dialect = check_ledger(location, keys_dir)
     sock = bind(host, port)
     url = url_of(sock)
-    os.environ[CONFIG_ENV] = json.dumps(
-        asdict(ServeConfig(db=location_argument(location), keys_dir=str(keys_dir), workers=workers))
+    config_text = ServeConfig(
+        db=location_argument(location),
+        keys_dir=str(keys_dir),
+        workers=workers,
+        limits=asdict(limits),
+        rate_limit=asdict(rate_limit or RateLimit()),
     )
+    os.environ[CONFIG_ENV] = json.dumps(asdict(config_text))
     if url_file is not None:
         with atomic_file(url_file) as handle:
             handle.write(f"{url}\n".encode())
@@ -119,20 +135,34 @@ def serve(
         sock=sock,
         workers=workers,
         access_log=access_log,
+        limits=limits,
     )
 
 
-def run_uvicorn(factory: str, *, sock: socket.socket, workers: int, access_log: bool) -> None:
+def run_uvicorn(
+    factory: str,
+    *,
+    sock: socket.socket,
+    workers: int,
+    access_log: bool,
+    limits: ConnectionLimits | None = None,
+) -> None:
     """Serve the ASGI application made by ``factory`` (``module:function``, called in each
-    worker) on ``sock`` until SIGINT or SIGTERM: one process, or a supervisor of ``workers``."""
+    worker) on ``sock`` until SIGINT or SIGTERM: one process, or a supervisor of ``workers``;
+    connections bounded by ``limits`` (the defaults unless given)."""
     import uvicorn
+
+    from printpipe.service.protocol import BoundedHttpToolsProtocol
+
+    limits = limits or ConnectionLimits()
 
     config = uvicorn.Config(
         factory,
         factory=True,
         workers=workers,
         loop="uvloop",
-        http="httptools",
+        http=BoundedHttpToolsProtocol,
+        timeout_keep_alive=int(max(1, limits.keep_alive_timeout_s)),
         lifespan="on",
         access_log=access_log,
         log_level="warning",

@@ -2,8 +2,10 @@
 
 One profile, for every authenticated request (``docs/validation-service.md``):
 
-- covered components ``("@method" "@path" "content-digest")``, in that order; the body's
-  ``Content-Digest`` is ``sha-256`` (RFC 9530), present even for an empty body;
+- covered components ``("@method" "@path" "@query" "content-digest")``, in that order, then
+  each of the :data:`SIGNED_FIELDS` the request carries (``idempotency-key``: a claim's key is
+  signed with it); the body's ``Content-Digest`` is ``sha-256`` alone (RFC 9530), present even
+  for an empty body;
 - parameters ``created`` (UNIX seconds), ``keyid``, ``alg="ed25519"`` and ``nonce`` (16 to 64
   characters among ``A-Z a-z 0-9 - _ = + /``), all required; label ``sig1``;
 - ``keyid`` is the terminal's key id: the RFC 7638 JWK thumbprint of its Ed25519 public key
@@ -37,6 +39,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import http_sf
 from cryptography.exceptions import InvalidSignature as CryptographyInvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
@@ -51,23 +54,41 @@ from http_message_signatures.exceptions import HTTPMessageSignaturesException
 
 from printpipe.errors import PrintpipeError
 
-COVERED = ("@method", "@path", "content-digest")
+COVERED = ("@method", "@path", "@query", "content-digest")
+SIGNED_FIELDS = ("idempotency-key",)
+"""Header fields a request must sign when it carries them (after :data:`COVERED`, in order)."""
 _SIGNATURE_FIELDS = frozenset({"signature", "signature-input", "content-digest"})
-"""The only header fields the profile reads (the verifier normalises every field it is given)."""
-_COVERED_KEYS = [*(f'"{c}"' for c in COVERED), '"@signature-params"']
+"""The header fields the profile always reads (the verifier normalises every field given)."""
 LABEL = "sig1"
 MAX_SKEW_S = 60
 NONCE_RULE = re.compile(r"[A-Za-z0-9_=+/-]{16,64}")
 _KEYID = re.compile(r'keyid="([^"\\]{1,128})"')
 _CANONICAL_INPUT = re.compile(
-    r'sig1=(\("@method" "@path" "content-digest"\);created=([1-9][0-9]{0,14});'
-    r'keyid="([A-Za-z0-9_-]{1,128})";alg="ed25519";nonce="([A-Za-z0-9_=+/-]{16,64})")'
+    r'sig1=(\("@method" "@path" "@query" "content-digest"((?: "[a-z-]{1,40}")*)\);'
+    r'created=([1-9][0-9]{0,14});keyid="([A-Za-z0-9_-]{1,128})";alg="ed25519";'
+    r'nonce="([A-Za-z0-9_=+/-]{16,64})")'
 )
 """A Signature-Input line as :class:`RequestSigner` writes it: its inner list is, byte for
 byte, its own serialisation (no escapes, no leading zeros), i.e. the ``@signature-params``."""
 _CANONICAL_SIGNATURE = re.compile(r"sig1=:([A-Za-z0-9+/]{86}==):")
 _CANONICAL_DIGEST = re.compile(r"sha-256=:([A-Za-z0-9+/]{43}=):")
 _CANONICAL_PATH = re.compile(r"/[A-Za-z0-9._~/-]*")
+_CANONICAL_QUERY = re.compile(r"[A-Za-z0-9._~=&%+-]*")
+_CANONICAL_VALUE = re.compile(r"[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?")
+"""A signed field's value the shortcut takes as is: visible ASCII, no outer spaces."""
+
+
+def accept_signature(*, idempotency_key: bool = False) -> str:
+    """The ``Accept-Signature`` field of a 401 (RFC 9421 section 5.1): the signature the
+    profile asks for."""
+    covered = " ".join(f'"{c}"' for c in (*COVERED, *(SIGNED_FIELDS if idempotency_key else ())))
+    return f'{LABEL}=({covered});alg="ed25519";created;nonce'
+
+
+def _covered_for(fields: Iterable[str]) -> list[str]:
+    """The components a request carrying header fields ``fields`` must sign, in order."""
+    present = {name.lower() for name in fields}
+    return [*COVERED, *(f for f in SIGNED_FIELDS if f in present)]
 
 
 def key_id_of(public_key: Ed25519PublicKey) -> str:
@@ -139,18 +160,20 @@ class RequestSigner:
         url: str,
         body: bytes,
         *,
+        fields: dict[str, str] | None = None,
         created: int | None = None,
         nonce: str | None = None,
     ) -> dict[str, str]:
-        """The Content-Digest, Signature-Input and Signature headers for one request."""
-        message = Message(method, url, {})
+        """The Content-Digest, Signature-Input and Signature headers for one request, with the
+        header ``fields`` given (e.g. ``Idempotency-Key``), signed when the profile says so."""
+        message = Message(method, url, dict(fields or {}))
         self._signer.sign(
             message,
             key_id=self.key_id,
             created=datetime.fromtimestamp(created if created is not None else time.time(), UTC),
             nonce=nonce or secrets.token_urlsafe(18),
             label=LABEL,
-            covered_component_ids=COVERED,
+            covered_component_ids=_covered_for(fields or {}),
             body=body,
         )
         return dict(message.headers)
@@ -219,33 +242,47 @@ def verify_request(
     *,
     method: str,
     path: str,
+    query: str = "",
     headers: list[tuple[str, str]],
     body: bytes,
     public_key: Callable[[str], Ed25519PublicKey | None],
 ) -> Verified:
     """Check a request against the profile; raises :class:`Unauthorized` with a one-line
-    reason.  ``public_key(key_id)``: the active terminal's key, or None."""
+    reason.  ``query``: the request's query string, without ``?``; ``public_key(key_id)``:
+    the active terminal's key, or None."""
     if not any(name.lower() == "signature" for name, _ in headers):
         raise Unauthorized("unsigned request: Signature and Signature-Input required (RFC 9421)")
     shortcut = _verify_canonical(
-        method=method, path=path, headers=headers, body=body, public_key=public_key
+        method=method, path=path, query=query, headers=headers, body=body, public_key=public_key
     )
     if shortcut is not None:
         return shortcut
     return _verify_by_library(
-        method=method, path=path, headers=headers, body=body, public_key=public_key
+        method=method, path=path, query=query, headers=headers, body=body, public_key=public_key
     )
+
+
+def _digest_algorithms(headers: list[tuple[str, str]]) -> set[str]:
+    value = ", ".join(v for n, v in headers if n.lower() == "content-digest")
+    try:
+        parsed = http_sf.parse(value.encode("latin-1"), tltype="dictionary")
+    except Exception:  # not a Dictionary: the library says why
+        return set()
+    return set(parsed) if isinstance(parsed, dict) else set()
 
 
 def _verify_by_library(
     *,
     method: str,
     path: str,
+    query: str = "",
     headers: list[tuple[str, str]],
     body: bytes,
     public_key: Callable[[str], Ed25519PublicKey | None],
 ) -> Verified:
     """:func:`verify_request` through the library alone (the reference)."""
+    if _digest_algorithms(headers) - {"sha-256"}:
+        raise Unauthorized("signature refused: Content-Digest must be sha-256 alone (RFC 9530)")
     resolver = _OneKey()
     key_id = key_id_claimed(headers)
     if key_id is None:
@@ -255,8 +292,10 @@ def _verify_by_library(
         raise Unauthorized("no active terminal has this signature's key (unknown or revoked)")
     resolver.public[key_id] = key
     verifier = _Verifier(signature_algorithm=algorithms.ED25519, key_resolver=resolver)
-    signed = [(n, v) for n, v in headers if n.lower() in _SIGNATURE_FIELDS]
-    message = Message(method, "http://printpipe" + path, _FieldLines(signed))
+    read = _SIGNATURE_FIELDS.union(SIGNED_FIELDS)
+    signed = [(n, v) for n, v in headers if n.lower() in read]
+    url = "http://printpipe" + path + (f"?{query}" if query else "")
+    message = Message(method, url, _FieldLines(signed))
     try:
         # coverage is checked below, once (the library's require_components re-parses the
         # component list several times a request: half the cost of a verification)
@@ -276,8 +315,10 @@ def _verify_by_library(
         raise Unauthorized('signature refused: alg="ed25519" required')
     if not isinstance(nonce, str) or NONCE_RULE.fullmatch(nonce) is None:
         raise Unauthorized("signature refused: a nonce of 16 to 64 characters is required")
-    if list(results[0].covered_components) != _COVERED_KEYS:
-        raise Unauthorized('signature refused: it must cover ("@method" "@path" "content-digest")')
+    covered = _covered_for(n for n, _ in headers)
+    if list(results[0].covered_components) != [*(f'"{c}"' for c in covered), '"@signature-params"']:
+        listed = " ".join(f'"{c}"' for c in covered)
+        raise Unauthorized(f"signature refused: it must cover ({listed})")
     assert isinstance(created, int)
     return Verified(key_id, nonce, created)
 
@@ -286,6 +327,7 @@ def _verify_canonical(
     *,
     method: str,
     path: str,
+    query: str = "",
     headers: list[tuple[str, str]],
     body: bytes,
     public_key: Callable[[str], Ed25519PublicKey | None],
@@ -304,20 +346,27 @@ def _verify_canonical(
     found: dict[str, str] = {}
     for name, value in headers:
         name = name.lower()
-        if name in _SIGNATURE_FIELDS:
+        if name in _SIGNATURE_FIELDS or name in SIGNED_FIELDS:
             if name in found:
                 return None  # several lines of one field: the library combines them
             found[name] = value.strip()
-    if len(found) != len(_SIGNATURE_FIELDS) or not method.isalpha() or not method.isupper():
+    extra = [f for f in SIGNED_FIELDS if f in found]
+    if len(found) != len(_SIGNATURE_FIELDS) + len(extra):
+        return None
+    if not method.isalpha() or not method.isupper():
         return None
     signature_input = _CANONICAL_INPUT.fullmatch(found["signature-input"])
     signature = _CANONICAL_SIGNATURE.fullmatch(found["signature"])
     digest = _CANONICAL_DIGEST.fullmatch(found["content-digest"])
     if signature_input is None or signature is None or digest is None:
         return None
-    if _CANONICAL_PATH.fullmatch(path) is None:
+    if _CANONICAL_PATH.fullmatch(path) is None or _CANONICAL_QUERY.fullmatch(query) is None:
         return None
-    params, created_text, key_id, nonce = signature_input.groups()
+    params, fields_text, created_text, key_id, nonce = signature_input.groups()
+    if fields_text != "".join(f' "{f}"' for f in extra):
+        return None
+    if any(_CANONICAL_VALUE.fullmatch(found[f]) is None for f in extra):
+        return None
     created = int(created_text)
     now = time.time() if now is None else now
     if not now - MAX_SKEW_S <= created <= now + MAX_SKEW_S:
@@ -327,10 +376,10 @@ def _verify_canonical(
     key = public_key(key_id)
     if key is None:
         return None
-    base = (
-        f'"@method": {method}\n"@path": {path}\n"content-digest": {found["content-digest"]}\n'
-        f'"@signature-params": {params}'
-    )
+    lines = [f'"@method": {method}', f'"@path": {path}', f'"@query": ?{query}',
+             f'"content-digest": {found["content-digest"]}',
+             *(f'"{f}": {found[f]}' for f in extra), f'"@signature-params": {params}']  # fmt: skip
+    base = "\n".join(lines)
     try:
         key.verify(base64.b64decode(signature[1]), base.encode("ascii"))
     except CryptographyInvalidSignature:
@@ -346,8 +395,10 @@ def public_key_from_raw(raw: bytes) -> Ed25519PublicKey:
 __all__ = [
     "COVERED",
     "MAX_SKEW_S",
+    "SIGNED_FIELDS",
     "RequestSigner",
     "Unauthorized",
+    "accept_signature",
     "generate_terminal_key",
     "key_id_of",
     "load_terminal_key",

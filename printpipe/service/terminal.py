@@ -12,9 +12,12 @@ Every request is signed (``printpipe.service.signatures``: RFC 9421, Ed25519, a 
 ``created`` each attempt).  A claim carries one Idempotency-Key for all its attempts: when the
 answer is lost (timeout, connection reset, the server restarting) the client sends the same
 claim again and gets the stored answer, ``PAID`` again, never a second payment.  It retries on
-connection failures, timeouts, 409 (in progress) and 503, waiting a little longer each time (or
-what Retry-After says), up to ``attempts``.  A validation is retried only when it cannot have
-reached the ledger (connection refused) or on 503: a wrong VIRN is counted once.
+connection failures, timeouts, 409 (in progress), 429 from the per-terminal rate limit (not a
+terminal throttled for wrong VIRNs) and 503 (the database down, an unexpected error), waiting a
+little longer each time (or what Retry-After says), up to ``attempts``.  A validation is
+retried only when it cannot have reached the ledger (connection refused), on the rate limit
+or on 503: a wrong VIRN is counted once.  Errors are RFC 9457 problem details; ``text`` is
+an answer's string or a problem's ``detail``.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from printpipe.service.signatures import RequestSigner, load_terminal_key
 
 __all__ = ["ServiceAnswer", "TerminalClient", "load_terminal_key"]
 
-RETRY_STATUSES = (409, 503)
+RETRY_STATUSES = (409, 429, 503)
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,7 @@ class ServiceAnswer:
 
     @property
     def text(self) -> str:
-        return str(self.data.get("text") or self.data.get("message") or f"HTTP {self.status}")
+        return str(self.data.get("text") or self.data.get("detail") or f"HTTP {self.status}")
 
     @property
     def outcome(self) -> str | None:
@@ -132,10 +135,9 @@ class TerminalClient:
             if attempt:
                 time.sleep(delay)
                 delay = min(delay * 2, 3.0)
-            headers = self.signer.headers(method, self.server + path, body)
+            fields = {"Idempotency-Key": idempotency_key} if idempotency_key is not None else {}
+            headers = self.signer.headers(method, self.server + path, body, fields=fields)
             headers["Content-Type"] = "application/json"
-            if idempotency_key is not None:
-                headers["Idempotency-Key"] = idempotency_key
             try:
                 response = self._http.request(method, path, content=body, headers=headers)
             except httpx.ConnectError as exc:
@@ -161,16 +163,20 @@ class TerminalClient:
 
 
 def _retryable(response: httpx.Response) -> bool:
-    """503, or 409 for a claim still in progress (not a pack that cannot be activated)."""
-    return response.status_code == 503 or _json(response).get("error") == "in_progress"
+    """503; 409 for a claim still in progress (not a pack that cannot be activated); 429 from
+    the rate limit (not TERMINAL THROTTLED, an answer)."""
+    return response.status_code == 503 or _json(response).get("error") in (
+        "in_progress",
+        "rate_limited",
+    )
 
 
 def _json(response: httpx.Response) -> dict[str, Any]:
     try:
         data = response.json()
     except ValueError:
-        return {"message": f"HTTP {response.status_code}: not JSON"}
-    return data if isinstance(data, dict) else {"message": f"HTTP {response.status_code}"}
+        return {"detail": f"HTTP {response.status_code}: not JSON"}
+    return data if isinstance(data, dict) else {"detail": f"HTTP {response.status_code}"}
 
 
 def open_client(server: str, key_file: Path) -> TerminalClient:

@@ -40,6 +40,9 @@ class Tx(Protocol):
     """One transaction on the ledger's database: SQL with ``?`` placeholders, rows as tuples."""
 
     writable_cte: bool
+    skip_locked: str
+    """What follows a SELECT to lock its rows or, if another transaction holds them, skip
+    them (PostgreSQL), or nothing (SQLite: one writer at a time anyway)."""
     """An ``UPDATE ... RETURNING`` may feed an ``INSERT`` in one ``WITH`` statement."""
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
@@ -103,7 +106,7 @@ def old_layout_message(location: object, layout: int) -> str:
         if layout < 2
         else "no block commitments nor proofs"
         if layout < 3
-        else "no online game server tables"
+        else "an audit log chained without a key, or no online game server tables"
     )
     return (
         f"validation database {location} has layout {layout} of an earlier printpipe "
@@ -121,7 +124,7 @@ def initialise(tx: Tx, settings: Sequence[tuple[str, str]]) -> None:
         [("application", "printpipe-ledger"), ("layout", str(LAYOUT))],
     )
     tx.executemany("INSERT INTO settings VALUES (?, ?)", settings)
-    tx.execute("INSERT INTO audit_head VALUES (1, 0, ?)", (GENESIS,))
+    tx.execute("INSERT INTO audit_head VALUES (1, 0, ?, NULL)", (GENESIS,))
 
 
 def one_line(exc: BaseException) -> str:

@@ -48,11 +48,13 @@ def _schema() -> str:
                     f"ALTER TABLE {table.name} ALTER COLUMN {column.name} SET STORAGE PLAIN;\n"
                 )
     statements.append(
-        "CREATE FUNCTION chain_hash(previous BYTEA, seq BIGINT, entry BYTEA) RETURNS BYTEA\n"
-        "    LANGUAGE sql IMMUTABLE STRICT AS $$ SELECT sha256(previous || int8send(seq) || "
-        "entry) $$;\n"
         "CREATE FUNCTION append_only() RETURNS trigger LANGUAGE plpgsql AS $$\n"
         "BEGIN RAISE EXCEPTION '% is append-only', TG_TABLE_NAME; END $$;\n"
+        # every entry marked for the sealer as it is written (printpipe.ledger.log)
+        "CREATE FUNCTION audit_log_pending() RETURNS trigger LANGUAGE plpgsql AS $$\n"
+        "BEGIN INSERT INTO audit_pending VALUES (NEW.id); RETURN NULL; END $$;\n"
+        "CREATE TRIGGER audit_log_pending AFTER INSERT ON audit_log\n"
+        "    FOR EACH ROW EXECUTE FUNCTION audit_log_pending();\n"
     )
     for table in TABLES:
         if table.append_only is not None:
@@ -84,6 +86,7 @@ def _pg(sql: str) -> str:
 
 class PostgresTx:
     writable_cte = True
+    skip_locked = " FOR UPDATE SKIP LOCKED"
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn
@@ -128,6 +131,11 @@ def _configure(conn: Any) -> None:
     conn.execute("SET synchronous_commit = off")
 
 
+POOL_WAIT_S = 3.0
+"""How long a request waits for a pooled connection (all broken while the database is down:
+the service then answers 503 and the terminal retries, rather than hanging its request)."""
+
+
 class PostgresDatabase:
     """A ledger in a PostgreSQL database: one connection (the command line), or a pool of
     ``pool_size`` connections shared by threads (the service)."""
@@ -168,6 +176,7 @@ class PostgresDatabase:
                     kwargs={"autocommit": True},
                     configure=_configure,
                     name="printpipe-ledger",
+                    timeout=POOL_WAIT_S,
                     open=False,
                 )
                 self.pool.open(wait=True, timeout=30)

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-LAYOUT = 4
+LAYOUT = 5
 """The ledger's layout: 2 = VIRNs as HMACs, hash-chained audit log, terminals (issue 12);
 3 = the blocks' public commitments, their trees and sealed salts, each payment's inclusion
 proof (issue 14); 4 = the online game server's units, deal orders, players, wallet and plays,
-and the operator's platform terminals (issue 21)."""
+and the operator's platform terminals (issue 21), or, apart, the audit log sealed under a key
+the database does not hold with payments bound to it (issue 20); 5 = both."""
 
 INT = "int"  # fits 32 bits
 BIGINT = "bigint"
@@ -98,6 +99,7 @@ TABLES: tuple[Table, ...] = (
             _c("amount_eur", INT),
             _c("paid_at", TEXT),
             _c("terminal", TEXT),
+            _c("mac", BYTES),
         ),
         append_only="payments are",
     ),
@@ -278,16 +280,26 @@ TABLES: tuple[Table, ...] = (
     Table(
         "audit_log",
         (
-            _c("seq", BIGINT, "PRIMARY KEY"),
+            _c("id", IDENTITY, "PRIMARY KEY"),
             _c("at", TEXT),
             _c("terminal", TEXT),
             _c("action", TEXT),
             _c("input", TEXT),
             _c("ticket", TEXT, ""),
             _c("answer", TEXT),
-            _c("hash", BYTES),
+            _c("request", TEXT, ""),
         ),
         append_only="audit_log is",
+    ),
+    Table("audit_pending", (_c("entry", BIGINT, "PRIMARY KEY"),)),
+    Table(
+        "audit_seal",
+        (
+            _c("seq", BIGINT, "PRIMARY KEY"),
+            _c("entry", BIGINT, "NOT NULL UNIQUE"),
+            _c("hash", BYTES),
+        ),
+        append_only="audit_seal is",
     ),
     Table(
         "audit_head",
@@ -295,6 +307,7 @@ TABLES: tuple[Table, ...] = (
             _c("id", INT, "PRIMARY KEY CHECK (id = 1)"),
             _c("seq", BIGINT),
             _c("hash", BYTES),
+            _c("mac", BYTES, ""),
         ),
     ),
 )

@@ -11,7 +11,6 @@ so that nobody ever sees half a ledger.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import os
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -41,7 +40,14 @@ def _schema() -> str:
                     f"{table.name}\nBEGIN SELECT RAISE(ABORT, '{table.append_only} "
                     "append-only'); END;\n"
                 )
+    statements.append(PENDING_TRIGGER)
     return "".join(statements)
+
+
+PENDING_TRIGGER = """CREATE TRIGGER audit_log_pending AFTER INSERT ON audit_log
+BEGIN INSERT INTO audit_pending VALUES (NEW.id); END;
+"""
+"""Every entry marked for the sealer as it is written (``printpipe.ledger.log``)."""
 
 
 SCHEMA = _schema()
@@ -51,12 +57,9 @@ SCHEMA = _schema()
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
-def _sqlite_chain_hash(previous: bytes, seq: int, entry: bytes) -> bytes:
-    return hashlib.sha256(bytes(previous) + int(seq).to_bytes(8, "big") + bytes(entry)).digest()
-
-
 class SqliteTx:
     writable_cte = False  # SQLite has no UPDATE in a WITH
+    skip_locked = ""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
@@ -174,7 +177,6 @@ class SqliteDatabase:
     def _setup(
         self, conn: sqlite3.Connection, path: Path, *, read_only: bool, durable_sync: str
     ) -> None:
-        conn.create_function("chain_hash", 3, _sqlite_chain_hash, deterministic=True)
         self._turns = None
         self.conn = conn
         self.path = path
