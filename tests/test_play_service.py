@@ -125,7 +125,10 @@ def test_requests_that_must_change_nothing(world):
         for method, url, headers, body in bad:
             response = client.request(method, url, headers=headers, content=body)
             assert 400 <= response.status_code < 500, (method, url, response.text)
-            assert set(response.json()) == {"error", "message"}
+            assert response.headers["content-type"] == "application/problem+json"
+            problem = response.json()
+            assert {"type", "title", "status", "detail", "error"} <= set(problem)
+            assert problem["status"] == response.status_code
         # signed, but by no registered terminal; then by the platform for a player unknown;
         # then a body where none is taken; then the same signed request twice (a replay)
         for signer, target, body in (
@@ -144,7 +147,7 @@ def test_requests_that_must_change_nothing(world):
         headers = dict(line.split(": ", 1) for line in head.decode("latin-1").split("\r\n")[1:])
         assert client.post(path, headers=headers, content=content).status_code == 201
         replay = client.post(path, headers=headers, content=content)
-        assert replay.status_code == 401 and "replay" in replay.json()["message"]
+        assert replay.status_code == 401 and "replay" in replay.json()["detail"]
     after = world.totals()
     assert after["plays"] == before["plays"] + 1  # the one good request only
     assert "Traceback" not in (world.folder / "play.log").read_text()

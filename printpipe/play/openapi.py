@@ -35,7 +35,10 @@ _TEXTS = {
 
 def _errors(*statuses: int) -> dict[str, Any]:
     return {
-        str(s): {"description": _TEXTS[s], "content": {"application/json": {"schema": _ERROR}}}
+        str(s): {
+            "description": _TEXTS[s],
+            "content": {"application/problem+json": {"schema": _ERROR}},
+        }
         for s in statuses
     }
 
@@ -47,6 +50,13 @@ def _ok(description: str, schema: dict[str, Any]) -> dict[str, Any]:
 _PLAYER = {"name": "player", "in": "path", "required": True, "schema": {"type": "string"}}
 _PLAY_ID = {"name": "play", "in": "path", "required": True, "schema": {"type": "string"}}
 _AUTH: list[dict[str, list[str]]] = [{"platform": []}, {"session": []}]
+
+
+def _problem_schema() -> dict[str, Any]:
+    """The validation service's error shape (RFC 9457 problem details), which every error of
+    the game server takes too."""
+    schema: dict[str, Any] = service_document()["components"]["schemas"]["Problem"]
+    return schema
 
 
 def _signature_scheme() -> dict[str, Any]:
@@ -143,8 +153,7 @@ def openapi_document() -> dict[str, Any]:
                             "description": "demo only: printpipe play --demo"},
             },
             "schemas": {
-                "Error": {"type": "object", "required": ["error", "message"], "properties": {
-                    "error": {"type": "string"}, "message": {"type": "string"}}},
+                "Error": _problem_schema(),
                 "Play": {"type": "object", "required": ["play", "serial", "played_at",
                     "stake_cents", "lot_eur", "balance_cents", "unit"], "properties": {
                     "play": {"type": "string", "description": "32 hex digits"},

@@ -37,7 +37,7 @@ async function api(path, { method = "GET", headers = {}, body } = {}) {
   }
   const response = await fetch(path, init);
   const data = await response.json();
-  if (!response.ok) throw new ApiError(response.status, data.error, data.message);
+  if (!response.ok) throw new ApiError(response.status, data.error, data.detail);
   return data;
 }
 
