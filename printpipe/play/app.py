@@ -70,7 +70,7 @@ from printpipe.service.app import (
 PLATFORM_RATE = RateLimit(rate=5000.0, burst=10000)
 """The operator's platform signs every player's requests with its one key: its limit is the
 whole game's traffic, not a retailer terminal's (the validation service's default)."""
-STATIC_DIR = Path(str(files("printpipe.play") / "static"))
+STATIC_DIR = Path(str(files("printpipe.play.static")))
 SESSION_COOKIE = "pp_session"
 JSON = "application/json"
 PLAY_ID = re.compile(r"[0-9a-f]{32}")
