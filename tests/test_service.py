@@ -525,12 +525,13 @@ def test_a_database_outage_or_an_unexpected_error_is_503_with_retry_after_never_
     ]
 
 
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)
 def test_a_stopped_database_answers_503_and_the_client_retries_its_claim(world):
     """PostgreSQL refuses the ledger's connections for a while (its server stopped for this
     database: connections cut, new ones refused); a claim sent meanwhile is retried with its
-    key and paid once when the database is back."""
-    if not isinstance(world.location, PostgresLocation):
-        pytest.skip("SQLite has no server to stop: its outage is the in-process test's")
+    key and paid once when the database is back.  PostgreSQL only: an SQLite ledger has no
+    server to stop (its outage is the in-process test's)."""
+    assert isinstance(world.location, PostgresLocation)
     import psycopg
 
     name = world.location.dsn.rsplit("/", 1)[1].split("?")[0]
