@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
@@ -35,6 +36,50 @@ definition_option = click.option(
     help="Game definition to use instead of the built-in templates/GAME/game.toml.",
 )
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+
+F = TypeVar("F", bound=Callable[..., object])
+
+
+def server_options(*, default_port: int) -> Callable[[F], F]:
+    """The options a server command (``serve``, ``play``) takes to listen and to run in the
+    background: ``--host``, ``--port``, ``--workers``, ``--url-file``, ``--access-log``,
+    ``--detach``, ``--pid-file``, ``--log``."""
+    options = (
+        click.option(
+            "--host", default="127.0.0.1", show_default=True, help="Address to listen on."
+        ),
+        click.option(
+            "--port", type=click.IntRange(0, 65535), default=default_port, show_default=True,
+            help="Port to listen on (0: a free one; see --url-file).",
+        ),
+        click.option(
+            "--workers", type=click.IntRange(1, 64), default=1, show_default=True,
+            help="Server processes: one per core.",
+        ),
+        click.option(
+            "--url-file", type=click.Path(path_type=Path, dir_okay=False), default=None,
+            help="Write the server's URL there once it accepts connections.",
+        ),
+        click.option("--access-log", is_flag=True, help="Log one line per request."),
+        click.option(
+            "--detach", is_flag=True,
+            help="Run in the background; return once it listens (needs --url-file, --pid-file, "
+            "--log).",
+        ),
+        click.option("--pid-file", type=click.Path(path_type=Path, dir_okay=False), default=None),
+        click.option(
+            "--log", "log_file", type=click.Path(path_type=Path, dir_okay=False), default=None
+        ),
+    )  # fmt: skip
+
+    def decorate(command: F) -> F:
+        for option in reversed(options):
+            command = option(command)
+        return command
+
+    return decorate
+
+
 scheduler_option = click.option(
     "--scheduler",
     default=None,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from printpipe.cli._common import keys_option
+from printpipe.cli._common import keys_option, server_options
 from printpipe.cli.ledger import _database_errors, db_option, terminal_option
 from printpipe.cli.params import EUROS, PLAYER
 
@@ -26,26 +26,7 @@ if TYPE_CHECKING:
     "--demo", is_flag=True,
     help="Offer logins by one-time link (printpipe players add) and session cookies.",
 )  # fmt: skip
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option(
-    "--port", type=click.IntRange(0, 65535), default=8788, show_default=True,
-    help="Port to listen on (0: a free one; see --url-file).",
-)  # fmt: skip
-@click.option(
-    "--workers", type=click.IntRange(1, 64), default=1, show_default=True,
-    help="Server processes: one per core.",
-)  # fmt: skip
-@click.option(
-    "--url-file", type=click.Path(path_type=Path, dir_okay=False), default=None,
-    help="Write the server's URL there once it accepts connections.",
-)  # fmt: skip
-@click.option("--access-log", is_flag=True, help="Log one line per request.")
-@click.option(
-    "--detach", is_flag=True,
-    help="Run in the background; return once it listens (needs --url-file, --pid-file, --log).",
-)  # fmt: skip
-@click.option("--pid-file", type=click.Path(path_type=Path, dir_okay=False), default=None)
-@click.option("--log", "log_file", type=click.Path(path_type=Path, dir_okay=False), default=None)
+@server_options(default_port=8788)
 def play(
     db_path: Location,
     keys_dir: Path,
