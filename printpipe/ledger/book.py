@@ -377,7 +377,7 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
         each, in a temporary file the caller closes).  The log is sealed first: the report
         names the sealed head it follows (claims made meanwhile may be in it, sealed after)."""
         if self.log_key is not None and not self.read_only:
-            self.seal()
+            self.seal_all()
         with self.db.snapshot() as tx:
             loaded = self.commitments.find(tx, game=game, block=block, where=str(self.location))
             return read_remaining(tx, loaded, at=format_time(self.clock()))

@@ -158,7 +158,7 @@ class LedgerCore:
         try:
             if self.log_key is not None and not self.read_only:
                 with contextlib.suppress(PrintpipeError):
-                    self.seal()
+                    self.seal_all()
         finally:
             self.db.close()
 
@@ -212,12 +212,14 @@ class LedgerCore:
             raise PrintpipeError("the ledger key is needed to seal or verify the log (--keys DIR)")
         return self.log_key
 
-    def seal(self, *, limit: int = SEAL_BATCH) -> int:
+    def seal(self, *, limit: int = SEAL_BATCH, wait: bool = False) -> int:
         """Chain the entries written since the last seal (at most ``limit``); how many.  One
-        sealer at a time: the head row's lock (on PostgreSQL another sealer skips a round)."""
+        sealer at a time: the head row's lock (on PostgreSQL another sealer skips a round,
+        unless ``wait``: then it waits for the other's round and seals what is left)."""
         key = self._log_key()
         with self.db.transaction() as tx:
-            head = tx.one("SELECT seq, hash, mac FROM audit_head WHERE id = 1" + tx.skip_locked)
+            lock = tx.lock_rows if wait else tx.skip_locked
+            head = tx.one("SELECT seq, hash, mac FROM audit_head WHERE id = 1" + lock)
             if head is None:
                 return 0
             rows = tx.execute(
@@ -244,6 +246,13 @@ class LedgerCore:
             )
         return len(entries)
 
+    def seal_all(self) -> None:
+        """Seal every entry written so far, this process's included, waiting for a sealer at
+        work: what a command logged is sealed before it ends (a skipped round could leave its
+        last entries to the next keyed process)."""
+        while self.seal(wait=True) == SEAL_BATCH:
+            pass
+
     def verify_log(self, *, checkpoints: Sequence[Checkpoint] = ()) -> LogReport:
         """Check the sealed log, the entries awaiting their seal, every payment and the
         ``checkpoints`` (read-only): :func:`printpipe.ledger.log.verify_log`."""
@@ -267,7 +276,7 @@ class LedgerCore:
 
     def head(self) -> tuple[int, bytes]:
         """The sealed log's head, its last ``seq`` and hash, after sealing what is pending."""
-        self.seal()
+        self.seal_all()
         with self.db.snapshot() as tx:
             row = tx.one("SELECT seq, hash FROM audit_head WHERE id = 1")
         assert row is not None

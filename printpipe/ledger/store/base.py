@@ -40,10 +40,13 @@ class Tx(Protocol):
     """One transaction on the ledger's database: SQL with ``?`` placeholders, rows as tuples."""
 
     writable_cte: bool
+    """An ``UPDATE ... RETURNING`` may feed an ``INSERT`` in one ``WITH`` statement."""
     skip_locked: str
     """What follows a SELECT to lock its rows or, if another transaction holds them, skip
     them (PostgreSQL), or nothing (SQLite: one writer at a time anyway)."""
-    """An ``UPDATE ... RETURNING`` may feed an ``INSERT`` in one ``WITH`` statement."""
+    lock_rows: str
+    """What follows a SELECT to lock its rows, waiting for another transaction that holds
+    them (PostgreSQL), or nothing (SQLite: one writer at a time anyway)."""
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]: ...
 

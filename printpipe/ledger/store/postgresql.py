@@ -87,6 +87,7 @@ def _pg(sql: str) -> str:
 class PostgresTx:
     writable_cte = True
     skip_locked = " FOR UPDATE SKIP LOCKED"
+    lock_rows = " FOR UPDATE"
 
     def __init__(self, conn: Any) -> None:
         self.conn = conn

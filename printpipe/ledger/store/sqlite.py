@@ -60,6 +60,7 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 class SqliteTx:
     writable_cte = False  # SQLite has no UPDATE in a WITH
     skip_locked = ""
+    lock_rows = ""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
