@@ -80,6 +80,23 @@ def server_options(*, default_port: int) -> Callable[[F], F]:
     return decorate
 
 
+def start_in_background(
+    doing: str, *, url_file: Path | None, pid_file: Path | None, log_file: Path | None
+) -> None:
+    """``--detach``: the same command line without it, started in the background; says
+    ``doing`` (``serving``, ``dealing at``) the URL once the server listens."""
+    import sys
+
+    from printpipe.errors import InvalidInput
+    from printpipe.service.server import detach
+
+    if url_file is None or pid_file is None or log_file is None:
+        raise InvalidInput("--detach needs --url-file, --pid-file and --log")
+    argv = [a for a in sys.argv[1:] if a != "--detach"]
+    url = detach(argv, url_file=url_file, log_file=log_file, pid_file=pid_file)
+    click.echo(f"{doing} {url} in the background (pid in {pid_file}, log {log_file})")
+
+
 scheduler_option = click.option(
     "--scheduler",
     default=None,

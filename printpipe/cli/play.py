@@ -5,13 +5,12 @@ Parsing only: each command calls ``printpipe.play.server`` or ``printpipe.play.d
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from printpipe.cli._common import keys_option, server_options
+from printpipe.cli._common import keys_option, server_options, start_in_background
 from printpipe.cli.ledger import _database_errors, db_option, terminal_option
 from printpipe.cli.params import EUROS, PLAYER
 
@@ -42,16 +41,10 @@ def play(
 ) -> None:
     """The online game's server: deals each unit of the ledger's online blocks once, against
     the stake, and serves the player's page at / (a JSON API under /v1)."""
-    from printpipe.errors import InvalidInput
     from printpipe.play import server
-    from printpipe.service.server import detach as start_detached
 
     if detach:
-        if url_file is None or pid_file is None or log_file is None:
-            raise InvalidInput("--detach needs --url-file, --pid-file and --log")
-        argv = [a for a in sys.argv[1:] if a != "--detach"]
-        url = start_detached(argv, url_file=url_file, log_file=log_file, pid_file=pid_file)
-        click.echo(f"dealing at {url} in the background (pid in {pid_file}, log {log_file})")
+        start_in_background("dealing at", url_file=url_file, pid_file=pid_file, log_file=log_file)
         return
     server.play(
         location=db_path,

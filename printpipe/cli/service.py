@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from printpipe.cli._common import keys_option, server_options
+from printpipe.cli._common import keys_option, server_options, start_in_background
 from printpipe.cli.ledger import (
     _database_errors,
     db_option,
@@ -83,17 +83,12 @@ def serve(
     terminal_burst: int,
 ) -> None:
     """The validation service for retailers' terminals: a signed JSON API over HTTP (/v1)."""
-    from printpipe.errors import InvalidInput
     from printpipe.service import server
     from printpipe.service.app import RateLimit
     from printpipe.service.protocol import ConnectionLimits
 
     if detach:
-        if url_file is None or pid_file is None or log_file is None:
-            raise InvalidInput("--detach needs --url-file, --pid-file and --log")
-        argv = [a for a in sys.argv[1:] if a != "--detach"]
-        url = server.detach(argv, url_file=url_file, log_file=log_file, pid_file=pid_file)
-        click.echo(f"serving {url} in the background (pid in {pid_file}, log {log_file})")
+        start_in_background("serving", url_file=url_file, pid_file=pid_file, log_file=log_file)
         return
     server.serve(
         location=db_path,
