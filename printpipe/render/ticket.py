@@ -641,18 +641,9 @@ class TicketRenderer:
         """The top prize, the ticket's selling line (e.g. JUSQU'À 15 000 €): the amount from
         the game's definition, written by :mod:`printpipe.french`, the words from the texts,
         white on a banner of the variant's accent colour."""
-        c, font = self.c, self.fonts["bold"]
-        x, y, w, h = zone
         top = max(p.amount_eur for p in self.game.definition.prizes)
         words = self.texts["front"]["top_prize"].format(amount=french.euros(top))
-        c.setFillColorCMYK(*art.accent)
-        c.roundRect(x, y, w, h, h * 0.28, stroke=0, fill=1)
-        size = h * 0.62
-        while size > 4 and stringWidth(words, font, size) > w * 0.92:
-            size -= 0.25
-        c.setFillColorCMYK(*WHITE)
-        c.setFont(font, size)
-        c.drawCentredString(x + w / 2, y + (h - size * 0.72) / 2, words)
+        self._badge(zone, words, art, radius=zone[3] * 0.28, height=0.62, width=0.92)
 
     def _define_front(self, art: FrontArt) -> str:
         t, c, fonts = self.t, self.c, self.fonts
@@ -756,19 +747,26 @@ class TicketRenderer:
         c.addLiteral("\n".join(places))
         c.use_forms([f"motif-{name}"])
 
-    def _price(self, zone: tuple[float, float, float, float], art: FrontArt) -> None:
+    def _price(self, zone: Box, art: FrontArt) -> None:
         """The price, prominent: white on the variant's accent colour."""
+        price = french.cents(self.game.definition.price_cents)
+        self._badge(zone, price, art, radius=min(zone[2], zone[3]) * 0.25, height=0.72, width=0.86)
+
+    def _badge(
+        self, zone: Box, words: str, art: FrontArt, *, radius: float, height: float, width: float
+    ) -> None:
+        """``words`` in bold white, centred on a rounded box of the variant's accent colour:
+        as large as ``height`` of the box allows, smaller until they fill at most ``width``."""
         c, font = self.c, self.fonts["bold"]
         x, y, w, h = zone
-        price = french.cents(self.game.definition.price_cents)
         c.setFillColorCMYK(*art.accent)
-        c.roundRect(x, y, w, h, min(w, h) * 0.25, stroke=0, fill=1)
-        size = h * 0.72
-        while size > 4 and stringWidth(price, font, size) > w * 0.86:
+        c.roundRect(x, y, w, h, radius, stroke=0, fill=1)
+        size = h * height
+        while size > 4 and stringWidth(words, font, size) > w * width:
             size -= 0.25
         c.setFillColorCMYK(*WHITE)
         c.setFont(font, size)
-        c.drawCentredString(x + w / 2, y + (h - size * 0.72) / 2, price)
+        c.drawCentredString(x + w / 2, y + (h - size * 0.72) / 2, words)
 
     def _paytable(self, zone: tuple[float, float, float, float], art: FrontArt) -> None:
         c, fonts = self.c, self.fonts
