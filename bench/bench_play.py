@@ -28,6 +28,7 @@ Usage: ``python bench/bench_play.py [--db sqlite,postgresql] [--rounds 20] [--re
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -91,15 +92,14 @@ def run_once(
 
 
 def run(backend: str, args: argparse.Namespace, root: Path) -> None:
-    pg_folder = None
-    location: Location
+    databases = contextlib.ExitStack()  # PostgreSQL's server, stopped at the end
+    database_pids: list[int] = []
     if backend == "sqlite":
-        location = root / "ledger.sqlite"
+        location: Location = root / "ledger.sqlite"
     else:
-        pg_folder = Path(tempfile.mkdtemp(prefix="printpipe-bench-pg-"))
-        os.chmod(pg_folder, 0o711)
-        url = pgserver.start(pg_folder / "server", durable=True)
-        location = parse_location(pgserver.create_database(url))
+        postgres = databases.enter_context(pgserver.throwaway(durable=True))
+        location = parse_location(postgres.url)
+        database_pids.append(postgres.pid)
     try:
         started = time.perf_counter()
         block = make_block(root / "block", packs=args.packs)
@@ -113,10 +113,7 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
               f"{time.perf_counter() - started:.0f} s", flush=True)  # fmt: skip
         world.start(workers=args.workers)
         assert world.process is not None
-        pids = [world.process.pid]
-        if pg_folder is not None:
-            postmaster = pg_folder / "server" / "data" / "postmaster.pid"
-            pids.append(int(postmaster.read_text().split()[0]))
+        pids = [world.process.pid, *database_pids]
         paced = f"plays offered at {args.rate:,}/s"
         runs: dict[str, list[dict[str, float]]] = {"plays without pause": [], paced: []}
         try:
@@ -148,9 +145,7 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
             flush=True,
         )
     finally:
-        if pg_folder is not None:
-            pgserver.stop(pg_folder / "server")
-            pg_folder.rmdir()
+        databases.close()
 
 
 def main() -> None:

@@ -38,6 +38,7 @@ Usage: ``python bench/bench_service.py [--db sqlite,postgresql] [--requests 2000
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import statistics
@@ -232,14 +233,14 @@ def phase(
 
 
 def run(backend: str, args: argparse.Namespace, root: Path) -> None:
-    pg_folder = None
+    databases = contextlib.ExitStack()  # PostgreSQL's server, stopped at the end
+    database_pids: list[int] = []
     if backend == "sqlite":
         location: Location = root / "ledger.sqlite"
     else:
-        pg_folder = Path(tempfile.mkdtemp(prefix="printpipe-bench-pg-"))
-        os.chmod(pg_folder, 0o711)
-        url = pgserver.start(pg_folder / "server", durable=True)
-        location = parse_location(pgserver.create_database(url))
+        postgres = databases.enter_context(pgserver.throwaway(durable=True))
+        location = parse_location(postgres.url)
+        database_pids.append(postgres.pid)
     try:
         started = time.perf_counter()
         keys, codes = build(location, root, args.packs)
@@ -248,11 +249,7 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
               f"{time.perf_counter() - started:.0f} s", flush=True)  # fmt: skip
         server, url = start(location, keys, root, args.workers)
         floor, floor_url = start_floor(location, root, args.workers)
-        database = []
-        if pg_folder is not None:
-            postmaster = pg_folder / "server" / "data" / "postmaster.pid"
-            database.append(int(postmaster.read_text().split()[0]))
-        pids, floor_pids = [server.pid, *database], [floor.pid, *database]
+        pids, floor_pids = [server.pid, *database_pids], [floor.pid, *database_pids]
         rng = random.Random(7)
         order = list(range(len(codes)))
         rng.shuffle(order)
@@ -323,9 +320,7 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
             flush=True,
         )
     finally:
-        if pg_folder is not None:
-            pgserver.stop(pg_folder / "server")
-            pg_folder.rmdir()
+        databases.close()
 
 
 def main() -> None:

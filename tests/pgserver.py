@@ -23,6 +23,9 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 ENV_VAR = "PRINTPIPE_TEST_POSTGRES"
@@ -113,6 +116,29 @@ def stop(folder: Path) -> None:
             capture_output=True,
         )
     shutil.rmtree(folder, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class Throwaway:
+    url: str
+    """A database of its own on the server."""
+    pid: int
+    """The postmaster's (the benchmarks count its CPU)."""
+
+
+@contextlib.contextmanager
+def throwaway(*, durable: bool = False) -> Iterator[Throwaway]:
+    """A server in a temporary folder with a database of its own, stopped and removed on
+    exit (the benchmarks' PostgreSQL)."""
+    folder = Path(tempfile.mkdtemp(prefix="printpipe-pg-"))
+    os.chmod(folder, 0o711)  # initdb and postgres run as the postgres user: they pass through
+    try:
+        url = start(folder / "server", durable=durable)
+        postmaster = folder / "server" / "data" / "postmaster.pid"
+        yield Throwaway(create_database(url), int(postmaster.read_text().split()[0]))
+    finally:
+        stop(folder / "server")
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def with_database(url: str, name: str) -> str:
