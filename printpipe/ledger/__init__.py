@@ -9,6 +9,7 @@ it are the ledger's own:
   (``terminals.py``) and packs (``packs.py``) it shares an open database with (``core.py``);
 - ``importer.py``: a verified manifest into the ledger, all or nothing (an online block's units
   and its deal order with it: ``units.py``, ``deal.py``);
+- ``batch.py``: group commit, many requests in one transaction (validations, plays);
 - ``plays.py``: the online game server's transactions (a play: debit, unit, credit, once per
   Idempotency-Key; history, proofs, players), over the wallet of ``wallet.py``;
 - ``store/``: the database behind one protocol, one module per engine, the schema written once;
@@ -26,10 +27,12 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from printpipe.ledger.batch import Batcher
     from printpipe.ledger.book import (
         IdempotentClaim,
         KeyTakenOver,
         Ledger,
+        Validation,
         close_block,
         configure,
         publish_remaining,
@@ -66,7 +69,6 @@ if TYPE_CHECKING:
         KeyReused,
         NoSuchPlay,
         Play,
-        PlayBatcher,
         PlayRefused,
         PlayRequest,
         SoldOut,
@@ -84,6 +86,7 @@ if TYPE_CHECKING:
     )
 
 _HOMES = {
+    "Batcher": "batch",
     "IdempotentClaim": "book",
     "KeyTakenOver": "book",
     "Ledger": "book",
@@ -91,6 +94,7 @@ _HOMES = {
     "configure": "book",
     "publish_remaining": "book",
     "record_refusal": "book",
+    "Validation": "book",
     "write_ticket_proof": "book",
     "Admission": "core",
     "RequestRefused": "core",
@@ -129,7 +133,6 @@ _HOMES = {
     "KeyReused": "plays",
     "NoSuchPlay": "plays",
     "Play": "plays",
-    "PlayBatcher": "plays",
     "PlayRefused": "plays",
     "PlayRequest": "plays",
     "SoldOut": "plays",
@@ -146,6 +149,7 @@ __all__ = [
     "SEAL_DELAY_S",
     "Admission",
     "Answer",
+    "Batcher",
     "Checkpoint",
     "CheckpointRefused",
     "DailyLimitReached",
@@ -164,7 +168,6 @@ __all__ = [
     "NoSuchPlayer",
     "PackRef",
     "Play",
-    "PlayBatcher",
     "PlayRefused",
     "PlayRequest",
     "Reason",
@@ -173,6 +176,7 @@ __all__ = [
     "SoldOut",
     "Terminal",
     "TerminalId",
+    "Validation",
     "Wallet",
     "audit_text",
     "check_player",

@@ -18,7 +18,7 @@ from __future__ import annotations
 import datetime as dt
 import hmac
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -39,6 +39,7 @@ from printpipe.ledger.proofs import read_remaining, store_proof
 from printpipe.ledger.rules import (
     INVALID,
     Answer,
+    Decision,
     ScannedCode,
     Settings,
     TerminalCounter,
@@ -77,6 +78,23 @@ LEFT JOIN payments p ON p.ticket = q.id
 LEFT JOIN packs k ON k.id = ?
 LEFT JOIN terminal_failures c ON c.terminal = ?
 """
+
+
+Found = tuple[TicketRow | None, TerminalCounter, str | None]
+"""What :data:`_LOOKUP` reads for a decision: the ticket's row (None: no such ticket), the
+terminal's counter, the retailer its pack was shipped to."""
+
+
+@dataclass(frozen=True, slots=True)
+class Validation:
+    """One scanned code to answer, from ``terminal`` (:meth:`Ledger.validate_many`):
+    ``retailer``, the only retailer whose packs it may ask about (None: every pack);
+    ``admission``, the signed request's nonce."""
+
+    code: str
+    terminal: TerminalId
+    retailer: str | None = None
+    admission: Admission | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,14 +140,12 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
     A ledger is created only by :func:`printpipe.ledger.importer.import_manifest`.
     """
 
-    def _lookup(
-        self, tx: Tx, ticket: TicketId, terminal: TerminalId
-    ) -> tuple[TicketRow | None, TerminalCounter, str | None]:
-        tx.lock(lock_key("terminal", terminal.value), lock_key("ticket", ticket_key(ticket)))
-        found = tx.one(
-            _LOOKUP,
-            (ticket_key(ticket), pack_key(ticket.game, ticket.pack), terminal.value),
-        )
+    def _lookup_params(self, ticket: TicketId, terminal: TerminalId) -> tuple[int, int, str]:
+        return ticket_key(ticket), pack_key(ticket.game, ticket.pack), terminal.value
+
+    @staticmethod
+    def _found(found: tuple[Any, ...] | None) -> Found:
+        """What :data:`_LOOKUP` read, as :func:`decide` takes it."""
         assert found is not None
         *columns, failures, window_start, retailer = found
         row = None
@@ -140,6 +156,61 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
             return row, TerminalCounter(), retailer
         return row, TerminalCounter(failures, parse_time(window_start)), retailer
 
+    def _lookup(self, tx: Tx, ticket: TicketId, terminal: TerminalId) -> Found:
+        """The ticket's and the terminal's rows, under their locks (what a decision that
+        counts a failure writes back)."""
+        tx.lock(*self._lock_keys(ticket, terminal))
+        return self._found(tx.one(_LOOKUP, self._lookup_params(ticket, terminal)))
+
+    @staticmethod
+    def _lock_keys(ticket: TicketId, terminal: TerminalId) -> tuple[int, int]:
+        return lock_key("terminal", terminal.value), lock_key("ticket", ticket_key(ticket))
+
+    def _decide(
+        self, scanned: ScannedCode, found: Found, at: datetime, retailer: str | None
+    ) -> tuple[Decision, TicketRow | None]:
+        """Decide on what was read; ``retailer``: the caller acts only on packs shipped to it
+        (None: every pack)."""
+        row, counter, pack_retailer = found
+        ticket = scanned.ticket
+        if ticket.pack != SPECIMEN_PACK and retailer is not None and pack_retailer != retailer:
+            return Decision(foreign_pack(ticket.serial)), None
+        keyed = scanned.keyed(self._require_key())
+        return decide(keyed, row, counter, self.settings, at=at), row
+
+    def _count_failure(
+        self, tx: Tx, decision: Decision, ticket: TicketId, terminal: TerminalId, at: datetime
+    ) -> None:
+        """Write what a decision counts: a wrong VIRN against the ticket and the terminal
+        (whose locks the transaction holds), and the terminal's throttling."""
+        after = decision.terminal_after
+        if after is None or after.window_start is None:
+            return
+        stamp = format_time(at)
+        tx.execute(
+            "INSERT INTO virn_failures VALUES (?, ?, 1, ?) ON CONFLICT (ticket, terminal) "
+            "DO UPDATE SET failures = virn_failures.failures + 1, "
+            "last_at = excluded.last_at",
+            (ticket_key(ticket), terminal.value, stamp),
+        )
+        tx.execute(
+            "INSERT INTO terminal_failures VALUES (?, ?, ?) ON CONFLICT (terminal) "
+            "DO UPDATE SET window_start = excluded.window_start, failures = excluded.failures",
+            (terminal.value, format_time(after.window_start), after.failures),
+        )
+        if decision.throttles_terminal:
+            until = format_time(after.window_start + self.settings.terminal_window)
+            self._log(
+                tx,
+                terminal.value,
+                "throttle",
+                "",
+                None,
+                f"TERMINAL THROTTLED {until}: {after.failures} wrong validation numbers "
+                f"since {format_time(after.window_start)}",
+                at=at,
+            )
+
     def _answer(
         self,
         tx: Tx,
@@ -148,41 +219,13 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
         at: datetime,
         retailer: str | None,
     ) -> tuple[Answer, TicketRow | None]:
-        """Decide and apply what the decision counts; runs inside a write transaction.
-        ``retailer``: the caller acts only on packs shipped to it (None: every pack)."""
-        ticket = scanned.ticket
-        row, counter, pack_retailer = None, TerminalCounter(), None
-        if ticket.pack != SPECIMEN_PACK:
-            row, counter, pack_retailer = self._lookup(tx, ticket, terminal)
-            if retailer is not None and pack_retailer != retailer:
-                return foreign_pack(ticket.serial), None
-        decision = decide(scanned.keyed(self._require_key()), row, counter, self.settings, at=at)
-        after = decision.terminal_after
-        if after is not None and after.window_start is not None:
-            stamp = format_time(at)
-            tx.execute(
-                "INSERT INTO virn_failures VALUES (?, ?, 1, ?) ON CONFLICT (ticket, terminal) "
-                "DO UPDATE SET failures = virn_failures.failures + 1, "
-                "last_at = excluded.last_at",
-                (ticket_key(ticket), terminal.value, stamp),
-            )
-            tx.execute(
-                "INSERT INTO terminal_failures VALUES (?, ?, ?) ON CONFLICT (terminal) "
-                "DO UPDATE SET window_start = excluded.window_start, failures = excluded.failures",
-                (terminal.value, format_time(after.window_start), after.failures),
-            )
-            if decision.throttles_terminal:
-                until = format_time(after.window_start + self.settings.terminal_window)
-                self._log(
-                    tx,
-                    terminal.value,
-                    "throttle",
-                    "",
-                    None,
-                    f"TERMINAL THROTTLED {until}: {after.failures} wrong validation numbers "
-                    f"since {format_time(after.window_start)}",
-                    at=at,
-                )
+        """Read under locks, decide, and apply what the decision counts (a claim, or a
+        validation whose decision counts a failure)."""
+        found: Found = (None, TerminalCounter(), None)
+        if scanned.ticket.pack != SPECIMEN_PACK:
+            found = self._lookup(tx, scanned.ticket, terminal)
+        decision, row = self._decide(scanned, found, at, retailer)
+        self._count_failure(tx, decision, scanned.ticket, terminal, at)
         return decision.answer, row
 
     def validate(
@@ -198,18 +241,73 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
         ``retailer``: the caller acts only on that retailer's packs (a terminal of the
         service); ``admission``: a signed request's nonce, admitted in the same transaction.
         """
-        require_terminal(terminal)
-        scanned = read_code(code)
-        given = logged_input(code)
+        (outcome,) = self.validate_many([Validation(code, terminal, retailer, admission)])
+        if isinstance(outcome, RequestRefused):
+            raise outcome
+        return outcome
+
+    def validate_many(self, requests: Sequence[Validation]) -> list[Answer | RequestRefused]:
+        """Answer several validations in one transaction, each logged: what the service's
+        terminals sent while the ledger was busy with the last ones (one commit, and on
+        PostgreSQL one round trip a step, for them all).
+
+        Each request's outcome is its own, in order: its answer, or the refusal of its
+        admission (a replayed nonce, a revoked terminal), which writes nothing of it.  The
+        rows are read without locks: a validation whose decision writes nothing is answered
+        as of the last commit.  Only when a decision counts a wrong VIRN are the locks of the
+        terminals and tickets involved taken (all at once, in order), and every request of the
+        batch that shares one decided again, in order, on what they hold then.
+        """
+        for request in requests:
+            require_terminal(request.terminal)
+        scanned = [read_code(request.code) for request in requests]
+        outcomes: list[Answer | RequestRefused | None]
         with self.db.transaction() as tx:
-            self._admit(tx, admission)
+            outcomes = list(self._admit_many(tx, [r.admission for r in requests]))
             at = self.clock()
-            answer = INVALID
-            if scanned is not None:
-                answer, _ = self._answer(tx, scanned, terminal, at, retailer)
-            action = "refuse" if answer.outcome == "NOT_YOUR_PACK" else "validate"
-            self._log(tx, terminal.value, action, given, answer.serial, answer.text, at=at)
-        return answer
+            asks = [
+                (i, code)
+                for i, code in enumerate(scanned)
+                if outcomes[i] is None and code is not None and code.ticket.pack != SPECIMEN_PACK
+            ]
+            params = [self._lookup_params(code.ticket, requests[i].terminal) for i, code in asks]
+            rows = tx.many(_LOOKUP, params)
+            found = {i: self._found(row) for (i, _), row in zip(asks, rows, strict=True)}
+            failing: list[int] = []
+            for i, (request, code) in enumerate(zip(requests, scanned, strict=True)):
+                if outcomes[i] is not None:
+                    continue
+                if code is None:
+                    outcomes[i] = INVALID
+                    continue
+                read = found.get(i, (None, TerminalCounter(), None))
+                decision, _ = self._decide(code, read, at, request.retailer)
+                outcomes[i] = decision.answer
+                if decision.counts_failure:
+                    failing.append(i)
+            if failing:
+                terminals = {requests[i].terminal for i in failing}
+                tickets = {code.ticket for i, code in asks if i in failing}
+                again = [
+                    (i, code) for i, code in asks
+                    if requests[i].terminal in terminals or code.ticket in tickets
+                ]  # fmt: skip
+                keys = [self._lock_keys(code.ticket, requests[i].terminal) for i, code in again]
+                tx.lock(*(key for pair in keys for key in pair))
+                for i, code in again:
+                    request = requests[i]
+                    outcomes[i], _ = self._answer(tx, code, request.terminal, at, request.retailer)
+            entries = []
+            for request, outcome in zip(requests, outcomes, strict=True):
+                if isinstance(outcome, Answer):
+                    action = "refuse" if outcome.outcome == "NOT_YOUR_PACK" else "validate"
+                    request_id = request.admission.request if request.admission else None
+                    entries.append(
+                        (request.terminal.value, action, logged_input(request.code),
+                         outcome.serial, outcome.text, request_id)
+                    )  # fmt: skip
+            self._log_many(tx, entries, at=at)
+        return [outcome for outcome in outcomes if outcome is not None]
 
     def claim(
         self,

@@ -200,11 +200,24 @@ class LedgerCore:
     ) -> None:
         """Append an entry (and, by trigger, its mark in ``audit_pending``): no shared row, no
         key; the sealer chains it (:mod:`printpipe.ledger.log`)."""
+        request = getattr(tx, "request", None)
+        self._log_many(tx, [(terminal, action, given, ticket, answer, request)], at=at)
+
+    def _log_many(
+        self,
+        tx: Tx,
+        entries: Sequence[tuple[str, str, str, str | None, str, str | None]],
+        *,
+        at: datetime | None = None,
+    ) -> None:
+        """Append entries (terminal, action, input, ticket, answer, request id), in order."""
+        if not entries:
+            return
         stamp = format_time(at or self.clock())
-        tx.execute(
+        tx.executemany(
             "INSERT INTO audit_log (at, terminal, action, input, ticket, answer, request) "
             "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (stamp, terminal, action, given, ticket, answer, getattr(tx, "request", None)),
+            [(stamp, *entry) for entry in entries],
         )
 
     def _log_key(self) -> LogKey:
@@ -290,16 +303,34 @@ class LedgerCore:
         if admission is None:
             return
         tx.request = admission.request  # type: ignore[attr-defined]  # for its log entries
-        # One statement on the way of every request: the nonce is recorded only for a
-        # terminal registered and not revoked (read in this transaction).
-        fresh = tx.one(
-            "INSERT INTO nonces SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM terminals "
-            "WHERE key_id = ? AND revoked_at IS NULL) ON CONFLICT (key_id, nonce) DO NOTHING "
-            "RETURNING 1",
-            (admission.key_id, admission.nonce, admission.seen_at, admission.key_id),
+        (refused,) = self._admit_many(tx, [admission])
+        if refused is not None:
+            raise refused
+
+    def _admit_many(
+        self, tx: Tx, admissions: Sequence[Admission | None]
+    ) -> list[RequestRefused | None]:
+        """Record signed requests' nonces (one statement each, sent together): for each, None
+        (admitted, or not signed) or why it is refused, a replay or a revoked terminal; a
+        refused nonce writes nothing.  A nonce is recorded only for a terminal registered and
+        not revoked, read in this transaction."""
+        signed = [a for a in admissions if a is not None]
+        fresh = iter(
+            tx.many(
+                "INSERT INTO nonces SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM terminals "
+                "WHERE key_id = ? AND revoked_at IS NULL) ON CONFLICT (key_id, nonce) DO NOTHING "
+                "RETURNING 1",
+                [(a.key_id, a.nonce, a.seen_at, a.key_id) for a in signed],
+            )
         )
-        if fresh is None:
+        refusals: list[RequestRefused | None] = []
+        for admission in admissions:
+            if admission is None or next(fresh) is not None:
+                refusals.append(None)
+                continue
             row = tx.one("SELECT revoked_at FROM terminals WHERE key_id = ?", (admission.key_id,))
             if row is None or row[0] is not None:
-                raise RevokedTerminal("the signing terminal is revoked or unknown")
-            raise ReplayedRequest("this request's nonce was seen already (a replay)")
+                refusals.append(RevokedTerminal("the signing terminal is revoked or unknown"))
+            else:
+                refusals.append(ReplayedRequest("this request's nonce was seen already (a replay)"))
+        return refusals

@@ -27,9 +27,7 @@ import hashlib
 import json
 import secrets
 import sqlite3
-import threading
 from collections.abc import Callable
-from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,55 +109,6 @@ class PlayRequest:
     key: str
     fingerprint: bytes
     admission: Admission | None = None
-
-
-class PlayBatcher:
-    """Group commit: plays asked while a batch is being written wait, then go together in
-    the next one (one transaction, one flush to disk for all of them).
-
-    Batches run one at a time on ``executor`` (on SQLite, the one thread that uses the
-    connection; on PostgreSQL one of the pool's), so the deal cursor, the one row every play
-    moves, is never fought over within a process: what would be a queue of transactions
-    each waiting for the one before to reach the disk becomes one transaction.
-    """
-
-    def __init__(self, dealer: Dealer, executor: Executor, *, most: int = 128) -> None:
-        self.dealer = dealer
-        self.executor = executor
-        self.most = most
-        self._pending: list[tuple[PlayRequest, Future[tuple[Play, bool]]]] = []
-        self._lock = threading.Lock()
-        self._running = False
-
-    def submit(self, request: PlayRequest) -> Future[tuple[Play, bool]]:
-        future: Future[tuple[Play, bool]] = Future()
-        with self._lock:
-            self._pending.append((request, future))
-            if not self._running:
-                self._running = True
-                self.executor.submit(self._run)
-        return future
-
-    def _run(self) -> None:
-        with self._lock:
-            batch, self._pending = self._pending[: self.most], self._pending[self.most :]
-        try:
-            outcomes = self.dealer.play_batch([request for request, _ in batch])
-        except BaseException as exc:  # the database failed: none of them happened
-            for _, future in batch:
-                future.set_exception(exc)
-        else:
-            for (_, future), outcome in zip(batch, outcomes, strict=True):
-                if isinstance(outcome, BaseException):
-                    future.set_exception(outcome)
-                else:
-                    future.set_result(outcome)
-        finally:
-            with self._lock:
-                if self._pending:
-                    self.executor.submit(self._run)
-                else:
-                    self._running = False
 
 
 _PLAY_COLUMNS = (

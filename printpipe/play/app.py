@@ -40,12 +40,12 @@ from printpipe import __version__
 from printpipe.errors import InvalidInput
 from printpipe.ledger import (
     Admission,
+    Batcher,
     Dealer,
     InsufficientFunds,
     NoSuchPlay,
     NoSuchPlayer,
     Play,
-    PlayBatcher,
     PlayRefused,
     PlayRequest,
     RequestRefused,
@@ -60,11 +60,11 @@ from printpipe.service.app import (
     RateLimit,
     Refusal,
     Service,
-    _http_error,
     _json_line,
-    _unexpected,
     error_response,
+    http_error,
     read_body,
+    unexpected,
 )
 
 PLATFORM_RATE = RateLimit(rate=5000.0, burst=10000)
@@ -106,7 +106,7 @@ class PlayService(Service):
     def __init__(self, ledger: Any, dealer: Dealer, *, threads: int, demo: bool) -> None:
         super().__init__(ledger, threads=threads, rate_limit=PLATFORM_RATE)
         self.dealer = dealer
-        self.batcher = PlayBatcher(dealer, self.executor)
+        self.batcher = Batcher(dealer.play_batch, self.executor)
         self.screen = ScreenMaker(dealer.game)
         self.demo = demo
 
@@ -396,7 +396,7 @@ def create_app(ledger: Any, dealer: Dealer, *, threads: int, demo: bool) -> ASGI
             Route(f"{player}/plays/{{play}}", one_play, methods=["GET"]),
             Route(f"{player}/plays/{{play}}/proof", play_proof, methods=["GET"]),
         ],
-        exception_handlers={HTTPException: _http_error, Exception: _unexpected},
+        exception_handlers={HTTPException: http_error, Exception: unexpected},
         lifespan=lifespan,
     )
     app.state.service = service

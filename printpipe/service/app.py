@@ -1,4 +1,4 @@
-"""The validation service's ASGI application (Starlette): ``/v1`` JSON API for terminals.
+"""The validation service's ASGI application: ``/v1`` JSON API for terminals.
 
 Every request but ``/v1/health`` and ``/v1/openapi.json`` is signed by a registered terminal
 (``signatures.py``); its answers are the ledger's, from the same pure ``decide`` as the command
@@ -29,18 +29,17 @@ import math
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
+from starlette.datastructures import State
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import compile_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from printpipe import __version__
@@ -49,6 +48,7 @@ from printpipe.ledger import (
     SEAL_DELAY_S,
     Admission,
     Answer,
+    Batcher,
     ForeignPack,
     IdempotentClaim,
     KeyTakenOver,
@@ -57,6 +57,7 @@ from printpipe.ledger import (
     RequestRefused,
     Terminal,
     TerminalId,
+    Validation,
     audit_text,
     database_errors,
     parse_pack_ref,
@@ -81,6 +82,9 @@ IDEMPOTENCY_KEY = re.compile(r"[A-Za-z0-9._:-]{8,64}")
 MAINTENANCE_S = 5.0
 """How often settings are re-read and expired nonces and claim keys purged."""
 JSON = "application/json"
+VALIDATION_LANES = 2
+"""Batches of validations in flight at once in a worker (PostgreSQL: one is answered while the
+next is sent; SQLite: its one thread)."""
 
 
 _json_line = json_line
@@ -186,6 +190,14 @@ class Service:
         self.rate_limit = rate_limit
         self._buckets: dict[str, tuple[float, float]] = {}
         """Per terminal key: its tokens, and when they were counted (monotonic seconds)."""
+        self.validations: Batcher[Validation, Answer] = Batcher(
+            ledger.validate_many, self.executor, lanes=min(threads, VALIDATION_LANES)
+        )
+
+    async def validate(self, validation: Validation) -> Answer:
+        """Answer a validation with those that came meanwhile (one transaction for them all);
+        raises its refusal (:class:`RequestRefused`) if its admission is refused."""
+        return await asyncio.wrap_future(self.validations.submit(validation))
 
     async def run(self, function: Callable[..., T], /, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
@@ -366,13 +378,7 @@ def signed(action: str) -> Callable[[Handler], Callable[[Request], Awaitable[Res
 @signed("validate")
 async def validations(service: Service, request: Request, body: bytes, caller: Caller) -> Response:
     code = code_of(body)
-    answer = await service.run(
-        service.ledger.validate,
-        code=code,
-        terminal=caller.id,
-        retailer=caller.retailer,
-        admission=caller.admission,
-    )
+    answer = await service.validate(Validation(code, caller.id, caller.retailer, caller.admission))
     return answer_response(*render_answer(answer))
 
 
@@ -501,9 +507,10 @@ def _unavailable(exc: BaseException) -> Response:
 
 class Guard:
     """The outermost layer: every answer gets the request's id (``X-Request-Id``), and nothing
-    escapes as a 500 or a traceback.  Starlette's own error middleware answers first (with
-    :func:`_unavailable`, its handler for every exception) and re-raises: caught here, once
-    answered.  Anything raised outside it is answered here the same way."""
+    escapes as a 500 or a traceback: an exception raised before the answer started is
+    answered by :func:`_unavailable` (503).  (A Starlette application inside, the game
+    server's, answers first with its own handler, :func:`unexpected`, and re-raises: caught
+    here, once answered.)"""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -532,16 +539,112 @@ class Guard:
                 await _unavailable(exc)(scope, receive, tagged_send)
 
 
-async def _http_error(request: Request, exc: Exception) -> Response:
-    """Starlette's 404 and 405 (with its ``Allow``), as problems."""
+async def unexpected(request: Request, exc: Exception) -> Response:
+    """A Starlette application's handler for every exception: :func:`_unavailable`."""
+    return _unavailable(exc)
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    """A Starlette application's 404 and 405 (with its ``Allow``), as problems."""
     status = getattr(exc, "status_code", 404)
     kind = {404: "not_found", 405: "method_not_allowed"}.get(status, "bad_request")
     headers = getattr(exc, "headers", None)
     return error_response(status, kind, f"{request.method} {request.url.path}: {kind}", headers)
 
 
-async def _unexpected(request: Request, exc: Exception) -> Response:
-    return _unavailable(exc)
+Endpoint = Callable[[Request], Awaitable[Response]]
+
+
+@dataclass(frozen=True)
+class Route:
+    """A path of the API (as the OpenAPI document names it) and what answers it."""
+
+    path: str
+    method: str
+    endpoint: Endpoint
+
+
+ROUTES = (
+    Route("/v1/health", "GET", health),
+    Route("/v1/openapi.json", "GET", openapi),
+    Route("/v1/validations", "POST", validations),
+    Route("/v1/claims", "POST", claims),
+    Route("/v1/packs/{pack}", "GET", pack_state),
+    Route("/v1/packs/{pack}/activation", "POST", activation),
+)
+
+
+class Router:
+    """The API's routes, found by path: a dictionary for fixed paths, a pattern for the
+    others; 404 and 405 (with ``Allow``) as problems.  Requests and answers are Starlette's;
+    its application, router and middleware layers are not used: they cost more than the rest
+    of a validation's Python (``bench/bench_service.py``), and :class:`Guard` already turns
+    every exception into an answer."""
+
+    def __init__(self, routes: Sequence[Route], lifespan: Callable[[], Any]) -> None:
+        self.routes = tuple(routes)
+        self.state = State()
+        self._lifespan = lifespan
+        self._fixed: dict[str, dict[str, Route]] = {}
+        self._patterns: list[tuple[re.Pattern[str], dict[str, Route]]] = []
+        for route in routes:
+            if "{" in route.path:
+                pattern = compile_path(route.path)[0]
+                for known, methods in self._patterns:
+                    if known.pattern == pattern.pattern:
+                        methods[route.method] = route
+                        break
+                else:
+                    self._patterns.append((pattern, {route.method: route}))
+            else:
+                self._fixed.setdefault(route.path, {})[route.method] = route
+
+    def _match(self, path: str) -> tuple[dict[str, Route] | None, dict[str, str]]:
+        methods = self._fixed.get(path)
+        if methods is not None:
+            return methods, {}
+        for pattern, methods in self._patterns:
+            match = pattern.match(path)
+            if match is not None:
+                return methods, match.groupdict()
+        return None, {}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._serve_lifespan(receive, send)
+            return
+        scope["app"] = self
+        method = scope["method"]
+        methods, params = self._match(scope["path"])
+        route = None if methods is None else methods.get("GET" if method == "HEAD" else method)
+        if route is not None:
+            scope["path_params"] = params
+            response = await route.endpoint(Request(scope, receive))
+        elif methods is None:
+            response = error_response(404, "not_found", f"{method} {scope['path']}: not_found")
+        else:
+            allow = ", ".join(sorted({*methods, *(["HEAD"] if "GET" in methods else [])}))
+            response = error_response(
+                405,
+                "method_not_allowed",
+                f"{method} {scope['path']}: method_not_allowed",
+                {"Allow": allow},
+            )
+        await response(scope, receive, send)
+
+    async def _serve_lifespan(self, receive: Receive, send: Send) -> None:
+        started = False
+        await receive()  # lifespan.startup
+        try:
+            async with self._lifespan():
+                await send({"type": "lifespan.startup.complete"})
+                started = True
+                await receive()  # lifespan.shutdown
+        except BaseException as exc:
+            failed = "lifespan.shutdown.failed" if started else "lifespan.startup.failed"
+            await send({"type": failed, "message": " ".join(str(exc).split())[:300]})
+            raise
+        await send({"type": "lifespan.shutdown.complete"})
 
 
 def create_app(ledger: Ledger, *, threads: int, rate_limit: RateLimit | None = None) -> ASGIApp:
@@ -549,7 +652,7 @@ def create_app(ledger: Ledger, *, threads: int, rate_limit: RateLimit | None = N
     service = Service(ledger, threads=threads, rate_limit=rate_limit or RateLimit())
 
     @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+    async def lifespan() -> AsyncIterator[None]:
         tasks = [asyncio.create_task(service.maintain()), asyncio.create_task(service.seal())]
         try:
             yield
@@ -559,17 +662,6 @@ def create_app(ledger: Ledger, *, threads: int, rate_limit: RateLimit | None = N
             service.executor.shutdown(wait=True)
             ledger.close()
 
-    app = Starlette(
-        routes=[
-            Route("/v1/health", health, methods=["GET"]),
-            Route("/v1/openapi.json", openapi, methods=["GET"]),
-            Route("/v1/validations", validations, methods=["POST"]),
-            Route("/v1/claims", claims, methods=["POST"]),
-            Route("/v1/packs/{pack}", pack_state, methods=["GET"]),
-            Route("/v1/packs/{pack}/activation", activation, methods=["POST"]),
-        ],
-        exception_handlers={HTTPException: _http_error, Exception: _unexpected},
-        lifespan=lifespan,
-    )
-    app.state.service = service
-    return Guard(app)
+    router = Router(ROUTES, lifespan)
+    router.state.service = service
+    return Guard(router)

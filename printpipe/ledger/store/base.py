@@ -54,13 +54,19 @@ class Tx(Protocol):
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
 
+    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...] | None]:
+        """Run one statement once per row of parameters, in order; each run's first row (or
+        None).  PostgreSQL sends them all before reading any answer (one round trip)."""
+        ...
+
     def insert_rows(self, table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> None:
         """Append many rows (PostgreSQL: binary ``COPY``)."""
         ...
 
     def lock(self, *keys: int) -> None:
         """Hold these keys until the transaction ends (PostgreSQL advisory locks, taken in
-        the order given; SQLite's one writer already holds everything)."""
+        increasing order, so that two transactions that each lock once never deadlock;
+        SQLite's one writer already holds everything)."""
         ...
 
 

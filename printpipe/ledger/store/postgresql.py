@@ -105,6 +105,18 @@ class PostgresTx:
             with self.conn.cursor() as cursor:
                 cursor.executemany(_pg(sql), rows)
 
+    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...] | None]:
+        if not rows:
+            return []
+        found: list[tuple[Any, ...] | None] = []
+        with self.conn.cursor() as cursor:
+            cursor.executemany(_pg(sql), rows, returning=True)  # pipelined by psycopg
+            while True:
+                found.append(cursor.fetchone() if cursor.description is not None else None)
+                if not cursor.nextset():
+                    break
+        return found
+
     def insert_rows(self, table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> None:
         if not rows:
             return
@@ -118,9 +130,10 @@ class PostgresTx:
                     copy.write_row(row)
 
     def lock(self, *keys: int) -> None:
-        if keys:
-            calls = ", ".join("pg_advisory_xact_lock(%s)" for _ in keys)
-            self.conn.execute(f"SELECT {calls}", [k & 0x7FFF_FFFF_FFFF_FFFF for k in keys])
+        ordered = sorted({k & 0x7FFF_FFFF_FFFF_FFFF for k in keys})
+        if ordered:
+            calls = ", ".join("pg_advisory_xact_lock(%s)" for _ in ordered)
+            self.conn.execute(f"SELECT {calls}", ordered)
 
 
 def _configure(conn: Any) -> None:

@@ -74,6 +74,10 @@ class SqliteTx:
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         self.conn.executemany(sql, rows)
 
+    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...] | None]:
+        execute = self.conn.execute
+        return [execute(sql, row).fetchone() for row in rows]
+
     def insert_rows(self, table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> None:
         marks = ", ".join("?" * len(columns))
         self.conn.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", rows)
