@@ -37,7 +37,7 @@ def gs1_check_digit(digits: str) -> int:
     """GS1 mod-10 check digit: weights 3, 1, 3, ... starting from the rightmost digit."""
     if not digits.isdigit():
         raise ValueError(f"not all digits: {digits!r}")
-    total = sum(int(d) * (3 if i % 2 == 0 else 1) for i, d in enumerate(reversed(digits)))
+    total = 3 * sum(map(int, digits[::-2])) + sum(map(int, digits[-2::-2]))
     return (10 - total % 10) % 10
 
 

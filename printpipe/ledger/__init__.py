@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from printpipe.ledger.batch import Batcher
     from printpipe.ledger.book import (
+        Claim,
+        ClaimStart,
         IdempotentClaim,
         KeyTakenOver,
         Ledger,
@@ -87,6 +89,8 @@ if TYPE_CHECKING:
 
 _HOMES = {
     "Batcher": "batch",
+    "Claim": "book",
+    "ClaimStart": "book",
     "IdempotentClaim": "book",
     "KeyTakenOver": "book",
     "Ledger": "book",
@@ -152,6 +156,8 @@ __all__ = [
     "Batcher",
     "Checkpoint",
     "CheckpointRefused",
+    "Claim",
+    "ClaimStart",
     "DailyLimitReached",
     "DatabaseWallet",
     "Dealer",

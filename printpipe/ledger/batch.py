@@ -12,9 +12,11 @@ and returns each one's outcome, a result or the exception that refuses it alone;
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor
 from typing import Generic, TypeVar
 
 R = TypeVar("R")
@@ -22,10 +24,13 @@ O = TypeVar("O")  # noqa: E741 - the outcome
 
 
 class Batcher(Generic[R, O]):
-    """Runs ``run`` on ``executor`` over the requests submitted, at most ``most`` at a time, in
-    at most ``lanes`` batches at once (1 on SQLite, whose one connection is one thread; more
-    lets PostgreSQL work on a batch while the next one is sent).  A request submitted while
-    every lane is busy waits for the next batch; with a lane free, it goes at once, alone."""
+    """Runs ``run`` on ``executor`` over the requests asked, at most ``most`` at a time, one
+    batch at a time.  A request asked while a batch runs waits for the next one; otherwise it
+    goes at once, alone.  (Two batches at once on PostgreSQL, one answered while the next is
+    sent, measured slower: smaller batches, more transactions.)
+
+    Requests are asked from one event loop; a batch's outcomes are handed back to it in one
+    call (one wake-up of the loop for the batch, not one a request)."""
 
     def __init__(
         self,
@@ -33,40 +38,48 @@ class Batcher(Generic[R, O]):
         executor: Executor,
         *,
         most: int = 128,
-        lanes: int = 1,
     ) -> None:
         self.run = run
         self.executor = executor
         self.most = most
-        self.lanes = lanes
-        self._pending: list[tuple[R, Future[O]]] = []
+        self._pending: list[tuple[R, asyncio.Future[O]]] = []
         self._lock = threading.Lock()
-        self._running = 0
+        self._running = False
 
-    def submit(self, request: R) -> Future[O]:
-        future: Future[O] = Future()
+    async def ask(self, request: R) -> O:
+        """The outcome of ``request``, run with the others asked meanwhile (its exception
+        raised, or the batch's)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[O] = loop.create_future()
         with self._lock:
             self._pending.append((request, future))
-            if self._running < self.lanes:
-                self._running += 1
-                self.executor.submit(self._run)
-        return future
+            start = not self._running
+            self._running = True
+        if start:
+            self.executor.submit(self._run, loop)
+        return await future
 
-    def _run(self) -> None:
+    def _run(self, loop: asyncio.AbstractEventLoop) -> None:
         while True:
             with self._lock:
                 if not self._pending:
-                    self._running -= 1
+                    self._running = False
                     return
                 batch, self._pending = self._pending[: self.most], self._pending[self.most :]
             try:
-                outcomes = self.run([request for request, _ in batch])
+                outcomes: Sequence[O | BaseException] = self.run([request for request, _ in batch])
             except BaseException as exc:  # the database failed: none of them happened
-                for _, future in batch:
-                    future.set_exception(exc)
-                continue
-            for (_, future), outcome in zip(batch, outcomes, strict=True):
-                if isinstance(outcome, BaseException):
-                    future.set_exception(outcome)
-                else:
-                    future.set_result(outcome)
+                outcomes = [exc] * len(batch)
+            futures = [future for _, future in batch]
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
+                loop.call_soon_threadsafe(_settle, futures, outcomes)
+
+
+def _settle(futures: list[asyncio.Future[O]], outcomes: Sequence[O | BaseException]) -> None:
+    for future, outcome in zip(futures, outcomes, strict=True):
+        if future.done():  # its request was cancelled (the client went away)
+            continue
+        if isinstance(outcome, BaseException):
+            future.set_exception(outcome)
+        else:
+            future.set_result(outcome)

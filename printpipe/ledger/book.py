@@ -51,7 +51,7 @@ from printpipe.ledger.rules import (
     parse_time,
     read_code,
 )
-from printpipe.ledger.store import Location, Tx, ticket_key
+from printpipe.ledger.store import Location, Tx, ticket_key, values_table
 from printpipe.ledger.terminals import TerminalAdministration
 
 IDEMPOTENCY_TTL_S = 24 * 3600
@@ -61,22 +61,25 @@ IDEMPOTENCY_LEASE_S = 10
 took it died before answering) the retry takes the key over and the claim runs again (a claim
 that had committed has its answer stored, so it is replayed, never paid twice)."""
 NONCE_TTL_S = 150
-"""How long a request's nonce is kept: past twice the allowed clock skew (60 s), a replay is
-refused by its ``created`` time anyway."""
+"""How long a request's nonce is kept after its signature's ``created`` time: past twice the
+allowed clock skew (60 s), a replay is refused by its ``created`` time anyway."""
 
-# Everything decide reads, in one statement: always one row (ticket columns NULL when there is
-# no such ticket), the asking terminal's counter and the pack's retailer included.
+# Everything decide reads, for each row of q (n, id, pack, terminal), in one statement: one row
+# a row of q, in its order (ticket columns NULL when there is no such ticket), the asking
+# terminal's counter and the pack's retailer included.
+_LOOKUP_COLUMNS = ("n", "id", "pack", "terminal")
 _LOOKUP = """
-SELECT t.virn_hmac, t.prize_eur,
+SELECT q.n, t.virn_hmac, t.prize_eur,
        (SELECT COALESCE(SUM(failures), 0) FROM virn_failures WHERE ticket = q.id),
        (SELECT COUNT(*) FROM virn_failures WHERE ticket = q.id),
        p.paid_at, p.terminal, COALESCE(k.state, 'issued'),
        c.failures, c.window_start, k.retailer
-FROM (SELECT ? AS id) q
+FROM q
 LEFT JOIN tickets t ON t.id = q.id
 LEFT JOIN payments p ON p.ticket = q.id
-LEFT JOIN packs k ON k.id = ?
-LEFT JOIN terminal_failures c ON c.terminal = ?
+LEFT JOIN packs k ON k.id = q.pack
+LEFT JOIN terminal_failures c ON c.terminal = q.terminal
+ORDER BY q.n
 """
 
 
@@ -93,6 +96,23 @@ class Validation:
 
     code: str
     terminal: TerminalId
+    retailer: str | None = None
+    admission: Admission | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """One claim of the service (:meth:`Ledger.claim_many`): the code, from ``terminal``
+    (``office``: the lottery's, which pays above the retailer limit; ``retailer``: the only
+    retailer whose packs it may claim on), under its Idempotency-Key ``key`` bound to the
+    request's ``fingerprint``; ``render`` turns its answer into what a replay returns."""
+
+    code: str
+    terminal: TerminalId
+    key: str
+    fingerprint: bytes
+    render: Callable[[Answer], tuple[int, str]]
+    office: bool = False
     retailer: str | None = None
     admission: Admission | None = None
 
@@ -140,13 +160,21 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
     A ledger is created only by :func:`printpipe.ledger.importer.import_manifest`.
     """
 
-    def _lookup_params(self, ticket: TicketId, terminal: TerminalId) -> tuple[int, int, str]:
-        return ticket_key(ticket), pack_key(ticket.game, ticket.pack), terminal.value
+    @staticmethod
+    def _read(tx: Tx, asked: Sequence[tuple[TicketId, TerminalId]]) -> list[Found]:
+        """What :func:`decide` reads for each (ticket, terminal) asked, in one statement."""
+        rows = [
+            (n, ticket_key(ticket), pack_key(ticket.game, ticket.pack), terminal.value)
+            for n, (ticket, terminal) in enumerate(asked)
+        ]
+        if not rows:
+            return []
+        table, params = values_table("q", _LOOKUP_COLUMNS, rows)
+        return [Ledger._found(row[1:]) for row in tx.execute(table + _LOOKUP, params)]
 
     @staticmethod
-    def _found(found: tuple[Any, ...] | None) -> Found:
-        """What :data:`_LOOKUP` read, as :func:`decide` takes it."""
-        assert found is not None
+    def _found(found: tuple[Any, ...]) -> Found:
+        """What :data:`_LOOKUP` read of one ticket, as :func:`decide` takes it."""
         *columns, failures, window_start, retailer = found
         row = None
         if columns[0] is not None:
@@ -160,7 +188,7 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
         """The ticket's and the terminal's rows, under their locks (what a decision that
         counts a failure writes back)."""
         tx.lock(*self._lock_keys(ticket, terminal))
-        return self._found(tx.one(_LOOKUP, self._lookup_params(ticket, terminal)))
+        return self._read(tx, [(ticket, terminal)])[0]
 
     @staticmethod
     def _lock_keys(ticket: TicketId, terminal: TerminalId) -> tuple[int, int]:
@@ -270,9 +298,8 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
                 for i, code in enumerate(scanned)
                 if outcomes[i] is None and code is not None and code.ticket.pack != SPECIMEN_PACK
             ]
-            params = [self._lookup_params(code.ticket, requests[i].terminal) for i, code in asks]
-            rows = tx.many(_LOOKUP, params)
-            found = {i: self._found(row) for (i, _), row in zip(asks, rows, strict=True)}
+            read = self._read(tx, [(code.ticket, requests[i].terminal) for i, code in asks])
+            found = {i: row for (i, _), row in zip(asks, read, strict=True)}
             failing: list[int] = []
             for i, (request, code) in enumerate(zip(requests, scanned, strict=True)):
                 if outcomes[i] is not None:
@@ -280,8 +307,8 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
                 if code is None:
                     outcomes[i] = INVALID
                     continue
-                read = found.get(i, (None, TerminalCounter(), None))
-                decision, _ = self._decide(code, read, at, request.retailer)
+                nothing: Found = (None, TerminalCounter(), None)  # a specimen: nothing to read
+                decision, _ = self._decide(code, found.get(i, nothing), at, request.retailer)
                 outcomes[i] = decision.answer
                 if decision.counts_failure:
                     failing.append(i)
@@ -328,7 +355,6 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
         """
         require_terminal(terminal)
         scanned = read_code(code)
-        given = logged_input(code)
         with self.db.transaction(durable=True) as tx:
             self._admit(tx, admission)
             if idempotent is not None:
@@ -339,22 +365,75 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
                 )
                 if held is None:
                     raise KeyTakenOver("this claim's key was taken over by a retry")
-            at = self.clock()
-            if scanned is None or scanned.virn is None:  # the inventory code never pays
-                answer = INVALID
-            else:
-                answer, row = self._answer(tx, scanned, terminal, at, retailer)
-                if answer.outcome == "WIN" or (office and answer.outcome == "WIN_AT_LOTTERY"):
-                    answer = self._pay(tx, scanned, answer, terminal, at, row)
-            action = "refuse" if answer.outcome == "NOT_YOUR_PACK" else "claim"
-            self._log(tx, terminal.value, action, given, answer.serial, answer.text, at=at)
-            if idempotent is not None:
-                status, body = idempotent.render(answer)
-                tx.execute(
-                    "UPDATE idempotency SET status = ?, response = ? "
-                    "WHERE terminal = ? AND key = ? AND token = ?",
-                    (status, body, idempotent.terminal, idempotent.key, idempotent.token),
+            return self._claim(tx, code, scanned, terminal, office, retailer, idempotent)
+
+    def claim_many(self, claims: Sequence[Claim]) -> list[Answer | ClaimStart | RequestRefused]:
+        """Claims with their Idempotency-Keys, in one durable transaction (one flush to disk
+        for them all): what the service's terminals sent while the ledger wrote the last ones.
+
+        For each, in order: its answer (stored under its key with the payment, so that a retry
+        replays it), or the :class:`ClaimStart` that says why it did not run (a replay with the
+        stored answer, the key reused for another request, the key held by a claim in progress
+        elsewhere), or the refusal of its admission.  A key is taken and its claim paid in the
+        same transaction: a crash leaves neither, and the retry runs the claim again.
+        """
+        for claim in claims:
+            require_terminal(claim.terminal)
+        scanned = [read_code(claim.code) for claim in claims]
+        now = int(self.clock().timestamp())
+        outcomes: list[Answer | ClaimStart | RequestRefused] = []
+        with self.db.transaction(durable=True) as tx:
+            # every lock the batch may take, at once and in order (a claim takes its terminal's
+            # and its ticket's): two batches never wait on each other in a circle
+            locks = [lock_key("terminal", claim.terminal.value) for claim in claims]
+            locks += [lock_key("ticket", ticket_key(code.ticket)) for code in scanned if code]
+            tx.lock(*locks)
+            refusals = self._admit_many(tx, [claim.admission for claim in claims])
+            for claim, code, refused in zip(claims, scanned, refusals, strict=True):
+                if refused is not None:
+                    outcomes.append(refused)
+                    continue
+                tx.request = claim.admission.request if claim.admission else None  # type: ignore[attr-defined]
+                start = self._take_key(tx, claim.terminal, claim.key, claim.fingerprint, now=now)
+                if start.outcome != "proceed":
+                    outcomes.append(start)
+                    continue
+                assert start.token is not None
+                held = IdempotentClaim(claim.terminal.value, claim.key, start.token, claim.render)
+                outcomes.append(
+                    self._claim(
+                        tx, claim.code, code, claim.terminal, claim.office, claim.retailer, held
+                    )
                 )
+        return outcomes
+
+    def _claim(
+        self,
+        tx: Tx,
+        code: str,
+        scanned: ScannedCode | None,
+        terminal: TerminalId,
+        office: bool,
+        retailer: str | None,
+        idempotent: IdempotentClaim | None,
+    ) -> Answer:
+        """A claim in a durable transaction that holds its key (``idempotent``), if any."""
+        at = self.clock()
+        if scanned is None or scanned.virn is None:  # the inventory code never pays
+            answer = INVALID
+        else:
+            answer, row = self._answer(tx, scanned, terminal, at, retailer)
+            if answer.outcome == "WIN" or (office and answer.outcome == "WIN_AT_LOTTERY"):
+                answer = self._pay(tx, scanned, answer, terminal, at, row)
+        action = "refuse" if answer.outcome == "NOT_YOUR_PACK" else "claim"
+        self._log(tx, terminal.value, action, logged_input(code), answer.serial, answer.text, at=at)
+        if idempotent is not None:
+            status, body = idempotent.render(answer)
+            tx.execute(
+                "UPDATE idempotency SET status = ?, response = ? "
+                "WHERE terminal = ? AND key = ? AND token = ?",
+                (status, body, idempotent.terminal, idempotent.key, idempotent.token),
+            )
         return answer
 
     def _pay(
@@ -537,43 +616,49 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
         answer would be stored).
         """
         now = int(self.clock().timestamp()) if now_s is None else now_s
-        token = secrets.token_hex(16)
         with self.db.transaction() as tx:
             self._admit(tx, admission)
-            tx.lock(lock_key("terminal", terminal.value))
-            taken = tx.one(
-                "INSERT INTO idempotency (terminal, key, fingerprint, token, started_at) "
-                "VALUES (?, ?, ?, ?, ?) ON CONFLICT (terminal, key) DO NOTHING RETURNING 1",
-                (terminal.value, key, fingerprint, token, now),
-            )
-            if taken is not None:
-                return ClaimStart("proceed", token)
-            row = tx.one(
-                "SELECT fingerprint, token, started_at, status, response FROM idempotency "
-                "WHERE terminal = ? AND key = ?",
-                (terminal.value, key),
-            )
-            assert row is not None
-            stored, held_by, started_at, status, response = row
-            if started_at <= now - IDEMPOTENCY_TTL_S:  # expired: a new request
-                tx.execute(
-                    "UPDATE idempotency SET fingerprint = ?, token = ?, started_at = ?, "
-                    "status = NULL, response = NULL WHERE terminal = ? AND key = ?",
-                    (fingerprint, token, now, terminal.value, key),
-                )
-                return ClaimStart("proceed", token)
-            if not hmac.compare_digest(bytes(stored), fingerprint):
-                return ClaimStart("mismatch")
-            if status is not None:
-                return ClaimStart("replay", status=int(status), response=response)
-            if started_at > now - IDEMPOTENCY_LEASE_S:
-                return ClaimStart("in_progress", retry_after=started_at + IDEMPOTENCY_LEASE_S - now)
+            return self._take_key(tx, terminal, key, fingerprint, now=now)
+
+    def _take_key(
+        self, tx: Tx, terminal: TerminalId, key: str, fingerprint: bytes, *, now: int
+    ) -> ClaimStart:
+        """:meth:`begin_claim` in a transaction."""
+        token = secrets.token_hex(16)
+        tx.lock(lock_key("terminal", terminal.value))
+        taken = tx.one(
+            "INSERT INTO idempotency (terminal, key, fingerprint, token, started_at) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (terminal, key) DO NOTHING RETURNING 1",
+            (terminal.value, key, fingerprint, token, now),
+        )
+        if taken is not None:
+            return ClaimStart("proceed", token)
+        row = tx.one(
+            "SELECT fingerprint, token, started_at, status, response FROM idempotency "
+            "WHERE terminal = ? AND key = ?",
+            (terminal.value, key),
+        )
+        assert row is not None
+        stored, held_by, started_at, status, response = row
+        if started_at <= now - IDEMPOTENCY_TTL_S:  # expired: a new request
             tx.execute(
-                "UPDATE idempotency SET token = ?, started_at = ? "
-                "WHERE terminal = ? AND key = ? AND token = ?",
-                (token, now, terminal.value, key, held_by),
+                "UPDATE idempotency SET fingerprint = ?, token = ?, started_at = ?, "
+                "status = NULL, response = NULL WHERE terminal = ? AND key = ?",
+                (fingerprint, token, now, terminal.value, key),
             )
             return ClaimStart("proceed", token)
+        if not hmac.compare_digest(bytes(stored), fingerprint):
+            return ClaimStart("mismatch")
+        if status is not None:
+            return ClaimStart("replay", status=int(status), response=response)
+        if started_at > now - IDEMPOTENCY_LEASE_S:
+            return ClaimStart("in_progress", retry_after=started_at + IDEMPOTENCY_LEASE_S - now)
+        tx.execute(
+            "UPDATE idempotency SET token = ?, started_at = ? "
+            "WHERE terminal = ? AND key = ? AND token = ?",
+            (token, now, terminal.value, key, held_by),
+        )
+        return ClaimStart("proceed", token)
 
     def purge_expired(self, *, now_s: int | None = None) -> tuple[int, int]:
         """Forget nonces past :data:`NONCE_TTL_S` and claim keys past
@@ -581,7 +666,7 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
         now = int(self.clock().timestamp()) if now_s is None else now_s
         with self.db.transaction() as tx:
             nonces = tx.execute(
-                "DELETE FROM nonces WHERE seen_at < ? RETURNING 1", (now - NONCE_TTL_S,)
+                "DELETE FROM nonces WHERE created < ? RETURNING 1", (now - NONCE_TTL_S,)
             )
             keys = tx.execute(
                 "DELETE FROM idempotency WHERE started_at < ? RETURNING 1",

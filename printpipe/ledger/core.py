@@ -31,7 +31,7 @@ from printpipe.ledger.log import (
 from printpipe.ledger.log import verify_log as verify_sealed_log
 from printpipe.ledger.proofs import Commitments
 from printpipe.ledger.rules import SETTING_NAMES, Settings, format_time, utc_now
-from printpipe.ledger.store import Database, Location, Tx, open_database, ticket_key
+from printpipe.ledger.store import Database, Location, Tx, open_database, ticket_key, values_table
 
 # -- what a signed request brings ------------------------------------------------------------
 
@@ -55,7 +55,9 @@ class Admission:
 
     key_id: str
     nonce: str
-    seen_at: int
+    created: int
+    """The signature's ``created`` time (Unix seconds), which a replay repeats: nonces are
+    kept in its order, so that a batch of them is written at the end of one index."""
     request: str | None = None
     """The request's id (``X-Request-Id``), written in its audit entries."""
 
@@ -214,10 +216,11 @@ class LedgerCore:
         if not entries:
             return
         stamp = format_time(at or self.clock())
-        tx.executemany(
+        rows = ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(entries))
+        tx.execute(
             "INSERT INTO audit_log (at, terminal, action, input, ticket, answer, request) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?)",
-            [(stamp, *entry) for entry in entries],
+            f"VALUES {rows}",
+            [value for entry in entries for value in (stamp, *entry)],
         )
 
     def _log_key(self) -> LogKey:
@@ -310,22 +313,29 @@ class LedgerCore:
     def _admit_many(
         self, tx: Tx, admissions: Sequence[Admission | None]
     ) -> list[RequestRefused | None]:
-        """Record signed requests' nonces (one statement each, sent together): for each, None
+        """Record signed requests' nonces (one statement for them all): for each, None
         (admitted, or not signed) or why it is refused, a replay or a revoked terminal; a
         refused nonce writes nothing.  A nonce is recorded only for a terminal registered and
         not revoked, read in this transaction."""
-        signed = [a for a in admissions if a is not None]
-        fresh = iter(
-            tx.many(
-                "INSERT INTO nonces SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM terminals "
-                "WHERE key_id = ? AND revoked_at IS NULL) ON CONFLICT (key_id, nonce) DO NOTHING "
-                "RETURNING 1",
-                [(a.key_id, a.nonce, a.seen_at, a.key_id) for a in signed],
+        rows = [(n, a.created, a.key_id, a.nonce) for n, a in enumerate(admissions) if a]
+        fresh: set[tuple[str, str]] = set()
+        if rows:
+            table, params = values_table("q", ("n", "created", "key_id", "nonce"), rows)
+            fresh = set(
+                tx.execute(
+                    table + "INSERT INTO nonces SELECT created, key_id, nonce FROM q WHERE EXISTS "
+                    "(SELECT 1 FROM terminals t WHERE t.key_id = q.key_id AND revoked_at IS NULL) "
+                    "ORDER BY n ON CONFLICT DO NOTHING RETURNING key_id, nonce",
+                    params,
+                )
             )
-        )
         refusals: list[RequestRefused | None] = []
         for admission in admissions:
-            if admission is None or next(fresh) is not None:
+            if admission is None:
+                refusals.append(None)
+                continue
+            if (admission.key_id, admission.nonce) in fresh:
+                fresh.discard((admission.key_id, admission.nonce))  # a second time: a replay
                 refusals.append(None)
                 continue
             row = tx.one("SELECT revoked_at FROM terminals WHERE key_id = ?", (admission.key_id,))

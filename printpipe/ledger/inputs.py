@@ -141,6 +141,8 @@ def require_terminal(terminal: object) -> None:
 
 
 TICKET_DIGITS = 13  # GGGG PPPPPP TTT: the first digits of both codes
+_TICKET_DIGITS = re.compile(f"(?:[^0-9]*[0-9]){{{TICKET_DIGITS}}}")
+_ASCII_DIGIT = re.compile("[0-9]")
 
 
 def logged_input(text: str, *, limit: int = AUDIT_TEXT_LIMIT) -> str:
@@ -155,6 +157,12 @@ def logged_input(text: str, *, limit: int = AUDIT_TEXT_LIMIT) -> str:
     """
     if parse_inventory_code(text) is not None:
         return audit_text(text, limit=limit)
+    if text.isascii():  # a scanner's or a typist's code: the same, by one pattern
+        ticket = _TICKET_DIGITS.match(text)
+        if ticket is None:
+            return audit_text(text, limit=limit)
+        end = ticket.end()
+        return audit_text(text[:end] + _ASCII_DIGIT.sub("*", text[end:]), limit=limit)
     seen = 0
     masked = []
     for char in text:

@@ -55,6 +55,10 @@ CHECKPOINT_FORMAT = "printpipe-log-checkpoint/1"
 MAX_PROBLEMS = 20
 
 
+_CANONICAL_JSON = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"))
+"""``json.dumps(fields, ensure_ascii=True, separators=(",", ":"))``, made once."""
+
+
 def canonical_entry(
     at: str,
     terminal: str,
@@ -66,7 +70,7 @@ def canonical_entry(
 ) -> bytes:
     """The bytes of an entry that its MAC covers (every field; ``None`` as JSON null)."""
     fields = [at, terminal, action, given, ticket, answer, request]
-    return json.dumps(fields, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+    return _CANONICAL_JSON.encode(fields).encode("ascii")
 
 
 def canonical_payment(ticket: int, amount_eur: int, paid_at: str, terminal: str) -> bytes:

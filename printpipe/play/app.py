@@ -223,7 +223,7 @@ async def plays(
     _empty_body(body)
     fingerprint = service.ledger.request_fingerprint("POST", request.url.path, body.strip())
     asked = PlayRequest(player, key, fingerprint, admission)
-    play, replayed = await asyncio.wrap_future(service.batcher.submit(asked))
+    play, replayed = await service.batcher.ask(asked)
     headers = {"Idempotent-Replayed": "true"} if replayed else {}
     return json_response(service.play_json(play), status=200 if replayed else 201, headers=headers)
 

@@ -23,13 +23,14 @@ import asyncio
 import contextlib
 import functools
 import gc
+import itertools
 import json
 import logging
 import math
 import re
+import secrets
 import time
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -49,9 +50,9 @@ from printpipe.ledger import (
     Admission,
     Answer,
     Batcher,
+    Claim,
+    ClaimStart,
     ForeignPack,
-    IdempotentClaim,
-    KeyTakenOver,
     Ledger,
     NoSuchPack,
     RequestRefused,
@@ -82,9 +83,6 @@ IDEMPOTENCY_KEY = re.compile(r"[A-Za-z0-9._:-]{8,64}")
 MAINTENANCE_S = 5.0
 """How often settings are re-read and expired nonces and claim keys purged."""
 JSON = "application/json"
-VALIDATION_LANES = 2
-"""Batches of validations in flight at once in a worker (PostgreSQL: one is answered while the
-next is sent; SQLite: its one thread)."""
 
 
 _json_line = json_line
@@ -190,14 +188,13 @@ class Service:
         self.rate_limit = rate_limit
         self._buckets: dict[str, tuple[float, float]] = {}
         """Per terminal key: its tokens, and when they were counted (monotonic seconds)."""
-        self.validations: Batcher[Validation, Answer] = Batcher(
-            ledger.validate_many, self.executor, lanes=min(threads, VALIDATION_LANES)
-        )
+        self.validations: Batcher[Validation, Answer] = Batcher(ledger.validate_many, self.executor)
+        self.claims: Batcher[Claim, Answer | ClaimStart] = Batcher(ledger.claim_many, self.executor)
 
     async def validate(self, validation: Validation) -> Answer:
         """Answer a validation with those that came meanwhile (one transaction for them all);
         raises its refusal (:class:`RequestRefused`) if its admission is refused."""
-        return await asyncio.wrap_future(self.validations.submit(validation))
+        return await self.validations.ask(validation)
 
     async def run(self, function: Callable[..., T], /, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
@@ -251,7 +248,7 @@ class Service:
         self.spend(verified.key_id)
         terminal = self._keys[verified.key_id][1]
         admission = Admission(
-            verified.key_id, verified.nonce, int(time.time()), request=REQUEST_ID.get()
+            verified.key_id, verified.nonce, verified.created, request=REQUEST_ID.get()
         )
         return Caller(terminal, admission)
 
@@ -329,11 +326,14 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return data
 
 
+_STRICT_JSON = json.JSONDecoder(object_pairs_hook=_unique_keys)
+
+
 def code_of(body: bytes) -> str:
     """The ``code`` of a body ``{"code": "..."}`` (nothing else), or a 400 Refusal: UTF-8
     JSON only (RFC 8259 section 8.1), no key twice, not nested past Python's recursion."""
     try:
-        data = json.loads(body.decode("utf-8"), object_pairs_hook=_unique_keys)
+        data = _STRICT_JSON.decode(body.decode("utf-8"))
     except (ValueError, UnicodeDecodeError, RecursionError):
         raise Refusal(400, "bad_request", 'the body must be UTF-8 JSON: {"code": "..."}') from None
     if not isinstance(data, dict) or set(data) != {"code"} or not isinstance(data["code"], str):
@@ -390,41 +390,32 @@ async def claims(service: Service, request: Request, body: bytes, caller: Caller
             400, "bad_request", "a claim needs an Idempotency-Key of 8 to 64 of A-Z a-z 0-9 . _ : -"
         )
     code = code_of(body)
-    fingerprint = service.ledger.request_fingerprint("POST", request.url.path, body)
-    start = await service.run(
-        service.ledger.begin_claim,
-        terminal=caller.id,
-        key=key,
-        fingerprint=fingerprint,
+    claim = Claim(
+        code,
+        caller.id,
+        key,
+        service.ledger.request_fingerprint("POST", request.url.path, body),
+        render_answer,
+        office=caller.terminal.office,
+        retailer=caller.retailer,
         admission=caller.admission,
     )
-    if start.outcome == "replay":
-        assert start.status is not None and start.response is not None
-        return answer_response(start.status, start.response, replayed=True)
-    if start.outcome == "mismatch":
+    outcome = await service.claims.ask(claim)
+    if isinstance(outcome, Answer):
+        return answer_response(*render_answer(outcome))
+    if outcome.outcome == "replay":
+        assert outcome.status is not None and outcome.response is not None
+        return answer_response(outcome.status, outcome.response, replayed=True)
+    if outcome.outcome == "mismatch":
         return error_response(
             422, "idempotency_key_reused", "this Idempotency-Key was used for another request"
         )
-    if start.outcome == "in_progress":
-        return error_response(
-            409,
-            "in_progress",
-            "a claim with this Idempotency-Key is still being processed: retry",
-            {"Retry-After": str(max(1, start.retry_after))},
-        )
-    assert start.token is not None
-    try:
-        answer = await service.run(
-            service.ledger.claim,
-            code=code,
-            terminal=caller.id,
-            office=caller.terminal.office,
-            retailer=caller.retailer,
-            idempotent=IdempotentClaim(caller.terminal.id, key, start.token, render_answer),
-        )
-    except KeyTakenOver:
-        return error_response(409, "in_progress", "this claim was taken over by a retry: retry")
-    return answer_response(*render_answer(answer))
+    return error_response(
+        409,
+        "in_progress",
+        "a claim with this Idempotency-Key is still being processed: retry",
+        {"Retry-After": str(max(1, outcome.retry_after))},
+    )
 
 
 def _pack_ref(request: Request) -> Any:
@@ -505,6 +496,13 @@ def _unavailable(exc: BaseException) -> Response:
     return error_response(503, "unavailable", text, {"Retry-After": "1"})
 
 
+def request_ids() -> Iterator[str]:
+    """Request ids, unique across processes and restarts: 16 random hexadecimal digits a
+    process, then a count (32 digits in all; a request id names a request, it guards nothing)."""
+    prefix = secrets.token_hex(8)
+    return (f"{prefix}{n:016x}" for n in itertools.count(1))
+
+
 class Guard:
     """The outermost layer: every answer gets the request's id (``X-Request-Id``), and nothing
     escapes as a 500 or a traceback: an exception raised before the answer started is
@@ -514,12 +512,13 @@ class Guard:
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
+        self._ids = request_ids()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        request_id = uuid.uuid4().hex
+        request_id = next(self._ids)
         REQUEST_ID.set(request_id)
         scope.setdefault("state", {})["request_id"] = request_id
         started = False

@@ -22,6 +22,7 @@ from printpipe.ledger.store.base import (
     parse_location,
     ticket_key,
     ticket_of_key,
+    values_table,
 )
 from printpipe.ledger.store.schema import LAYOUT
 
@@ -38,6 +39,7 @@ __all__ = [
     "parse_location",
     "ticket_key",
     "ticket_of_key",
+    "values_table",
 ]
 
 

@@ -54,11 +54,6 @@ class Tx(Protocol):
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
 
-    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...] | None]:
-        """Run one statement once per row of parameters, in order; each run's first row (or
-        None).  PostgreSQL sends them all before reading any answer (one round trip)."""
-        ...
-
     def insert_rows(self, table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> None:
         """Append many rows (PostgreSQL: binary ``COPY``)."""
         ...
@@ -68,6 +63,17 @@ class Tx(Protocol):
         increasing order, so that two transactions that each lock once never deadlock;
         SQLite's one writer already holds everything)."""
         ...
+
+
+def values_table(
+    name: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+) -> tuple[str, list[Any]]:
+    """``WITH name(columns) AS (VALUES (?, ...), ...)`` and its parameters: a batch of rows as
+    a table that one statement reads, the same text on both engines (one statement for a batch,
+    not one a row).  ``rows``: at least one."""
+    row = f"({', '.join('?' * len(columns))})"
+    sql = f"WITH {name}({', '.join(columns)}) AS (VALUES {', '.join([row] * len(rows))})\n"
+    return sql, [value for values in rows for value in values]
 
 
 # -- where the ledger is ------------------------------------------------------------------------
@@ -116,6 +122,8 @@ def old_layout_message(location: object, layout: int) -> str:
         else "no block commitments nor proofs"
         if layout < 3
         else "an audit log chained without a key, or no online game server tables"
+        if layout < 5
+        else "nonces kept by the time they were seen"
     )
     return (
         f"validation database {location} has layout {layout} of an earlier printpipe "

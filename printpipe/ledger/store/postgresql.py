@@ -105,18 +105,6 @@ class PostgresTx:
             with self.conn.cursor() as cursor:
                 cursor.executemany(_pg(sql), rows)
 
-    def many(self, sql: str, rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...] | None]:
-        if not rows:
-            return []
-        found: list[tuple[Any, ...] | None] = []
-        with self.conn.cursor() as cursor:
-            cursor.executemany(_pg(sql), rows, returning=True)  # pipelined by psycopg
-            while True:
-                found.append(cursor.fetchone() if cursor.description is not None else None)
-                if not cursor.nextset():
-                    break
-        return found
-
     def insert_rows(self, table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> None:
         if not rows:
             return
