@@ -9,7 +9,7 @@ it are the ledger's own:
   (``terminals.py``) and packs (``packs.py``) it shares an open database with (``core.py``);
 - ``importer.py``: a verified manifest into the ledger, all or nothing (an online block's units
   and its deal order with it: ``units.py``, ``deal.py``);
-- ``batch.py``: group commit, many requests in one transaction (validations, plays);
+- ``batch.py``: group commit, many requests in one transaction (validations, claims, plays);
 - ``plays.py``: the online game server's transactions (a play: debit, unit, credit, once per
   Idempotency-Key; history, proofs, players), over the wallet of ``wallet.py``;
 - ``store/``: the database behind one protocol, one module per engine, the schema written once;

@@ -374,38 +374,118 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
         For each, in order: its answer (stored under its key with the payment, so that a retry
         replays it), or the :class:`ClaimStart` that says why it did not run (a replay with the
         stored answer, the key reused for another request, the key held by a claim in progress
-        elsewhere), or the refusal of its admission.  A key is taken and its claim paid in the
-        same transaction: a crash leaves neither, and the retry runs the claim again.
+        elsewhere or earlier in the batch), or the refusal of its admission.  A key is taken and
+        its claim paid in the same transaction: a crash leaves neither, and a retry runs the
+        claim again.  Every lock the batch may need is taken first, at once and in order; the
+        keys, the rows read, the log entries and the stored answers are one statement each for
+        the batch, a payment two.
         """
         for claim in claims:
             require_terminal(claim.terminal)
         scanned = [read_code(claim.code) for claim in claims]
-        now = int(self.clock().timestamp())
-        outcomes: list[Answer | ClaimStart | RequestRefused] = []
+        outcomes: list[Answer | ClaimStart | RequestRefused | None]
         with self.db.transaction(durable=True) as tx:
-            # every lock the batch may take, at once and in order (a claim takes its terminal's
-            # and its ticket's): two batches never wait on each other in a circle
+            # a claim takes its terminal's lock and its ticket's: all of them at once, in order,
+            # so that two batches never wait on each other in a circle
             locks = [lock_key("terminal", claim.terminal.value) for claim in claims]
             locks += [lock_key("ticket", ticket_key(code.ticket)) for code in scanned if code]
             tx.lock(*locks)
-            refusals = self._admit_many(tx, [claim.admission for claim in claims])
-            for claim, code, refused in zip(claims, scanned, refusals, strict=True):
-                if refused is not None:
-                    outcomes.append(refused)
-                    continue
-                tx.request = claim.admission.request if claim.admission else None  # type: ignore[attr-defined]
-                start = self._take_key(tx, claim.terminal, claim.key, claim.fingerprint, now=now)
+            outcomes = list(self._admit_many(tx, [claim.admission for claim in claims]))
+            at = self.clock()
+            starts = self._take_keys(tx, claims, outcomes, now=int(at.timestamp()))
+            running = [i for i, start in starts.items() if start.outcome == "proceed"]
+            for i, start in starts.items():
                 if start.outcome != "proceed":
-                    outcomes.append(start)
-                    continue
+                    outcomes[i] = start
+            asks = [
+                (i, code)
+                for i in running
+                if (code := scanned[i]) is not None and code.virn is not None
+            ]
+            read = self._read(tx, [(code.ticket, claims[i].terminal) for i, code in asks])
+            found = {i: row for (i, _), row in zip(asks, read, strict=True)}
+            counted: set[TerminalId | TicketId] = set()  # what a failure counted here changed
+            entries, stored = [], []
+            for i in running:
+                claim, code = claims[i], scanned[i]
+                answer = INVALID  # the inventory code never pays
+                if code is not None and code.virn is not None:
+                    decision, row = self._decide(code, found[i], at, claim.retailer)
+                    answer = decision.answer
+                    if decision.counts_failure or {claim.terminal, code.ticket} & counted:
+                        tx.request = claim.admission and claim.admission.request  # type: ignore[attr-defined]
+                        answer, row = self._answer(tx, code, claim.terminal, at, claim.retailer)
+                        counted.update((claim.terminal, code.ticket))
+                    payable = ("WIN", "WIN_AT_LOTTERY") if claim.office else ("WIN",)
+                    if answer.outcome in payable:
+                        answer = self._pay(tx, code, answer, claim.terminal, at, row)
+                outcomes[i] = answer
+                action = "refuse" if answer.outcome == "NOT_YOUR_PACK" else "claim"
+                request_id = claim.admission.request if claim.admission else None
+                entries.append(
+                    (claim.terminal.value, action, logged_input(claim.code), answer.serial,
+                     answer.text, request_id)
+                )  # fmt: skip
+                start = starts[i]
                 assert start.token is not None
-                held = IdempotentClaim(claim.terminal.value, claim.key, start.token, claim.render)
-                outcomes.append(
-                    self._claim(
-                        tx, claim.code, code, claim.terminal, claim.office, claim.retailer, held
-                    )
+                stored.append((claim.terminal.value, claim.key, start.token, *claim.render(answer)))
+            self._log_many(tx, entries, at=at)
+            if stored:
+                table, params = values_table(
+                    "v", ("terminal", "key", "token", "status", "response"), stored
                 )
-        return outcomes
+                tx.execute(
+                    table + "UPDATE idempotency SET status = v.status, response = v.response "
+                    "FROM v WHERE idempotency.terminal = v.terminal AND idempotency.key = v.key "
+                    "AND idempotency.token = v.token",
+                    params,
+                )
+        return [outcome for outcome in outcomes if outcome is not None]
+
+    def _take_keys(
+        self,
+        tx: Tx,
+        claims: Sequence[Claim],
+        refused: Sequence[object],
+        *,
+        now: int,
+    ) -> dict[int, ClaimStart]:
+        """Take the keys of the claims not ``refused`` (one statement for the new ones; a key
+        already known is decided by :meth:`_take_key`; the same key twice in the batch: the
+        second is in progress)."""
+        starts: dict[int, ClaimStart] = {}
+        first: dict[tuple[str, str], int] = {}
+        for i, claim in enumerate(claims):
+            if refused[i] is not None:
+                continue
+            pair = (claim.terminal.value, claim.key)
+            if pair in first:
+                starts[i] = ClaimStart("in_progress", retry_after=1)
+            else:
+                first[pair] = i
+        if not first:
+            return starts
+        tokens = {i: secrets.token_hex(16) for i in first.values()}
+        rows = [
+            (claims[i].terminal.value, claims[i].key, claims[i].fingerprint, tokens[i], now)
+            for i in first.values()
+        ]
+        marks = ", ".join(["(?, ?, ?, ?, ?)"] * len(rows))
+        taken = tx.execute(
+            "INSERT INTO idempotency (terminal, key, fingerprint, token, started_at) "
+            f"VALUES {marks} ON CONFLICT (terminal, key) DO NOTHING RETURNING terminal, key",
+            [value for row in rows for value in row],
+        )
+        new = {(str(terminal), str(key)) for terminal, key in taken}
+        for pair, i in first.items():
+            claim = claims[i]
+            if pair in new:
+                starts[i] = ClaimStart("proceed", tokens[i])
+            else:
+                starts[i] = self._take_key(
+                    tx, claim.terminal, claim.key, claim.fingerprint, now=now
+                )
+        return dict(sorted(starts.items()))
 
     def _claim(
         self,

@@ -208,6 +208,8 @@ class Service:
             with contextlib.suppress(Exception):  # a database restarting: try again later
                 await self.run(self.ledger.reload_settings)
                 await self.run(self.ledger.purge_expired)
+                loop = asyncio.get_running_loop()  # not the ledger's thread: it goes on
+                await loop.run_in_executor(None, self.ledger.db.checkpoint_wal)
 
     async def seal(self) -> None:
         """Chain what was logged, every :data:`SEAL_DELAY_S` (``printpipe.ledger.log``)."""

@@ -169,6 +169,11 @@ class Database(Protocol):
         """A read transaction: one consistent view, nothing written."""
         ...
 
+    def checkpoint_wal(self) -> None:
+        """Fold the write-ahead log back into the database, off the writers' path (a running
+        service, now and then, from a thread that does nothing else)."""
+        ...
+
     def create_if_absent(self, tx: Tx, settings: Sequence[tuple[str, str]]) -> None:
         """Inside an import's transaction: create the ledger's tables if the database holds
         none yet (a new SQLite ledger is built whole before, so there it does nothing)."""

@@ -255,6 +255,9 @@ class PostgresDatabase:
             tx.conn.execute(SCHEMA)
             initialise(tx, settings)
 
+    def checkpoint_wal(self) -> None:
+        """Nothing: PostgreSQL's own checkpointer does it."""
+
     def close(self) -> None:
         if self.pool is not None:
             self.pool.close()

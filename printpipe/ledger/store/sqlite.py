@@ -26,10 +26,6 @@ from printpipe.ledger.store.schema import BIGINT, BYTES, IDENTITY, INT, LAYOUT, 
 APPLICATION_ID = 0x50504C47  # "PPLG": a printpipe ledger, in the SQLite header (offset 68)
 BUSY_TIMEOUT_S = 60.0
 SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
-SHARED_CHECKPOINT_PAGES = 10_000
-"""The service's connections copy the WAL back into the file every 40 MB written, not every
-4 MB (SQLite's default): the few pages every validation rewrites (the log's last, the nonces'
-last) are copied once for ten times as many validations."""
 
 
 def _schema() -> str:
@@ -155,7 +151,7 @@ class SqliteDatabase:
             raise PrintpipeError(f"validation database {path} is unusable: {exc}") from None
         self._setup(conn, path, read_only=read_only, durable_sync="FULL")
         if shared and not read_only:
-            conn.execute(f"PRAGMA wal_autocheckpoint={SHARED_CHECKPOINT_PAGES}")
+            conn.execute("PRAGMA wal_autocheckpoint=0")  # see checkpoint_wal
             # kept open until the connection is closed: closing a descriptor of the file
             # while SQLite holds its locks would release them (POSIX locks are per process)
             self._turns = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
@@ -230,6 +226,19 @@ class SqliteDatabase:
 
     def create_if_absent(self, tx: Tx, settings: Sequence[tuple[str, str]]) -> None:
         pass  # built whole by build()
+
+    def checkpoint_wal(self) -> None:
+        """Copy the WAL back into the file (SQLite's passive checkpoint), on a connection of
+        its own, from a thread of its own.  A service's connections never do it as they commit
+        (``wal_autocheckpoint=0``): there it would run holding the writers' lock, a pause of
+        every worker's writes while the file is synced; a passive checkpoint lets them write."""
+        if self._turns is None:
+            return  # a command's connection checkpoints itself as it commits (SQLite's default)
+        conn = sqlite3.connect(self.path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
+        try:
+            conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
+        finally:
+            conn.close()
 
     def close(self) -> None:
         self.conn.close()
