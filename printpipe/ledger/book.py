@@ -163,14 +163,22 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
     @staticmethod
     def _read(tx: Tx, asked: Sequence[tuple[TicketId, TerminalId]]) -> list[Found]:
         """What :func:`decide` reads for each (ticket, terminal) asked, in one statement."""
+        return Ledger._read_later(tx, asked)()
+
+    @staticmethod
+    def _read_later(
+        tx: Tx, asked: Sequence[tuple[TicketId, TerminalId]]
+    ) -> Callable[[], list[Found]]:
+        """:meth:`_read`, its statement sent now and its rows read by the function returned."""
         rows = [
             (n, ticket_key(ticket), pack_key(ticket.game, ticket.pack), terminal.value)
             for n, (ticket, terminal) in enumerate(asked)
         ]
         if not rows:
-            return []
+            return list
         table, params = values_table("q", _LOOKUP_COLUMNS, rows)
-        return [Ledger._found(row[1:]) for row in tx.execute(table + _LOOKUP, params)]
+        sent = tx.send(table + _LOOKUP, params)
+        return lambda: [Ledger._found(row[1:]) for row in sent()]
 
     @staticmethod
     def _found(found: tuple[Any, ...]) -> Found:
@@ -290,16 +298,20 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
             require_terminal(request.terminal)
         scanned = [read_code(request.code) for request in requests]
         outcomes: list[Answer | RequestRefused | None]
-        with self.db.transaction() as tx:
-            outcomes = list(self._admit_many(tx, [r.admission for r in requests]))
-            at = self.clock()
+        with self.db.transaction(pipelined=True) as tx:
+            # the nonces and the rows travel together (the rows of a request refused after
+            # all are read for nothing): one round trip, BEGIN included
+            admitted = self._admit_later(tx, [r.admission for r in requests])
             asks = [
                 (i, code)
                 for i, code in enumerate(scanned)
-                if outcomes[i] is None and code is not None and code.ticket.pack != SPECIMEN_PACK
+                if code is not None and code.ticket.pack != SPECIMEN_PACK
             ]
-            read = self._read(tx, [(code.ticket, requests[i].terminal) for i, code in asks])
-            found = {i: row for (i, _), row in zip(asks, read, strict=True)}
+            read = self._read_later(tx, [(code.ticket, requests[i].terminal) for i, code in asks])
+            outcomes = list(admitted())
+            found = {i: row for (i, _), row in zip(asks, read(), strict=True)}
+            asks = [(i, code) for i, code in asks if outcomes[i] is None]
+            at = self.clock()
             failing: list[int] = []
             for i, (request, code) in enumerate(zip(requests, scanned, strict=True)):
                 if outcomes[i] is not None:

@@ -217,7 +217,7 @@ class LedgerCore:
             return
         stamp = format_time(at or self.clock())
         rows = ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(entries))
-        tx.execute(
+        tx.write(
             "INSERT INTO audit_log (at, terminal, action, input, ticket, answer, request) "
             f"VALUES {rows}",
             [value for entry in entries for value in (stamp, *entry)],
@@ -317,30 +317,44 @@ class LedgerCore:
         (admitted, or not signed) or why it is refused, a replay or a revoked terminal; a
         refused nonce writes nothing.  A nonce is recorded only for a terminal registered and
         not revoked, read in this transaction."""
+        return self._admit_later(tx, admissions)()
+
+    def _admit_later(
+        self, tx: Tx, admissions: Sequence[Admission | None]
+    ) -> Callable[[], list[RequestRefused | None]]:
+        """:meth:`_admit_many`, its statement sent now and its outcomes read by the function
+        returned (``Tx.send``)."""
         rows = [(n, a.created, a.key_id, a.nonce) for n, a in enumerate(admissions) if a]
-        fresh: set[tuple[str, str]] = set()
+        sent: Callable[[], list[tuple[Any, ...]]] = list
         if rows:
             table, params = values_table("q", ("n", "created", "key_id", "nonce"), rows)
-            fresh = set(
-                tx.execute(
-                    table + "INSERT INTO nonces SELECT created, key_id, nonce FROM q WHERE EXISTS "
-                    "(SELECT 1 FROM terminals t WHERE t.key_id = q.key_id AND revoked_at IS NULL) "
-                    "ORDER BY n ON CONFLICT DO NOTHING RETURNING key_id, nonce",
-                    params,
-                )
+            sent = tx.send(
+                table + "INSERT INTO nonces SELECT created, key_id, nonce FROM q WHERE EXISTS "
+                "(SELECT 1 FROM terminals t WHERE t.key_id = q.key_id AND revoked_at IS NULL) "
+                "ORDER BY n ON CONFLICT DO NOTHING RETURNING key_id, nonce",
+                params,
             )
-        refusals: list[RequestRefused | None] = []
-        for admission in admissions:
-            if admission is None:
-                refusals.append(None)
-                continue
-            if (admission.key_id, admission.nonce) in fresh:
-                fresh.discard((admission.key_id, admission.nonce))  # a second time: a replay
-                refusals.append(None)
-                continue
-            row = tx.one("SELECT revoked_at FROM terminals WHERE key_id = ?", (admission.key_id,))
-            if row is None or row[0] is not None:
-                refusals.append(RevokedTerminal("the signing terminal is revoked or unknown"))
-            else:
-                refusals.append(ReplayedRequest("this request's nonce was seen already (a replay)"))
-        return refusals
+
+        def outcomes() -> list[RequestRefused | None]:
+            fresh = {(str(key_id), str(nonce)) for key_id, nonce in sent()}
+            refusals: list[RequestRefused | None] = []
+            for admission in admissions:
+                if admission is None:
+                    refusals.append(None)
+                    continue
+                if (admission.key_id, admission.nonce) in fresh:
+                    fresh.discard((admission.key_id, admission.nonce))  # a second time: a replay
+                    refusals.append(None)
+                    continue
+                row = tx.one(
+                    "SELECT revoked_at FROM terminals WHERE key_id = ?", (admission.key_id,)
+                )
+                if row is None or row[0] is not None:
+                    refusals.append(RevokedTerminal("the signing terminal is revoked or unknown"))
+                else:
+                    refusals.append(
+                        ReplayedRequest("this request's nonce was seen already (a replay)")
+                    )
+            return refusals
+
+        return outcomes

@@ -54,6 +54,16 @@ class Tx(Protocol):
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None: ...
 
+    def send(self, sql: str, params: Sequence[Any] = ()) -> Callable[[], list[tuple[Any, ...]]]:
+        """Send a statement whose rows are read later, by the function returned: in a
+        pipelined transaction (PostgreSQL), statements sent one after the other travel together,
+        and the first rows read wait for them all (one round trip); elsewhere it runs now."""
+        ...
+
+    def write(self, sql: str, params: Sequence[Any] = ()) -> None:
+        """Run a statement whose result nobody reads (pipelined: sent with the commit)."""
+        ...
+
     def insert_rows(self, table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> None:
         """Append many rows (PostgreSQL: binary ``COPY``)."""
         ...
@@ -160,9 +170,12 @@ class Database(Protocol):
     threads: int
     """How many threads may use it at once (a PostgreSQL pool's size; SQLite: 1)."""
 
-    def transaction(self, *, durable: bool = False) -> AbstractContextManager[Tx]:
+    def transaction(
+        self, *, durable: bool = False, pipelined: bool = False
+    ) -> AbstractContextManager[Tx]:
         """One read-write transaction; ``durable``: committed to disk before it returns (the
-        ledger's validations, which may be lost in a crash, are not)."""
+        ledger's validations, which may be lost in a crash, are not); ``pipelined``: statements
+        sent with :meth:`Tx.send` and :meth:`Tx.write` travel together (PostgreSQL)."""
         ...
 
     def snapshot(self) -> AbstractContextManager[Tx]:

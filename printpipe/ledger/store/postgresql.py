@@ -12,8 +12,9 @@ transaction.  psycopg is imported only when a PostgreSQL ledger is opened.
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -89,16 +90,34 @@ class PostgresTx:
     skip_locked = " FOR UPDATE SKIP LOCKED"
     lock_rows = " FOR UPDATE"
 
-    def __init__(self, conn: Any) -> None:
+    def __init__(self, conn: Any, pipeline: Any = None) -> None:
         self.conn = conn
+        self.pipeline = pipeline
+        """psycopg's pipeline, in a pipelined transaction."""
+
+    def _run(self, sql: str, params: Sequence[Any]) -> Any:
+        cursor = self.conn.execute(_pg(sql), params or None)
+        if self.pipeline is not None:  # what was sent before travels with it, then its result
+            self.pipeline.sync()
+        return cursor
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-        cursor = self.conn.execute(_pg(sql), params or None)
+        cursor = self._run(sql, params)
         return cursor.fetchall() if cursor.description is not None else []
 
     def one(self, sql: str, params: Sequence[Any] = ()) -> tuple[Any, ...] | None:
-        cursor = self.conn.execute(_pg(sql), params or None)
+        cursor = self._run(sql, params)
         return cursor.fetchone() if cursor.description is not None else None
+
+    def send(self, sql: str, params: Sequence[Any] = ()) -> Callable[[], list[tuple[Any, ...]]]:
+        if self.pipeline is None:
+            rows = self.execute(sql, params)
+            return lambda: rows
+        cursor = self.conn.execute(_pg(sql), params or None)
+        return cursor.fetchall
+
+    def write(self, sql: str, params: Sequence[Any] = ()) -> None:
+        self.conn.execute(_pg(sql), params or None)
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if rows:
@@ -121,7 +140,7 @@ class PostgresTx:
         ordered = sorted({k & 0x7FFF_FFFF_FFFF_FFFF for k in keys})
         if ordered:
             calls = ", ".join("pg_advisory_xact_lock(%s)" for _ in ordered)
-            self.conn.execute(f"SELECT {calls}", ordered)
+            self._run(f"SELECT {calls}", ordered)
 
 
 def _configure(conn: Any) -> None:
@@ -225,13 +244,36 @@ class PostgresDatabase:
             raise PrintpipeError(old_layout_message(self.location, layout))
 
     @contextmanager
-    def transaction(self, *, durable: bool = False) -> Iterator[Tx]:
+    def transaction(self, *, durable: bool = False, pipelined: bool = False) -> Iterator[Tx]:
         if self.read_only:
             raise PrintpipeError(f"validation database {self.location} is open read-only")
+        if pipelined:
+            with self._connection() as conn:
+                yield from self._pipelined(conn, durable=durable)
+            return
         with self._connection() as conn, conn.transaction():
             if durable:  # the session's is off (_configure): the server's own, durable one
                 conn.execute("SET LOCAL synchronous_commit TO DEFAULT")
             yield PostgresTx(conn)
+
+    @staticmethod
+    def _pipelined(conn: Any, *, durable: bool) -> Iterator[Tx]:
+        """A transaction in pipeline mode: BEGIN travels with the first statements and COMMIT
+        with the last writes (psycopg's own transaction block would sync at each step)."""
+        from psycopg.pq import TransactionStatus
+
+        try:
+            with conn.pipeline() as pipeline:
+                conn.execute("BEGIN")
+                if durable:
+                    conn.execute("SET LOCAL synchronous_commit TO DEFAULT")
+                yield PostgresTx(conn, pipeline)
+                conn.execute("COMMIT")
+        except BaseException:
+            if conn.info.transaction_status != TransactionStatus.IDLE:
+                with contextlib.suppress(Exception):  # a lost connection: the pool drops it
+                    conn.execute("ROLLBACK")
+            raise
 
     @contextmanager
     def snapshot(self) -> Iterator[Tx]:

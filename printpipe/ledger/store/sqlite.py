@@ -13,7 +13,7 @@ from __future__ import annotations
 import fcntl
 import os
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -73,6 +73,13 @@ class SqliteTx:
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         self.conn.executemany(sql, rows)
+
+    def send(self, sql: str, params: Sequence[Any] = ()) -> Callable[[], list[tuple[Any, ...]]]:
+        rows = self.conn.execute(sql, params).fetchall()
+        return lambda: rows
+
+    def write(self, sql: str, params: Sequence[Any] = ()) -> None:
+        self.conn.execute(sql, params)
 
     def insert_rows(self, table: str, columns: Sequence[str], rows: list[tuple[Any, ...]]) -> None:
         marks = ", ".join("?" * len(columns))
@@ -192,7 +199,7 @@ class SqliteDatabase:
         self.close()
 
     @contextmanager
-    def transaction(self, *, durable: bool = False) -> Iterator[Tx]:
+    def transaction(self, *, durable: bool = False, pipelined: bool = False) -> Iterator[Tx]:
         if self.read_only:
             raise PrintpipeError(f"validation database {self.path} is open read-only")
         conn = self.conn
