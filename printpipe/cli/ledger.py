@@ -280,6 +280,23 @@ def ledger_config(
     click.echo(settings.describe())
 
 
+@ledger.command("upgrade")
+@db_option
+@terminal_option("lottery", "The office terminal that upgrades, for the log")
+@_database_errors
+def ledger_upgrade(db_path: Location, terminal: TerminalId) -> None:
+    """Bring a ledger of an earlier printpipe to this one's layout, in place: its tickets,
+    payments, log and terminals kept (stop the service first)."""
+    from printpipe.ledger import upgrade
+    from printpipe.ledger.store import LAYOUT
+
+    before = upgrade(db_path, terminal=terminal)
+    if before == LAYOUT:
+        click.echo(f"validation database {db_path} is already layout {LAYOUT}: nothing to do")
+    else:
+        click.echo(f"validation database {db_path} upgraded from layout {before} to {LAYOUT}")
+
+
 @ledger.command("locks")
 @db_option
 @json_option

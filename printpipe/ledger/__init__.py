@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         configure,
         publish_remaining,
         record_refusal,
+        upgrade,
         write_ticket_proof,
     )
     from printpipe.ledger.core import Admission, RequestRefused
@@ -99,6 +100,7 @@ _HOMES = {
     "publish_remaining": "book",
     "record_refusal": "book",
     "Validation": "book",
+    "upgrade": "book",
     "write_ticket_proof": "book",
     "Admission": "core",
     "RequestRefused": "core",
@@ -205,6 +207,7 @@ __all__ = [
     "publish_remaining",
     "read_checkpoint",
     "record_refusal",
+    "upgrade",
     "write_checkpoint",
     "write_ticket_proof",
 ]

@@ -50,8 +50,17 @@ from printpipe.ledger.rules import (
     pack_key,
     parse_time,
     read_code,
+    utc_now,
 )
-from printpipe.ledger.store import Location, Tx, ticket_key, values_table
+from printpipe.ledger.store import (
+    LAYOUT,
+    Location,
+    Tx,
+    Upgrade,
+    ticket_key,
+    upgrade_layout,
+    values_table,
+)
 from printpipe.ledger.terminals import TerminalAdministration
 
 IDEMPOTENCY_TTL_S = 24 * 3600
@@ -801,6 +810,20 @@ def configure(location: Location, *, terminal: TerminalId, **changes: int | None
     changing = any(value is not None for value in changes.values())
     with Ledger(location, read_only=not changing) as book:
         return book.configure(terminal=terminal, **changes)
+
+
+def upgrade(location: Location, *, terminal: TerminalId) -> int:
+    """Bring the ledger at ``location`` to this printpipe's layout in place, audited as done by
+    ``terminal`` (:func:`printpipe.ledger.store.upgrade_layout`); the layout it had.  Refused
+    while signed requests were recorded in the last :data:`NONCE_TTL_S` seconds: a nonce the
+    upgrade drops must be past the time its signature is accepted."""
+    require_terminal(terminal)
+    at = utc_now()
+    change = f"layout {LAYOUT}: signed requests' nonces kept by their signature's time"
+    return upgrade_layout(
+        location,
+        Upgrade(format_time(at), terminal.value, change, int(at.timestamp()), NONCE_TTL_S),
+    )
 
 
 def record_refusal(

@@ -19,6 +19,7 @@ from printpipe.ledger.store.base import (
     PostgresLocation,
     T,
     Tx,
+    Upgrade,
     parse_location,
     ticket_key,
     ticket_of_key,
@@ -32,6 +33,7 @@ __all__ = [
     "Location",
     "PostgresLocation",
     "Tx",
+    "Upgrade",
     "create_or_open",
     "database_errors",
     "location_argument",
@@ -39,6 +41,7 @@ __all__ = [
     "parse_location",
     "ticket_key",
     "ticket_of_key",
+    "upgrade_layout",
     "values_table",
 ]
 
@@ -70,6 +73,19 @@ def create_or_open(
     if isinstance(location, PostgresLocation):
         return postgresql.create_or_open(location, settings, fill)
     return sqlite.create_or_open(location, settings, fill)
+
+
+def upgrade_layout(location: Location, upgrade: Upgrade) -> int:
+    """Bring the ledger at ``location`` from an earlier layout to :data:`LAYOUT` in place, in
+    one transaction: the tables that changed (``schema.UPGRADABLE``) made anew, the rest kept
+    (tickets, payments, the log, its seals, the terminals), ``upgrade``'s entry appended to the
+    log.  Refused with nothing changed: a database that is not a ledger, a layout that cannot
+    be brought forward (rebuilt by import), or signed requests recorded in the last
+    ``upgrade.quiet_s`` seconds (a service still running: the nonces the upgrade drops could be
+    replayed).  The layout it had (:data:`LAYOUT`: there was nothing to do)."""
+    if isinstance(location, PostgresLocation):
+        return postgresql.upgrade_layout(location, upgrade)
+    return sqlite.upgrade_layout(location, upgrade)
 
 
 def location_argument(location: Location) -> str:

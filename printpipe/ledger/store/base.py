@@ -20,7 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 from printpipe.errors import PrintpipeError
 from printpipe.ids import TicketId
 from printpipe.ledger.log import GENESIS
-from printpipe.ledger.store.schema import LAYOUT
+from printpipe.ledger.store.schema import LAYOUT, UPGRADABLE
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 T = TypeVar("T")
@@ -121,6 +121,12 @@ def parse_location(text: str) -> Location:
 
 
 def old_layout_message(location: object, layout: int) -> str:
+    if layout in UPGRADABLE:
+        return (
+            f"validation database {location} has layout {layout} of an earlier printpipe; "
+            f"this printpipe reads layout {LAYOUT}: upgrade it in place, its payments and log "
+            f"kept (printpipe ledger upgrade --db {location}); it was not changed"
+        )
     if layout > LAYOUT:
         return (
             f"validation database {location} has layout {layout}; this printpipe reads layout "
@@ -132,8 +138,6 @@ def old_layout_message(location: object, layout: int) -> str:
         else "no block commitments nor proofs"
         if layout < 3
         else "an audit log chained without a key, or no online game server tables"
-        if layout < 5
-        else "nonces kept by the time they were seen"
     )
     return (
         f"validation database {location} has layout {layout} of an earlier printpipe "
@@ -152,6 +156,45 @@ def initialise(tx: Tx, settings: Sequence[tuple[str, str]]) -> None:
     )
     tx.executemany("INSERT INTO settings VALUES (?, ?)", settings)
     tx.execute("INSERT INTO audit_head VALUES (1, 0, ?, NULL)", (GENESIS,))
+
+
+@dataclass(frozen=True, slots=True)
+class Upgrade:
+    """What :func:`printpipe.ledger.store.upgrade_layout` does to a ledger of an earlier
+    layout: the log entry it appends (at, terminal, action, answer), and since when no nonce
+    may have been recorded (Unix seconds: a nonce dropped with its table could be replayed)."""
+
+    at: str
+    terminal: str
+    answer: str
+    now: int
+    quiet_s: int
+
+    @property
+    def quiet_since(self) -> int:
+        return self.now - self.quiet_s
+
+    def entry(self) -> tuple[str, str, str, str, None, str, None]:
+        """The audit log row, as ``INSERT INTO audit_log (at, terminal, action, input, ticket,
+        answer, request)`` takes it."""
+        return (self.at, self.terminal, "upgrade", "", None, self.answer, None)
+
+
+UPGRADE_ENTRY = (
+    "INSERT INTO audit_log (at, terminal, action, input, ticket, answer, request) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+RECENT_NONCES = "SELECT COUNT(*) FROM nonces WHERE seen_at >= ?"
+"""Layout 5's nonces, by the time they were seen."""
+
+
+def recent_nonces_message(location: object, count: int, upgrade: Upgrade) -> str:
+    quiet_s = upgrade.quiet_s
+    return (
+        f"validation database {location}: {count} signed requests in the last {quiet_s} s, "
+        "whose nonces the upgrade would drop (a replay of one could be answered): stop the "
+        f"service and run this again in {quiet_s} s; it was not changed"
+    )
 
 
 def one_line(exc: BaseException) -> str:

@@ -20,6 +20,10 @@ the database does not hold with payments bound to it (issue 20); 5 = both; 6 = s
 requests' nonces kept by their signature's time (issue 20: a batch of them is written at the
 end of one index, not on as many pages)."""
 
+UPGRADABLE = {5: "nonces"}
+"""The layouts a ledger is brought to :data:`LAYOUT` from in place (``printpipe ledger
+upgrade``), and the one table that changed since: every other table is the same."""
+
 INT = "int"  # fits 32 bits
 BIGINT = "bigint"
 TEXT = "text"
@@ -312,6 +316,11 @@ TABLES: tuple[Table, ...] = (
         ),
     ),
 )
+
+
+def table_sql(rendered: list[tuple[Table, str]], name: str) -> str:
+    """The ``CREATE`` statements of one table, from :func:`render`'s output."""
+    return next(sql for table, sql in rendered if table.name == name)
 
 
 def render(types: dict[str, str], *, clustered: str = "") -> list[tuple[Table, str]]:

@@ -20,18 +20,42 @@ from typing import Any
 
 from printpipe.atomic import PRIVATE_FILE_MODE, fsync_dir, partial_path
 from printpipe.errors import PrintpipeError
-from printpipe.ledger.store.base import Fill, Location, T, Tx, initialise, old_layout_message
-from printpipe.ledger.store.schema import BIGINT, BYTES, IDENTITY, INT, LAYOUT, TEXT, render
+from printpipe.ledger.store.base import (
+    RECENT_NONCES,
+    UPGRADE_ENTRY,
+    Fill,
+    Location,
+    T,
+    Tx,
+    Upgrade,
+    initialise,
+    old_layout_message,
+    recent_nonces_message,
+)
+from printpipe.ledger.store.schema import (
+    BIGINT,
+    BYTES,
+    IDENTITY,
+    INT,
+    LAYOUT,
+    TEXT,
+    UPGRADABLE,
+    render,
+    table_sql,
+)
 
 APPLICATION_ID = 0x50504C47  # "PPLG": a printpipe ledger, in the SQLite header (offset 68)
 BUSY_TIMEOUT_S = 60.0
 SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
 
 
+_TYPES = {INT: "INTEGER", BIGINT: "INTEGER", TEXT: "TEXT", BYTES: "BLOB", IDENTITY: "INTEGER"}
+_RENDERED = render(_TYPES, clustered=" WITHOUT ROWID")
+
+
 def _schema() -> str:
-    types = {INT: "INTEGER", BIGINT: "INTEGER", TEXT: "TEXT", BYTES: "BLOB", IDENTITY: "INTEGER"}
     statements = []
-    for table, sql in render(types, clustered=" WITHOUT ROWID"):
+    for table, sql in _RENDERED:
         statements.append(sql)
         if table.append_only is not None:
             for event in ("UPDATE", "DELETE"):
@@ -121,6 +145,43 @@ def check_sqlite_header(path: Path) -> None:
     layout = int.from_bytes(header[60:64], "big")  # user_version
     if layout != LAYOUT:
         raise PrintpipeError(old_layout_message(path, layout))
+
+
+def upgrade_layout(path: Path, upgrade: Upgrade) -> int:
+    """Bring the ledger at ``path`` from an :data:`UPGRADABLE` layout to :data:`LAYOUT`, in one
+    transaction (see :func:`printpipe.ledger.store.upgrade_layout`); the layout it had."""
+    try:
+        check_sqlite_header(path)
+        return LAYOUT
+    except PrintpipeError:
+        with open(path, "rb") as handle:
+            header = handle.read(100)
+        layout = int.from_bytes(header[60:64], "big")
+        if layout not in UPGRADABLE or int.from_bytes(header[68:72], "big") != APPLICATION_ID:
+            raise
+    conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
+    try:
+        conn.execute("PRAGMA synchronous=FULL")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            (recent,) = conn.execute(RECENT_NONCES, (upgrade.quiet_since,)).fetchone()
+            if recent:
+                raise PrintpipeError(recent_nonces_message(path, recent, upgrade))
+            table = UPGRADABLE[layout]
+            conn.execute(f"DROP TABLE {table}")
+            for statement in table_sql(_RENDERED, table).split(";\n"):
+                if statement.strip():
+                    conn.execute(statement)
+            conn.execute(UPGRADE_ENTRY, upgrade.entry())
+            conn.execute("UPDATE ledger_meta SET value = ? WHERE key = 'layout'", (str(LAYOUT),))
+            conn.execute(f"PRAGMA user_version={LAYOUT}")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+    return layout
 
 
 def remove_sqlite_files(path: Path) -> None:
