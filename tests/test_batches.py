@@ -95,7 +95,7 @@ validations = st.lists(
 )
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
 @given(validations)
 @example([("till-1", 0, "wrong", False)] * 3 + [("till-1", 3, "right", False)])  # throttled
 @example([("till-1", 0, "wrong", False), ("storm-00", 0, "wrong", False),
@@ -148,7 +148,7 @@ claims = st.lists(
 )
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
 @given(claims)
 @example([[("till-1", 0, "wrong", 0), ("storm-00", 0, "wrong", 1), ("till-1", 0, "right", 2)]])
 @example([[("till-1", 1, "right", 0), ("storm-00", 1, "right", 1)], [("till-1", 1, "right", 0)]])
