@@ -288,13 +288,12 @@ def ledger_upgrade(db_path: Location, terminal: TerminalId) -> None:
     """Bring a ledger of an earlier printpipe to this one's layout, in place: its tickets,
     payments, log and terminals kept (stop the service first)."""
     from printpipe.ledger import upgrade
-    from printpipe.ledger.store import LAYOUT
 
-    before = upgrade(db_path, terminal=terminal)
-    if before == LAYOUT:
-        click.echo(f"validation database {db_path} is already layout {LAYOUT}: nothing to do")
+    before, after = upgrade(db_path, terminal=terminal)
+    if before == after:
+        click.echo(f"validation database {db_path} is already layout {after}: nothing to do")
     else:
-        click.echo(f"validation database {db_path} upgraded from layout {before} to {LAYOUT}")
+        click.echo(f"validation database {db_path} upgraded from layout {before} to {after}")
 
 
 @ledger.command("locks")

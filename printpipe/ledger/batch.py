@@ -17,7 +17,7 @@ import contextlib
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 R = TypeVar("R")
 O = TypeVar("O")  # noqa: E741 - the outcome
@@ -29,8 +29,8 @@ class Batcher(Generic[R, O]):
     goes at once, alone.  (Two batches at once on PostgreSQL, one answered while the next is
     sent, measured slower: smaller batches, more transactions.)
 
-    Requests are asked from one event loop; a batch's outcomes are handed back to it in one
-    call (one wake-up of the loop for the batch, not one a request)."""
+    A batch's outcomes are handed back to the event loop that asked, in one call (one wake-up
+    of the loop for the batch, not one a request; a server has one loop, tests several)."""
 
     def __init__(
         self,
@@ -56,10 +56,10 @@ class Batcher(Generic[R, O]):
             start = not self._running
             self._running = True
         if start:
-            self.executor.submit(self._run, loop)
+            self.executor.submit(self._run)
         return await future
 
-    def _run(self, loop: asyncio.AbstractEventLoop) -> None:
+    def _run(self) -> None:
         while True:
             with self._lock:
                 if not self._pending:
@@ -68,11 +68,18 @@ class Batcher(Generic[R, O]):
                 batch, self._pending = self._pending[: self.most], self._pending[self.most :]
             try:
                 outcomes: Sequence[O | BaseException] = self.run([request for request, _ in batch])
+                if len(outcomes) != len(batch):
+                    raise RuntimeError(f"{len(outcomes)} outcomes for {len(batch)} requests")
             except BaseException as exc:  # the database failed: none of them happened
                 outcomes = [exc] * len(batch)
-            futures = [future for _, future in batch]
-            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
-                loop.call_soon_threadsafe(_settle, futures, outcomes)
+            settled: dict[asyncio.AbstractEventLoop, tuple[list[Any], list[Any]]] = {}
+            for (_, future), outcome in zip(batch, outcomes, strict=True):
+                futures, theirs = settled.setdefault(future.get_loop(), ([], []))
+                futures.append(future)
+                theirs.append(outcome)
+            for loop, (futures, theirs) in settled.items():  # one loop, but for tests
+                with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits any more
+                    loop.call_soon_threadsafe(_settle, futures, theirs)
 
 
 def _settle(futures: list[asyncio.Future[O]], outcomes: Sequence[O | BaseException]) -> None:

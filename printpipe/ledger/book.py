@@ -812,18 +812,20 @@ def configure(location: Location, *, terminal: TerminalId, **changes: int | None
         return book.configure(terminal=terminal, **changes)
 
 
-def upgrade(location: Location, *, terminal: TerminalId) -> int:
+def upgrade(location: Location, *, terminal: TerminalId) -> tuple[int, int]:
     """Bring the ledger at ``location`` to this printpipe's layout in place, audited as done by
-    ``terminal`` (:func:`printpipe.ledger.store.upgrade_layout`); the layout it had.  Refused
+    ``terminal`` (:func:`printpipe.ledger.store.upgrade_layout`); the layout it had and the
+    one it has (the same: there was nothing to do).  Refused
     while signed requests were recorded in the last :data:`NONCE_TTL_S` seconds: a nonce the
     upgrade drops must be past the time its signature is accepted."""
     require_terminal(terminal)
     at = utc_now()
     change = f"layout {LAYOUT}: signed requests' nonces kept by their signature's time"
-    return upgrade_layout(
+    before = upgrade_layout(
         location,
         Upgrade(format_time(at), terminal.value, change, int(at.timestamp()), NONCE_TTL_S),
     )
+    return before, LAYOUT
 
 
 def record_refusal(
