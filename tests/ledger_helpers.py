@@ -115,6 +115,27 @@ class LedgerFactory:
             drop_database(url)
 
 
+def imported_ledger(
+    game: Game,
+    keys: Path,
+    folder: Path,
+    location: Location,
+    packs: PackRange,
+    *,
+    activate: tuple[str, ...],
+) -> BlockStore:
+    """A block of ``packs`` generated in ``folder`` and imported into a new ledger at
+    ``location`` (by the command line, as a lottery does), the ``activate`` packs activated;
+    its block store."""
+    from printpipe.manifest import BLOCK_MANIFEST
+
+    store_dir = generate_store(game, keys, folder / "blk", packs)
+    conftest.run_cli("ledger", "import", str(store_dir / BLOCK_MANIFEST), "--keys", str(keys),
+                     "--db", db_arg(location), "-q", check=True)  # fmt: skip
+    conftest.run_cli("packs", "activate", *activate, "--db", db_arg(location), check=True)
+    return BlockStore.open(store_dir)
+
+
 def db_arg(location: Location) -> str:
     """``--db`` for a location."""
     return location.dsn if isinstance(location, PostgresLocation) else str(location)

@@ -24,10 +24,13 @@ from printpipe.ledger.inputs import (
     parse_terminal_id,
 )
 from printpipe.ledger.key import load_ledger_key
-from printpipe.manifest import BLOCK_MANIFEST
-from printpipe.store import BlockStore
 from tests.conftest import run_cli
-from tests.ledger_helpers import db_arg, generate_store, run_in_process, ticket_codes
+from tests.ledger_helpers import (
+    db_arg,
+    imported_ledger,
+    run_in_process,
+    ticket_codes,
+)
 
 TERMINAL_CHARACTERS = set(string.ascii_letters + string.digits + "._:-")
 
@@ -80,13 +83,9 @@ def test_pack_numbers_and_reasons_are_parsed_or_refused_never_crash(text):
 @pytest.fixture(scope="module")
 def ledger(tmp_path_factory, ledgers, game, keys_dir):
     """A ledger of packs 1:3, pack 1 activated; a winner's code of pack 1 and a wrong one."""
-    root = tmp_path_factory.mktemp("inputs")
-    store_dir = generate_store(game, keys_dir, root / "blk", PackRange(1, 3))
     db = ledgers.new()
-    run_cli("ledger", "import", str(store_dir / BLOCK_MANIFEST), "--keys", str(keys_dir),
-            "--db", db_arg(db), "-q", check=True)  # fmt: skip
-    run_cli("packs", "activate", "1", "--db", db_arg(db), check=True)
-    store = BlockStore.open(store_dir)
+    store = imported_ledger(game, keys_dir, tmp_path_factory.mktemp("inputs"), db,
+                            PackRange(1, 3), activate=("1",))  # fmt: skip
     tiers = store.read().tier
     row = next(r for r in range(store.pack_size) if tiers[r] > 0)
     ticket, code, _, _ = ticket_codes(store, game, row)

@@ -11,11 +11,13 @@ from printpipe.block import PackRange
 from printpipe.errors import PrintpipeError
 from printpipe.ledger import LOTTERY, Admission, Ledger, TerminalId
 from printpipe.ledger.store import LAYOUT, Location, PostgresLocation
-from printpipe.manifest import BLOCK_MANIFEST
 from printpipe.service.signatures import key_id_of, raw_public_key
-from printpipe.store import BlockStore
-from tests.conftest import run_cli
-from tests.ledger_helpers import db_arg, generate_store, run_in_process, ticket_codes
+from tests.ledger_helpers import (
+    db_arg,
+    imported_ledger,
+    run_in_process,
+    ticket_codes,
+)
 
 OLD_NONCES = (
     "CREATE TABLE nonces (key_id TEXT NOT NULL, nonce TEXT NOT NULL, seen_at BIGINT NOT NULL, "
@@ -50,13 +52,9 @@ def layout_5(tmp_path_factory, ledgers, game, keys_dir):
 
     from printpipe.ledger import load_ledger_key
 
-    root = tmp_path_factory.mktemp("upgrade")
-    store_dir = generate_store(game, keys_dir, root / "blk", PackRange(1, 1))
     db = ledgers.new()
-    run_cli("ledger", "import", str(store_dir / BLOCK_MANIFEST), "--keys", str(keys_dir),
-            "--db", db_arg(db), "-q", check=True)  # fmt: skip
-    run_cli("packs", "activate", "1", "--db", db_arg(db), check=True)
-    store = BlockStore.open(store_dir)
+    store = imported_ledger(game, keys_dir, tmp_path_factory.mktemp("upgrade"), db,
+                            PackRange(1, 1), activate=("1",))  # fmt: skip
     tickets = [ticket_codes(store, game, row) for row in range(store.pack_size)]
     winner = next(code for _, code, _, prize in tickets if prize > 0)
     key = load_ledger_key(keys_dir)

@@ -25,10 +25,12 @@ from printpipe.ledger.rules import (
     TicketRow,
     decide,
 )
-from printpipe.manifest import BLOCK_MANIFEST
-from printpipe.store import BlockStore
-from tests.conftest import run_cli
-from tests.ledger_helpers import db_arg, generate_store, run_in_process, ticket_codes
+from tests.ledger_helpers import (
+    db_arg,
+    imported_ledger,
+    run_in_process,
+    ticket_codes,
+)
 
 START = datetime(2030, 1, 1, 8, 0, tzinfo=UTC)
 SETTINGS = Settings()
@@ -106,13 +108,9 @@ def key(keys_dir) -> LedgerKey:
 @pytest.fixture(scope="module")
 def base(tmp_path_factory, ledgers, game, keys_dir):
     """A ledger of packs 1:3 with packs 1 and 2 activated; the tickets of packs 1 and 3."""
-    root = tmp_path_factory.mktemp("lockout")
-    store_dir = generate_store(game, keys_dir, root / "blk", PackRange(1, 3))
     db = ledgers.new()
-    run_cli("ledger", "import", str(store_dir / BLOCK_MANIFEST), "--keys", str(keys_dir),
-            "--db", db_arg(db), "-q", check=True)  # fmt: skip
-    run_cli("packs", "activate", "1", "2", "--db", db_arg(db), check=True)
-    store = BlockStore.open(store_dir)
+    store = imported_ledger(game, keys_dir, tmp_path_factory.mktemp("lockout"), db,
+                            PackRange(1, 3), activate=("1", "2"))  # fmt: skip
     tickets = []
     for row in [*range(store.pack_size), *range(2 * store.pack_size, 3 * store.pack_size)]:
         ticket, code, _, prize = ticket_codes(store, game, row)
