@@ -28,79 +28,30 @@ Usage: ``python bench/bench_play.py [--db sqlite,postgresql] [--rounds 20] [--re
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from printpipe.ledger import LOTTERY, Location, configure, parse_location
-from tests import pgserver
+from printpipe.ledger import LOTTERY, configure
 from tests.play_helpers import PlayWorld, make_block, make_world
-from tests.storm import Pace, storm
+from tests.storm import Pace, ledger_location, measured_storm, print_median
 
 PLAYERS = 64
-
-
-def cpu_seconds(pid: int) -> float:
-    """CPU time of ``pid`` and its children (the server's workers), in seconds."""
-    total = 0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if stat.parent.name == str(pid) or fields[1] == str(pid):
-            total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
 
 
 def run_once(
     world: PlayWorld, rounds: int, pids: list[int], name: str, *, pace: Pace | None = None
 ) -> dict[str, float]:
     per_player = [[world.play_request(p) for _ in range(rounds)] for p in world.players]
-    cpu0, server0 = time.process_time(), sum(cpu_seconds(pid) for pid in pids)
-    outcomes, wall = storm(world.url, per_player, pace=pace)
-    client = time.process_time() - cpu0
-    server = sum(cpu_seconds(pid) for pid in pids) - server0
-    answered = [o for o in outcomes if o is not None and o.status == 201]
-    latencies = np.array([o.latency_s for o in answered]) * 1000
-    result = {
-        "rate": len(answered) / wall,
-        "p50": float(np.percentile(latencies, 50)),
-        "p99": float(np.percentile(latencies, 99)),
-        "client": client / wall,
-        "server": server / wall,
-        "cpu_us": server / max(len(answered), 1) * 1e6,
-        "errors": float(len(outcomes) - len(answered)),
-    }
-    print(
-        f"  {name}: {len(answered):,} plays in {wall:.2f} s = {result['rate']:,.0f}/s, "
-        f"p50 {result['p50']:.1f} ms, p99 {result['p99']:.1f} ms; client CPU "
-        f"{result['client']:.0%} of a core, server {result['server']:.0%} "
-        f"({result['cpu_us']:.0f} us a play: {2e6 / result['cpu_us']:,.0f}/s on 2 idle cores); "
-        f"not 201: {result['errors']:.0f}; load {os.getloadavg()[0]:.1f}",
-        flush=True,
-    )
-    return result
+    return measured_storm(name, world.url, per_player, pids, ok=201, unit="play", pace=pace)
 
 
 def run(backend: str, args: argparse.Namespace, root: Path) -> None:
-    databases = contextlib.ExitStack()  # PostgreSQL's server, stopped at the end
-    database_pids: list[int] = []
-    if backend == "sqlite":
-        location: Location = root / "ledger.sqlite"
-    else:
-        postgres = databases.enter_context(pgserver.throwaway(durable=True))
-        location = parse_location(postgres.url)
-        database_pids.append(postgres.pid)
-    try:
+    with ledger_location(backend, root) as (location, database_pids):
         started = time.perf_counter()
         block = make_block(root / "block", packs=args.packs)
         world = make_world(
@@ -130,22 +81,12 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
             world.stop()
         totals = world.check_books(sum(world.players.values()))
         for kind, measured in runs.items():
-            median = {k: statistics.median(r[k] for r in measured) for k in measured[0]}
-            print(
-                f"{backend} {kind}, median of {len(measured)}: {median['rate']:,.0f}/s, p50 "
-                f"{median['p50']:.1f} ms, p99 {median['p99']:.1f} ms, client CPU "
-                f"{median['client']:.0%} of one core (server {median['server']:.0%}, "
-                f"{median['cpu_us']:.0f} us a play: {2e6 / median['cpu_us']:,.0f}/s on 2 idle "
-                "cores)",
-                flush=True,
-            )
+            print_median(f"{backend} {kind}", measured, unit="play")
         print(
             f"{backend}: books checked: {totals['plays']:,} plays, each unit once, "
             f"{totals['stakes'] / 100:,.0f} EUR staked, {totals['lots'] / 100:,.0f} EUR won",
             flush=True,
         )
-    finally:
-        databases.close()
 
 
 def main() -> None:

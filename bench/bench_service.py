@@ -39,7 +39,6 @@ Usage: ``python bench/bench_service.py [--db sqlite,postgresql] [--requests 2000
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import random
 import statistics
@@ -50,8 +49,6 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -80,14 +77,19 @@ from printpipe.ledger import (
     import_manifest,
     load_ledger_key,
     location_argument,
-    parse_location,
     parse_pack_ref,
 )
 from printpipe.manifest import BLOCK_MANIFEST, verify_manifest
 from printpipe.service.signatures import RequestSigner, key_id_of, raw_public_key
 from printpipe.store import BlockStore
-from tests import pgserver
-from tests.storm import Pace, claim_request, storm, validate_request
+from tests.storm import (
+    Pace,
+    claim_request,
+    ledger_location,
+    measured_storm,
+    print_median,
+    validate_request,
+)
 
 TERMINALS = 64
 RETAILER = "bench-shop"
@@ -104,19 +106,6 @@ class Target:
 
 
 TARGETS = {"sqlite": Target(3_000, 20.0), "postgresql": Target(1_500, 50.0)}
-
-
-def cpu_seconds(pid: int) -> float:
-    """CPU time of ``pid`` and its children (the server's workers), in seconds."""
-    total = 0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if stat.parent.name == str(pid) or fields[1] == str(pid):
-            total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
 
 
 def build(location: Location, root: Path, packs: int) -> tuple[Path, list[tuple[str, bool]]]:
@@ -218,45 +207,13 @@ def phase(
     *,
     pace: Pace | None = None,
 ) -> dict[str, float]:
-    """One storm; ``server_pids``: the service's supervisor and the database server's (their
-    children are counted with them)."""
-    cpu0, server0 = time.process_time(), sum(cpu_seconds(pid) for pid in server_pids)
-    outcomes, wall = storm(url, per_terminal, pace=pace)
-    client_cpu = time.process_time() - cpu0
-    server_cpu = sum(cpu_seconds(pid) for pid in server_pids) - server0
-    answered = [o for o in outcomes if o is not None]
-    bad = [o.status for o in answered if o.status not in (200,)]
-    latencies = np.array([o.latency_s for o in answered]) * 1000
-    result = {
-        "rate": len(answered) / wall,
-        "p50": float(np.percentile(latencies, 50)),
-        "p99": float(np.percentile(latencies, 99)),
-        "client": client_cpu / wall,
-        "server": server_cpu / wall,
-        "cpu_us": server_cpu / max(len(answered), 1) * 1e6,
-        "errors": len(bad) + len(outcomes) - len(answered),
-    }
-    print(
-        f"  {name}: {len(answered):,} in {wall:.2f} s = {result['rate']:,.0f}/s, "
-        f"p50 {result['p50']:.1f} ms, p99 {result['p99']:.1f} ms; client CPU "
-        f"{result['client']:.0%} of a core, server {result['server']:.0%} "
-        f"({result['cpu_us']:.0f} us a request: {2e6 / result['cpu_us']:,.0f}/s on 2 idle "
-        f"cores); non-200 {result['errors']}; load {os.getloadavg()[0]:.1f}",
-        flush=True,
-    )
-    return result
+    """One storm of validations or claims; ``server_pids``: the service's supervisor and the
+    database server's (their children are counted with them)."""
+    return measured_storm(name, url, per_terminal, server_pids, ok=200, unit="request", pace=pace)
 
 
 def run(backend: str, args: argparse.Namespace, root: Path) -> None:
-    databases = contextlib.ExitStack()  # PostgreSQL's server, stopped at the end
-    database_pids: list[int] = []
-    if backend == "sqlite":
-        location: Location = root / "ledger.sqlite"
-    else:
-        postgres = databases.enter_context(pgserver.throwaway(durable=True))
-        location = parse_location(postgres.url)
-        database_pids.append(postgres.pid)
-    try:
+    with ledger_location(backend, root) as (location, database_pids):
         started = time.perf_counter()
         keys, codes = build(location, root, args.packs)
         signers = register(location, keys)
@@ -315,16 +272,7 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
                 process.wait(timeout=60)
         medians = {}
         for kind, runs in results.items():
-            median = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-            medians[kind] = median
-            print(
-                f"{backend} {kind}, median of {len(runs)}: {median['rate']:,.0f}/s, "
-                f"p50 {median['p50']:.1f} ms, p99 {median['p99']:.1f} ms, client CPU "
-                f"{median['client']:.0%} of one core (server {median['server']:.0%}, "
-                f"{median['cpu_us']:.0f} us a request: {2e6 / median['cpu_us']:,.0f}/s on 2 "
-                "idle cores)",
-                flush=True,
-            )
+            medians[kind] = print_median(f"{backend} {kind}", runs, unit="request")
         ratios = [a["cpu_us"] / b["cpu_us"]
                   for a, b in zip(results["validations"], results["floor validations"],
                                   strict=True)]  # fmt: skip
@@ -350,8 +298,6 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
         print(f"{backend}: the targets (medians of {args.repeat} runs)")
         for name, value, wanted, met in rows:
             print(f"  {name:<40} {value:>10}  {wanted:<10} {'met' if met else 'NOT MET'}")
-    finally:
-        databases.close()
 
 
 def main() -> None:

@@ -7,7 +7,9 @@ Signing costs about as much as verifying, so requests are signed before the cloc
 the server (the bench reports its CPU share).  Each connection is one terminal: it sends its
 requests one after the other, waiting for each answer: at once (the most the server answers),
 or each at its due time (``Pace``: a given rate offered, the latency counted from when the
-request was due, so a late answer is not hidden by the requests it delayed).
+request was due, so a late answer is not hidden by the requests it delayed).  For the
+benchmarks: what a storm cost the server (:func:`measured_storm`) and where their ledger goes
+(:func:`ledger_location`).
 """
 
 from __future__ import annotations
@@ -16,12 +18,19 @@ import asyncio
 import contextlib
 import functools
 import json
+import os
+import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from urllib.parse import urlsplit
 
+import numpy as np
+
+from printpipe.ledger import Location, parse_location
 from printpipe.service.signatures import RequestSigner
+from tests import pgserver
 
 
 @dataclass(frozen=True)
@@ -182,3 +191,80 @@ def storm(
     return asyncio.run(
         storm_async(server, per_terminal, timeout=timeout, on_answer=on_answer, pace=pace)
     )
+
+
+# -- what a storm costs the server (the benchmarks) -------------------------------------------
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time of ``pid`` and its children (a server's workers), in seconds, from /proc."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if stat.parent.name == str(pid) or fields[1] == str(pid):
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def measured_storm(
+    name: str,
+    server: str,
+    per_terminal: Sequence[Sequence[bytes]],
+    server_pids: Sequence[int],
+    *,
+    ok: int,
+    unit: str,
+    pace: Pace | None = None,
+) -> dict[str, float]:
+    """A storm and what it cost, printed on one line: the answers of status ``ok`` a second,
+    their p50 and p99 (ms), the client's and the server's CPU (shares of a core; the server:
+    ``server_pids`` and their children, e.g. a service's supervisor and the database server),
+    the server's CPU a ``unit`` in us, and how many were not ``ok``."""
+    cpu0, server0 = time.process_time(), sum(cpu_seconds(pid) for pid in server_pids)
+    outcomes, wall = storm(server, per_terminal, pace=pace)
+    client = time.process_time() - cpu0
+    spent = sum(cpu_seconds(pid) for pid in server_pids) - server0
+    answered = [o for o in outcomes if o is not None and o.status == ok]
+    latencies = np.array([o.latency_s for o in answered]) * 1000
+    result = {
+        "rate": len(answered) / wall,
+        "p50": float(np.percentile(latencies, 50)),
+        "p99": float(np.percentile(latencies, 99)),
+        "client": client / wall,
+        "server": spent / wall,
+        "cpu_us": spent / max(len(answered), 1) * 1e6,
+        "errors": float(len(outcomes) - len(answered)),
+    }
+    print(f"  {name}: {len(answered):,} in {wall:.2f} s = {_summary(result, unit)}; not {ok}: "
+          f"{result['errors']:.0f}; load {os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
+    return result
+
+
+def print_median(label: str, runs: Sequence[dict[str, float]], *, unit: str) -> dict[str, float]:
+    """The median of each figure of ``runs`` (:func:`measured_storm`'s), printed on one line."""
+    median = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+    print(f"{label}, median of {len(runs)}: {_summary(median, unit)}", flush=True)
+    return median
+
+
+def _summary(result: dict[str, float], unit: str) -> str:
+    return (
+        f"{result['rate']:,.0f}/s, p50 {result['p50']:.1f} ms, p99 {result['p99']:.1f} ms; "
+        f"client CPU {result['client']:.0%} of a core, server {result['server']:.0%} "
+        f"({result['cpu_us']:.0f} us a {unit}: {2e6 / result['cpu_us']:,.0f}/s on 2 idle cores)"
+    )
+
+
+@contextlib.contextmanager
+def ledger_location(backend: str, folder: Path) -> Iterator[tuple[Location, list[int]]]:
+    """Where a benchmark's ledger goes: a file in ``folder`` (``sqlite``), or a database of a
+    throwaway PostgreSQL server (durable, as in production), stopped on exit; and the pids
+    of the database's server, whose CPU counts with the service's."""
+    if backend == "sqlite":
+        yield folder / "ledger.sqlite", []
+        return
+    with pgserver.throwaway(durable=True) as postgres:
+        yield parse_location(postgres.url), [postgres.pid]

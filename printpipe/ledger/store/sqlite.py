@@ -114,7 +114,16 @@ class SqliteTx:
 
 
 def check_sqlite_header(path: Path) -> None:
-    """Refuse, without letting SQLite open it, a file that is not a printpipe ledger."""
+    """Refuse, without letting SQLite open it, a file that is not a printpipe ledger of this
+    printpipe's layout."""
+    layout = ledger_layout(path)
+    if layout != LAYOUT:
+        raise PrintpipeError(old_layout_message(path, layout))
+
+
+def ledger_layout(path: Path) -> int:
+    """The layout of the printpipe ledger at ``path`` (any), read from the file's header
+    without letting SQLite open it; a file that is not a ledger is refused."""
     try:
         with open(path, "rb") as handle:
             header = handle.read(100)
@@ -142,23 +151,17 @@ def check_sqlite_header(path: Path) -> None:
             "earlier printpipe, with VIRNs in clear: rebuild it by importing its manifests into "
             "a new ledger, printpipe ledger import MANIFEST --db NEW); it was not changed"
         )
-    layout = int.from_bytes(header[60:64], "big")  # user_version
-    if layout != LAYOUT:
-        raise PrintpipeError(old_layout_message(path, layout))
+    return int.from_bytes(header[60:64], "big")  # user_version
 
 
 def upgrade_layout(path: Path, upgrade: Upgrade) -> int:
     """Bring the ledger at ``path`` from an :data:`UPGRADABLE` layout to :data:`LAYOUT`, in one
     transaction (see :func:`printpipe.ledger.store.upgrade_layout`); the layout it had."""
-    try:
-        check_sqlite_header(path)
-        return LAYOUT
-    except PrintpipeError:
-        with open(path, "rb") as handle:
-            header = handle.read(100)
-        layout = int.from_bytes(header[60:64], "big")
-        if layout not in UPGRADABLE or int.from_bytes(header[68:72], "big") != APPLICATION_ID:
-            raise
+    layout = ledger_layout(path)
+    if layout == LAYOUT:
+        return layout
+    if layout not in UPGRADABLE:
+        raise PrintpipeError(old_layout_message(path, layout))
     conn = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_S)
     try:
         conn.execute("PRAGMA synchronous=FULL")
