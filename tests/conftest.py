@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -107,6 +108,31 @@ def as_from_a_shell() -> None:
     that made the two Ctrl-C tests exit 0 after finishing their whole run."""
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def kill_group(process: subprocess.Popen) -> None:
+    """SIGKILL ``process`` and every process of its group (started with ``start_new_session``),
+    and return once none of them is left alive.  Waiting for the leader is not enough: a worker
+    it forked can still be exiting, holding the folder's lock or the ledger's file, when the
+    test's next command starts (CI saw an export's rerun refused so)."""
+    with contextlib.suppress(ProcessLookupError):  # already killed, and all of it reaped
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    while _group_members(process.pid):
+        time.sleep(0.01)
+
+
+def _group_members(pgid: int) -> list[int]:
+    """The live (not zombie) processes of process group ``pgid``, read from /proc."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # ended while being read
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            members.append(int(stat.parent.name))
+    return members
 
 
 def read_until(process: subprocess.Popen, text: str) -> str:

@@ -27,7 +27,7 @@ from printpipe.ledger.store import Location
 from printpipe.manifest import BLOCK_MANIFEST
 from printpipe.service.signatures import RequestSigner, key_id_of, raw_public_key
 from printpipe.store import BlockStore
-from tests.conftest import run_cli
+from tests.conftest import kill_group, run_cli
 from tests.ledger_helpers import db_arg, generate_store, ticket_codes
 
 SHOP_1, SHOP_2 = "shop-1", "shop-2"
@@ -170,7 +170,7 @@ def stop_server(world: World, *, kill: bool = False) -> None:
         return
     if world.process.poll() is None:
         if kill:
-            os.killpg(world.process.pid, signal.SIGKILL)
+            kill_group(world.process)
         else:
             os.kill(world.process.pid, signal.SIGTERM)
     world.process.wait(timeout=60)

@@ -25,7 +25,7 @@ from printpipe.keys import (
     load_secrets,
     load_signing_key,
 )
-from tests.conftest import run_cli
+from tests.conftest import kill_group, run_cli
 
 distributed = pytest.importorskip("distributed")
 pytestmark = pytest.mark.xdist_group("dask")
@@ -194,8 +194,7 @@ def test_coordinator_killed_then_rerun_redoes_only_the_missing_chunks(
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and len(list(out.glob("*.pdf"))) < 2:
         time.sleep(0.005)
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
+    kill_group(process)
     time.sleep(0.5)  # tasks already on the workers may still land: they are complete files
     survivors = {p.name: p.stat().st_mtime_ns for p in out.glob("*.pdf")}
     assert 2 <= len(survivors) < 12, "the kill must land midway"

@@ -28,7 +28,7 @@ from printpipe.ids import TicketId
 from printpipe.render.imposition import cut_and_stack, impose, parse_sheet
 from printpipe.render.template import load_template
 from printpipe.store import BlockStore
-from tests.conftest import as_from_a_shell, generate_store, run_cli, wait_for_files
+from tests.conftest import as_from_a_shell, generate_store, kill_group, run_cli, wait_for_files
 
 TEMPLATES = game_template_dir("chien-chat")
 
@@ -292,8 +292,7 @@ def test_kill_midway_then_rerun_gives_the_clean_run(tmp_path, long_block, keys_d
         stderr=subprocess.DEVNULL,
     )
     wait_for_files(process, crashed, "*.pdf", count=2)  # its own progress, not a time
-    os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
+    kill_group(process)
     done = list(crashed.glob("*.pdf"))
     assert 2 <= len(done) < 32, "the kill must land midway"
     assert not (crashed / "job.json").exists()

@@ -22,6 +22,7 @@ import pytest
 
 from printpipe.ledger.store import ticket_key
 from printpipe.service.terminal import TerminalClient
+from tests.conftest import kill_group
 from tests.service_helpers import (
     STORM_TERMINALS,
     build_world,
@@ -108,7 +109,7 @@ def test_killed_in_a_storm_of_claims_restarted_every_winner_is_paid_exactly_once
             os.killpg(pid, signal.SIGKILL)  # the supervisor and both workers
 
     outcomes, _ = storm(world.url, requests, on_answer=kill_when_a_third_is_answered)
-    world.process.wait(timeout=30)
+    kill_group(world.process)  # and wait until none of its processes is left
     final: dict[int, str] = {}
     for slot, i in enumerate(order):
         outcome = outcomes[slot]
