@@ -184,7 +184,8 @@ class PlayWorld:
 
     def check_books(self, opening_cents: int) -> dict[str, int]:
         """The invariants of a play storm: no unit dealt twice, every debit has its play
-        (unit and lot) and no play lacks its debit, money neither made nor lost."""
+        (unit and lot) and no play lacks its debit, money neither made nor lost, every play
+        bound to its entry in the audit log."""
         t = self.totals()
         assert t["distinct_units"] == t["plays"] == t["distinct_positions"]
         assert t["debits"] == t["plays"] and t["debited"] == t["stakes"]
@@ -197,6 +198,11 @@ class PlayWorld:
         assert orphans[0][0] == 0
         # the positions dealt are exactly 0 .. n-1: none skipped, none lost
         assert t["dealt"] == t["plays"]
+        # every play entered in the audit log, which binds it (sealed, or awaiting its seal)
+        with Ledger(self.location, key=load_ledger_key(self.keys), read_only=True) as book:
+            report = book.verify_log()
+        assert report.ok, report.problems
+        assert report.plays == t["plays"]
         return t
 
 

@@ -3,6 +3,8 @@ every tampering a database writer can do without the key is named, and nothing e
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import given, settings
@@ -15,7 +17,9 @@ from printpipe.ledger.log import (
     Entry,
     LogKey,
     Payment,
+    PlayRecord,
     checkpoint_order_problem,
+    play_answer,
     read_checkpoint,
     seal_batch,
     verify_log,
@@ -28,10 +32,18 @@ THIEF = LogKey(bytes(32))
 
 
 def _log(actions: list[tuple[str, int]], sealed: int):
-    """Entries (claims paying tickets 1, 2... for ``PAID``), the first ``sealed`` sealed."""
-    entries, payments = [], []
+    """Entries (claims paying tickets 1, 2... for ``PAID``; plays dealing units 1, 2...), the
+    first ``sealed`` sealed."""
+    entries, payments, plays = [], [], []
     for i, (action, amount) in enumerate(actions, start=1):
         at = f"2030-01-01T00:00:{i % 60:02d}Z"
+        if action == "play":
+            play = PlayRecord(f"{i:032x}", f"player-{i % 3}", i, 1, i - 1, 100, amount * 100,
+                              1000 + amount, at.replace("Z", ".000000Z"))  # fmt: skip
+            plays.append(play)
+            entries.append(Entry(i * 3, at, "session", "play", play.player, None,
+                                 play_answer(play)))  # fmt: skip
+            continue
         answer = f"PAID {amount}" if action == "claim" else "NO WIN"
         entries.append(Entry(i * 3, at, f"T{i % 4}", action, "0412-000001-*", str(i), answer))
         if action == "claim":
@@ -39,19 +51,19 @@ def _log(actions: list[tuple[str, int]], sealed: int):
                 Payment(i, amount, at, f"T{i % 4}", KEY.payment_mac(i, amount, at, f"T{i % 4}"))
             )
     seals, seq, head = seal_batch(KEY, 0, GENESIS, entries[:sealed])
-    return entries, seals, (seq, head, KEY.head_mac(seq, head)), payments
+    return entries, seals, (seq, head, KEY.head_mac(seq, head)), payments, plays
 
 
 def _fields(entry: Entry) -> list:
     return [getattr(entry, name) for name in Entry.__slots__]
 
 
-def _check(entries, seals, head, payments, checkpoints=()):
+def _check(entries, seals, head, payments, checkpoints=(), plays=()):
     return verify_log(KEY, head=head, seals=seals, entries=entries, payments=payments,
-                      ticket_of_serial=int, checkpoints=checkpoints)  # fmt: skip
+                      ticket_of_serial=int, checkpoints=checkpoints, plays=plays)  # fmt: skip
 
 
-actions = st.lists(st.tuples(st.sampled_from(["claim", "validate"]), st.integers(1, 500)),
+actions = st.lists(st.tuples(st.sampled_from(["claim", "validate", "play"]), st.integers(1, 500)),
                    min_size=2, max_size=30)  # fmt: skip
 
 
@@ -59,14 +71,15 @@ actions = st.lists(st.tuples(st.sampled_from(["claim", "validate"]), st.integers
 @given(actions, st.data())
 def test_an_untouched_log_verifies_and_every_tampering_is_named(items, data):
     sealed = data.draw(st.integers(1, len(items)))
-    entries, seals, head, payments = _log(items, sealed)
-    intact = _check(entries, seals, head, payments)
+    entries, seals, head, payments, plays = _log(items, sealed)
+    intact = _check(entries, seals, head, payments, plays=plays)
     assert intact.ok, intact.problems
-    assert (intact.sealed, intact.unsealed, intact.payments) == (
-        sealed, len(items) - sealed, len(payments))  # fmt: skip
+    assert (intact.sealed, intact.unsealed, intact.payments, intact.plays) == (
+        sealed, len(items) - sealed, len(payments), len(plays))  # fmt: skip
     tamper = data.draw(st.sampled_from(
         ["edit", "insert", "delete sealed", "rewind", "rewrite", "edit payment",
-         "delete payment", "insert payment"]))  # fmt: skip
+         "delete payment", "insert payment", "edit play", "delete play",
+         "insert play"]))  # fmt: skip
     i = data.draw(st.integers(0, sealed - 1))
     if tamper == "edit":
         fields = _fields(entries[i])
@@ -89,6 +102,7 @@ def test_an_untouched_log_verifies_and_every_tampering_is_named(items, data):
         gone = {row[1] for row in seals[i + 1 :]}
         entries = [e for e in entries if e.id not in gone]
         payments = [p for p in payments if p.ticket * 3 not in gone]
+        plays = [p for p in plays if p.unit * 3 not in gone]
         seals = seals[: i + 1]
         head = (seals[i][0], seals[i][2], THIEF.head_mac(seals[i][0], seals[i][2]))
     elif tamper == "rewrite":  # entry i edited and the chain recomputed from there
@@ -114,7 +128,23 @@ def test_an_untouched_log_verifies_and_every_tampering_is_named(items, data):
                     999, 5, p.paid_at, p.terminal, THIEF.payment_mac(999, 5, p.paid_at, p.terminal)
                 )
             )
-    report = _check(entries, seals, head, payments)
+    elif tamper.endswith("play"):
+        if not plays:
+            return
+        j = data.draw(st.integers(0, len(plays) - 1))
+        p = plays[j]
+        if tamper == "edit play":  # any one field of its row changed
+            row = dataclasses.asdict(p)
+            field = data.draw(st.sampled_from(sorted(row)))
+            value = row[field]
+            row[field] = value + 1 if isinstance(value, int) else value + "0"
+            plays[j] = PlayRecord(**row)
+        elif tamper == "delete play":
+            del plays[j]
+        else:  # a unit dealt with no entry
+            plays.append(PlayRecord("f" * 32, p.player, 10_000, 1, 9_999, 100, 500_000, 0,
+                                    p.played_at))  # fmt: skip
+    report = _check(entries, seals, head, payments, plays=plays)
     assert not report.ok, tamper
     assert report.problem
 
@@ -126,7 +156,7 @@ def _checkpoint(seals, n: int, at: str, source: str) -> Checkpoint:
 
 def test_checkpoints_keep_what_even_the_key_holder_cannot_rewrite_and_refuse_forgeries():
     lottery = Ed25519PrivateKey.generate()
-    entries, seals, head, payments = _log([("validate", 1)] * 10, 10)
+    entries, seals, head, payments, _ = _log([("validate", 1)] * 10, 10)
     early = _checkpoint(seals, 4, "2030-01-01T00:00:04+00:00", "early.json")
     late = _checkpoint(seals, 9, "2030-01-01T00:00:09+00:00", "late.json")
     files = {c.source: write_checkpoint(c, lottery) for c in (early, late)}

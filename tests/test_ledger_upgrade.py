@@ -1,15 +1,17 @@
-"""``printpipe ledger upgrade``: a ledger of layout 5 brought to layout 6 in place, its tickets,
-payments and log kept; refused while a service may still be running, and for anything else."""
+"""``printpipe ledger upgrade``: a ledger of layout 5 or 6 brought to this printpipe's in place,
+its tickets, payments, log and plays kept (and the plays entered in the log); refused while a
+service or game server may still be running, and for anything else."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import pytest
 
 from printpipe.block import PackRange
 from printpipe.errors import PrintpipeError
-from printpipe.ledger import LOTTERY, Admission, Ledger, TerminalId
+from printpipe.ledger import LOTTERY, Admission, Ledger, TerminalId, load_ledger_key
 from printpipe.ledger.store import LAYOUT, Location, PostgresLocation
 from printpipe.service.signatures import key_id_of, raw_public_key
 from tests.ledger_helpers import (
@@ -18,6 +20,7 @@ from tests.ledger_helpers import (
     run_in_process,
     ticket_codes,
 )
+from tests.play_helpers import make_block, make_world
 
 OLD_NONCES = (
     "CREATE TABLE nonces (key_id TEXT NOT NULL, nonce TEXT NOT NULL, seen_at BIGINT NOT NULL, "
@@ -49,8 +52,6 @@ def _raw(location: Location, *statements: tuple[str, tuple[object, ...]]) -> Non
 def layout_5(tmp_path_factory, ledgers, game, keys_dir):
     """A ledger with a payment and a validation, then taken back to layout 5 by hand."""
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-
-    from printpipe.ledger import load_ledger_key
 
     db = ledgers.new()
     store = imported_ledger(game, keys_dir, tmp_path_factory.mktemp("upgrade"), db,
@@ -116,3 +117,58 @@ def test_a_ledger_of_an_older_layout_is_not_upgraded(tmp_path):
     result = run_in_process("ledger", "upgrade", "--db", str(old))
     assert result.returncode == 1 and "rebuild it by importing" in result.stderr
     assert old.read_bytes() == before
+
+
+def _delete_play(location: Location, play_id: str) -> None:
+    """Past the append-only rule, which is put back."""
+    delete = ("DELETE FROM plays WHERE id = ?", (play_id,))
+    if isinstance(location, PostgresLocation):
+        _raw(location, ("ALTER TABLE plays DISABLE TRIGGER USER", ()), delete,
+             ("ALTER TABLE plays ENABLE TRIGGER USER", ()))  # fmt: skip
+        return
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(location)) as file:
+        (rule,) = file.execute("SELECT sql FROM sqlite_master WHERE name = 'plays_no_delete'")
+    _raw(location, ("DROP TRIGGER plays_no_delete", ()), delete, (rule[0], ()))
+
+
+@pytest.fixture(scope="module")
+def online_block(tmp_path_factory):
+    return make_block(tmp_path_factory.mktemp("upgrade-online"), packs=1)
+
+
+def test_a_layout_6_ledger_is_upgraded_its_plays_entered_in_the_log(
+    online_block, ledgers, tmp_path
+):
+    """Plays made before layout 7 have no entry in the log: the upgrade enters each, as the
+    database holds it, so that from then on the sealed log binds them; it is refused while a
+    play was made in the last 150 s (a game server of the old printpipe still running)."""
+    world = make_world(online_block, ledgers.new(), tmp_path, players=1, balance_eur=5)
+    db, key = world.location, load_ledger_key(world.keys)
+    with Ledger(db, key=key) as book:
+        (unit, commitment) = book.query("SELECT MIN(id), MIN(commitment) FROM units")[0]
+    columns = ("id, player, idempotency_key, fingerprint, unit, commitment, position, "
+               "stake_cents, lot_cents, balance_cents, day, played_at")  # fmt: skip
+    play = f"INSERT INTO plays ({columns}) VALUES ({', '.join('?' * 12)})"
+    old = ("a" * 32, "player-00", "old-play-key", b"f" * 32, unit, commitment, 0, 100, 0, 400,
+           "2026-06-01", "2026-06-01T10:00:00.000000Z")  # fmt: skip
+    now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
+    recent = ("b" * 32, "player-00", "new-play-key", b"f" * 32, unit + 1, commitment, 1, 100,
+              0, 300, now[:10], now)  # fmt: skip
+    layout = ("UPDATE ledger_meta SET value = '6' WHERE key = 'layout'", ())
+    _raw(db, (play, old), (play, recent), layout)
+    if not isinstance(db, PostgresLocation):
+        _raw(db, ("PRAGMA user_version=6", ()))
+    refused = run_in_process("ledger", "upgrade", "--db", db_arg(db))
+    assert refused.returncode == 1 and "1 signed requests or plays" in refused.stderr
+    _delete_play(db, recent[0])  # as if made 150 s ago
+
+    done = run_in_process("ledger", "upgrade", "--db", db_arg(db))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().endswith(f"upgraded from layout 6 to {LAYOUT}")
+    with Ledger(db, key=key) as book:
+        report = book.verify_log()
+        assert report.ok and report.plays == 1, report.problems
+        (entry,) = book.query("SELECT terminal, input, answer FROM audit_log WHERE action = 'play'")
+        assert entry[:2] == ("lottery", "player-00") and entry[2].startswith(f"PLAY id={old[0]} ")

@@ -20,6 +20,7 @@ from printpipe.ledger import (
     DailyLimitReached,
     InsufficientFunds,
     KeyReused,
+    Ledger,
     NoSuchPlayer,
     SoldOut,
     load_ledger_key,
@@ -185,6 +186,71 @@ def test_a_sold_out_block_says_so_and_debits_nothing(world, ledgers, block, tmp_
         with pytest.raises(SoldOut, match="sold out"):
             dealer.play(player="player-00", key="after-the-last", fingerprint=fp)
         assert dealer.account(player="player-00") == {**before, "units_left": 0}
+
+
+def _play_row(book, play_id: str) -> tuple:
+    (row,) = book.query(f"SELECT {PLAY_COLUMNS} FROM plays WHERE id = ?", (play_id,))
+    return row
+
+
+PLAY_COLUMNS = ("id, player, idempotency_key, fingerprint, unit, commitment, position, "
+                "stake_cents, lot_cents, balance_cents, day, played_at")  # fmt: skip
+PUT_BACK = f"INSERT INTO plays ({PLAY_COLUMNS}) VALUES ({', '.join('?' * 12)})"
+
+
+def test_verify_log_names_a_play_edited_deleted_or_inserted_by_a_database_writer(world, ledgers):
+    """Each play is entered in the audit log by its own transaction.  Someone with write
+    access to the database (the append-only triggers dropped) but not the ledger key raises a
+    lot, deletes a play, or deals a unit with no entry: ``verify-log`` names each (exit 1, one
+    line), and passes again once it is put back."""
+    work = ledgers.copy(world.location)
+    key = load_ledger_key(world.keys)
+    ledger, dealer = open_dealer(work, world.keys)
+    with ledger:
+        dealer.add_player(player="tampered", balance_cents=1000, by="test")
+        fp = fingerprint(dealer, "tampered")
+        made = [dealer.play(player="tampered", key=f"tamper-{n}-key", fingerprint=fp)[0]
+                for n in range(3)]  # fmt: skip
+    verify = ["ledger", "verify-log", "--db", db_arg(work), "--keys", str(world.keys)]
+    untouched = run_in_process(*verify)
+    assert untouched.returncode == 0, untouched.stderr
+    with Ledger(work, key=key) as book:
+        (plays,) = book.query("SELECT COUNT(*) FROM plays")
+        assert f"{plays[0]} plays to theirs" in untouched.stdout, untouched.stdout
+        (entry,) = book.query("SELECT terminal, input, answer FROM audit_log WHERE answer LIKE ?",
+                              (f"PLAY id={made[0].id} %",))  # fmt: skip
+        assert (
+            entry[:2] == ("session", "tampered")
+            and f"lot_cents={made[0].lot_eur * 100}" in entry[2]
+        )
+        kept = _play_row(book, made[1].id)
+        (undealt,) = book.query("SELECT MIN(id) FROM units WHERE id NOT IN "
+                                "(SELECT unit FROM plays)")  # fmt: skip
+        with book.db.transaction() as tx:
+            if book.db.dialect == "sqlite":
+                tx.execute("DROP TRIGGER plays_no_update")
+                tx.execute("DROP TRIGGER plays_no_delete")
+            else:
+                tx.execute("ALTER TABLE plays DISABLE TRIGGER USER")
+    forged = (f"{'f' * 32}", "tampered", "forged-key", kept[3], undealt[0], kept[5], 10**6,
+              *kept[7:])  # fmt: skip
+    tamperings = [
+        ("UPDATE plays SET lot_cents = lot_cents + 500000 WHERE id = ?", (made[0].id,),
+         "does not match its entry",
+         "UPDATE plays SET lot_cents = lot_cents - 500000 WHERE id = ?", (made[0].id,)),
+        ("DELETE FROM plays WHERE id = ?", (made[1].id,), "was deleted", PUT_BACK, kept),
+        (PUT_BACK, forged, "has no entry in the log", "DELETE FROM plays WHERE id = ?",
+         (forged[0],)),
+    ]  # fmt: skip
+    for sql, params, named, undo, undo_params in tamperings:
+        with Ledger(work, key=key) as book, book.db.transaction() as tx:
+            tx.execute(sql, params)
+        result = run_in_process(*verify)
+        assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1, result
+        assert named in result.stderr and "play" in result.stderr, result.stderr
+        with Ledger(work, key=key) as book, book.db.transaction() as tx:
+            tx.execute(undo, undo_params)
+        assert run_in_process(*verify).returncode == 0  # put back, it passes again
 
 
 def test_the_demo_session_cookie_and_cross_site_requests(world):

@@ -21,11 +21,13 @@ from printpipe.ids import TicketId
 from printpipe.ledger.key import LedgerKey
 from printpipe.ledger.log import (
     LOG_PURPOSE,
+    PLAY_BOUND,
     Checkpoint,
     Entry,
     LogKey,
     LogReport,
     Payment,
+    PlayRecord,
     seal_batch,
 )
 from printpipe.ledger.log import verify_log as verify_sealed_log
@@ -67,10 +69,19 @@ SEAL_BATCH = 20_000
 _SEAL_STATEMENT_ROWS = 300
 """Seals written (and marks deleted) by one statement (SQLite binds at most 32,766 values)."""
 _ENTRY_COLUMNS = "l.id, l.at, l.terminal, l.action, l.input, l.ticket, l.answer, l.request"
+_PLAY_RECORD_COLUMNS = ", ".join(("id", "player", *PLAY_BOUND[1:]))
+"""A ``plays`` row as :class:`printpipe.ledger.log.PlayRecord` takes it."""
 
 
 def _bytes(value: Any) -> bytes | None:
     return None if value is None else bytes(value)
+
+
+def _play_record(row: Sequence[Any]) -> PlayRecord:
+    """A row of ``SELECT {_PLAY_RECORD_COLUMNS} FROM plays``."""
+    play, player, unit, commitment, position, stake, lot, balance, at = row
+    return PlayRecord(str(play), str(player), int(unit), int(commitment), int(position),
+                      int(stake), int(lot), int(balance), str(at))  # fmt: skip
 
 
 def _ticket_of_serial(serial: str) -> int | None:
@@ -278,6 +289,7 @@ class LedgerCore:
             seals = tx.execute("SELECT seq, entry, hash FROM audit_seal ORDER BY seq")
             rows = tx.execute(f"SELECT {_ENTRY_COLUMNS} FROM audit_log l")
             paid = tx.execute("SELECT ticket, amount_eur, paid_at, terminal, mac FROM payments")
+            played = tx.execute(f"SELECT {_PLAY_RECORD_COLUMNS} FROM plays")
         return verify_sealed_log(
             key,
             head=None if head is None else (int(head[0]), bytes(head[1]), _bytes(head[2])),
@@ -287,6 +299,7 @@ class LedgerCore:
                 Payment(int(t), int(a), str(w), str(by), bytes(m)) for t, a, w, by, m in paid
             ],
             ticket_of_serial=_ticket_of_serial,
+            plays=[_play_record(row) for row in played],
             checkpoints=checkpoints,
         )
 

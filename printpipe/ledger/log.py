@@ -20,6 +20,10 @@ commands given ``--keys``), never the database.
 - **A payment** row carries ``HMAC(K_log, "payment" || its fields)``, written with it (a claim
   always holds the key), and every ``PAID`` claim entry must have its payment, with the same
   ticket, amount, time and terminal: an edited, an inserted or a deleted payment is named.
+- **A play** of the online game (``printpipe.ledger.plays``) writes, in its transaction, an
+  entry whose answer is the play's row (:func:`play_answer`: id, unit, place in the deal order,
+  stake, lot, balance after, time), so that the sealed entry binds the row: a play edited,
+  deleted or inserted (a unit dealt twice, a lot raised, a balance set) is named.
 - **A checkpoint** (``ledger checkpoint``) is the head (``seq``, ``h``) signed with the
   lottery's Ed25519 signing key, kept by an outside witness: even whoever holds the ledger key
   cannot change the log before a checkpoint without ``verify-log --checkpoint`` naming it.
@@ -134,6 +138,56 @@ class Payment:
     mac: bytes
 
 
+@dataclass(frozen=True, slots=True)
+class PlayRecord:
+    """A play of the online game, as its row in ``plays`` holds it (what its entry binds)."""
+
+    id: str
+    player: str
+    unit: int
+    commitment: int
+    position: int
+    stake_cents: int
+    lot_cents: int
+    balance_cents: int
+    played_at: str
+
+
+PLAY_ACTION = "play"
+PLAY_BOUND = ("id", "unit", "commitment", "position", "stake_cents", "lot_cents",
+              "balance_cents", "played_at")  # fmt: skip
+"""The fields of a play its entry's answer carries, in this order (the player is the entry's
+input): ``PLAY id=... unit=... ...``.  None of them holds a space."""
+
+
+def play_answer(play: PlayRecord) -> str:
+    """A play's entry's answer: its row's fields, ``name=value`` each."""
+    return "PLAY " + " ".join(f"{name}={getattr(play, name)}" for name in PLAY_BOUND)
+
+
+def play_answer_sql() -> str:
+    """:func:`play_answer` as an SQL expression over a ``plays`` row (SQLite and PostgreSQL
+    both concatenate text and integers with ``||``): the upgrade writes it for the plays made
+    before plays were logged."""
+    parts = " || ' ' || ".join(f"'{name}=' || {name}" for name in PLAY_BOUND)
+    return f"'PLAY ' || {parts}"
+
+
+def _play_of_entry(entry: Entry) -> PlayRecord | None:
+    """The play an entry's answer describes, or None if it is not one of :func:`play_answer`."""
+    fields = entry.answer.split(" ")
+    if fields[0] != "PLAY" or len(fields) != len(PLAY_BOUND) + 1:
+        return None
+    values = dict(field.partition("=")[::2] for field in fields[1:])
+    if tuple(values) != PLAY_BOUND:
+        return None
+    try:
+        numbers = {name: int(values[name]) for name in PLAY_BOUND[1:-1]}
+    except ValueError:
+        return None
+    return PlayRecord(values["id"], entry.given, played_at=values["played_at"], **numbers)
+
+
 @dataclass(frozen=True)
 class Checkpoint:
     """A signed head: ``seq`` and ``head`` at ``at`` (UTC text), for the ledger whose key has
@@ -209,6 +263,7 @@ class LogReport:
     sealed: int = 0
     unsealed: int = 0
     payments: int = 0
+    plays: int = 0
     head: bytes = GENESIS
     checkpoints: int = 0
     problems: list[str] = field(default_factory=list)
@@ -241,11 +296,12 @@ def verify_log(
     entries: Iterable[Entry],
     payments: Iterable[Payment],
     ticket_of_serial: Callable[[str], int | None],
+    plays: Iterable[PlayRecord] = (),
     checkpoints: Sequence[Checkpoint] = (),
 ) -> LogReport:
     """Check everything the module docstring promises.  ``head``: (seq, hash, mac), mac None
     for a ledger never sealed; ``seals``: (seq, entry id, hash) in seq order; ``entries``: every
-    row of the log; ``payments``: every payment row."""
+    row of the log; ``payments``: every payment row; ``plays``: every play row."""
     report = LogReport()
     by_id = {entry.id: entry for entry in entries}
     previous, expected, sealed_ids = GENESIS, 1, set()
@@ -303,6 +359,7 @@ def verify_log(
             report.add(f"the head is not seal {last}'s hash (rewritten)")
     report.unsealed = len(set(by_id) - sealed_ids)
     _check_payments(key, report, by_id.values(), payments, ticket_of_serial)
+    _check_plays(report, by_id.values(), plays)
     for checkpoint in checkpoints:
         report.checkpoints += 1
         name = checkpoint.source or f"the checkpoint of entry {checkpoint.seq}"
@@ -367,6 +424,31 @@ def _check_payments(
             )
 
 
+def _check_plays(report: LogReport, entries: Iterable[Entry], plays: Iterable[PlayRecord]) -> None:
+    logged: dict[str, tuple[Entry, PlayRecord | None]] = {}
+    for entry in entries:
+        if entry.action == PLAY_ACTION:
+            described = _play_of_entry(entry)
+            name = described.id if described else f"entry {entry.id}"
+            logged[name] = (entry, described)
+    for play in plays:
+        report.plays += 1
+        found = logged.pop(play.id, None)
+        if found is None:
+            report.add(f"the play {play.id} of {play.player} has no entry in the log (inserted)")
+        elif found[1] != play:
+            report.add(f"the play {play.id} of {play.player} does not match its entry "
+                       f"{found[0].id} (edited)")  # fmt: skip
+    for entry, described in logged.values():
+        if described is None:
+            report.add(f"entry {entry.id} (play) does not describe a play (edited)")
+        else:
+            report.add(
+                f"the play {described.id} of {described.player} (entry {entry.id}, unit "
+                f"{described.unit}, lot {described.lot_cents} cents) was deleted"
+            )
+
+
 def describe(report: LogReport) -> str:
     """One line: what was checked, or the first problem (and how many more)."""
     if report.ok:
@@ -374,7 +456,8 @@ def describe(report: LogReport) -> str:
         witnessed = f", {report.checkpoints} checkpoint(s) kept" if report.checkpoints else ""
         return (
             f"{report.sealed} entries, every one chained to the one before under the ledger "
-            f"key{unsealed}; {report.payments} payments bound to their entries{witnessed}; "
+            f"key{unsealed}; {report.payments} payments bound to their entries, "
+            f"{report.plays} plays to theirs{witnessed}; "
             f"head {report.head.hex()}"
         )
     more = len(report.problems) - 1 + report.more

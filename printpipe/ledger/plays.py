@@ -14,7 +14,8 @@ READ COMMITTED), so it happens whole or not at all, whatever crashes:
    units RETURNING``: one statement that checks and moves, so two plays never get one
    position), and the position's leaf (:mod:`printpipe.ledger.deal`) is the unit dealt;
 6. the wallet credits the unit's lot; the play is written (``plays``: unique per unit, per
-   position and per (player, key): the database itself refuses a second deal of a unit).
+   position and per (player, key): the database itself refuses a second deal of a unit), and
+   its entry in the audit log, which binds the row once sealed (``printpipe.ledger.log``).
 
 Two requests with one key at once: the second waits on the player's row, then its insert
 meets the first's key and is rolled back whole; it is run again and answers the first's play.
@@ -37,12 +38,15 @@ from printpipe.games.base import OnlineGame
 from printpipe.ledger.book import Ledger
 from printpipe.ledger.core import Admission, RequestRefused
 from printpipe.ledger.deal import DEAL_PURPOSE, DealOrder, deal_key
+from printpipe.ledger.log import PLAY_ACTION, PlayRecord, play_answer
 from printpipe.ledger.proofs import LoadedCommitment
 from printpipe.ledger.store import Tx, ticket_of_key
 from printpipe.ledger.tree import read_leaf_and_path, read_salt
 from printpipe.ledger.wallet import DatabaseWallet, Wallet
 from printpipe.merkle import leaf_hash, root_from_audit_path
 
+PLAYER_SESSION = "session"
+"""Who asked for a play in its log entry when no platform signed it: the player's session."""
 PLAYER_RULE = "1 to 64 of A-Z a-z 0-9 . _ @ -"
 LOGIN_TTL_S = 24 * 3600
 SESSION_TTL_S = 12 * 3600
@@ -109,6 +113,8 @@ class PlayRequest:
     key: str
     fingerprint: bytes
     admission: Admission | None = None
+    terminal: str | None = None
+    """The platform terminal that signed the request; None: the player's own (demo) session."""
 
 
 _PLAY_COLUMNS = (
@@ -208,7 +214,7 @@ class Dealer:
                     tx.execute("SAVEPOINT play")
                     try:
                         outcome: tuple[Play, bool] | BaseException = self._play(
-                            tx, request, stamp, day, admit=attempt == 0
+                            tx, request, now, stamp, day, admit=attempt == 0
                         )
                     except self._unique:
                         # PostgreSQL: another worker's play under this key committed first;
@@ -227,7 +233,7 @@ class Dealer:
         return outcomes
 
     def _play(
-        self, tx: Tx, request: PlayRequest, stamp: str, day: str, *, admit: bool
+        self, tx: Tx, request: PlayRequest, now: dt.datetime, stamp: str, day: str, *, admit: bool
     ) -> tuple[Play, bool]:
         player, key, fingerprint = request.player, request.key, request.fingerprint
         if admit:
@@ -289,6 +295,12 @@ class Dealer:
             ),
         )
         serial = ticket_of_key(unit_id).serial
+        record = PlayRecord(play_id, player, unit_id, commitment, position, self.stake,
+                            prize * 100, balance, stamp)  # fmt: skip
+        asked = request.admission.request if request.admission else None
+        entry = (request.terminal or PLAYER_SESSION, PLAY_ACTION, player, serial,
+                 play_answer(record), asked)  # fmt: skip
+        self.ledger._log_many(tx, [entry], at=now)
         return (
             Play(play_id, player, serial, commitment, position, leaf, self.stake, prize,
                  balance, stamp, symbols),

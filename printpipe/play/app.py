@@ -39,7 +39,6 @@ from starlette.types import ASGIApp
 from printpipe import __version__
 from printpipe.errors import InvalidInput
 from printpipe.ledger import (
-    Admission,
     Batcher,
     Dealer,
     InsufficientFunds,
@@ -56,6 +55,7 @@ from printpipe.play.screen import ScreenMaker
 from printpipe.render.fonts import FONTS_DIR
 from printpipe.service.app import (
     IDEMPOTENCY_KEY,
+    Caller,
     Guard,
     RateLimit,
     Refusal,
@@ -153,14 +153,14 @@ def _same_site(request: Request) -> None:
 
 async def _caller(
     service: PlayService, request: Request, body: bytes, player: str
-) -> Admission | None:
-    """Who may act for ``player``: a signed request of a platform (its nonce, to admit), or,
-    in demo mode, the player's own session cookie (None: nothing to admit)."""
+) -> Caller | None:
+    """Who may act for ``player``: a platform terminal that signed the request (and its nonce,
+    to admit), or, in demo mode, the player's own session cookie (None: nothing to admit)."""
     if any(name.lower() == b"signature" for name, _ in request.scope["headers"]):
         caller = await service.caller(request, body)  # 401 if the signature is refused
         if caller.terminal.role != "platform":
             raise Refusal(403, "not_platform", "only a platform terminal acts for players")
-        return caller.admission
+        return caller
     session = request.cookies.get(SESSION_COOKIE)
     if not service.demo or session is None:
         raise Refusal(401, "unauthorized", "sign the request (RFC 9421) or log in")
@@ -176,7 +176,7 @@ async def _caller(
     return None
 
 
-PlayerHandler = Callable[[PlayService, Request, bytes, str, Admission | None], Awaitable[Response]]
+PlayerHandler = Callable[[PlayService, Request, bytes, str, Caller | None], Awaitable[Response]]
 
 
 def for_player(handler: PlayerHandler) -> Callable[[Request], Awaitable[Response]]:
@@ -190,9 +190,9 @@ def for_player(handler: PlayerHandler) -> Callable[[Request], Awaitable[Response
                 player = check_player(request.path_params["player"])
             except InvalidInput as exc:
                 raise Refusal(400, "bad_request", str(exc)) from None
-            admission = await _caller(service, request, body, player)
+            caller = await _caller(service, request, body, player)
             with _refusals():
-                return await handler(service, request, body, player, admission)
+                return await handler(service, request, body, player, caller)
         except Refusal as refusal:
             response = refusal.response()
             response.headers.update(SECURITY_HEADERS)
@@ -210,7 +210,7 @@ def _empty_body(body: bytes) -> None:
 
 @for_player
 async def plays(
-    service: PlayService, request: Request, body: bytes, player: str, admission: Admission | None
+    service: PlayService, request: Request, body: bytes, player: str, caller: Caller | None
 ) -> Response:
     if request.method == "GET":
         history = await service.run(service.dealer.history, player=player)
@@ -222,7 +222,9 @@ async def plays(
         )
     _empty_body(body)
     fingerprint = service.ledger.request_fingerprint("POST", request.url.path, body.strip())
-    asked = PlayRequest(player, key, fingerprint, admission)
+    asked = PlayRequest(player, key, fingerprint)
+    if caller is not None:
+        asked = PlayRequest(player, key, fingerprint, caller.admission, caller.terminal.id)
     play, replayed = await service.batcher.ask(asked)
     headers = {"Idempotent-Replayed": "true"} if replayed else {}
     return json_response(service.play_json(play), status=200 if replayed else 201, headers=headers)
@@ -230,7 +232,7 @@ async def plays(
 
 @for_player
 async def last_play(
-    service: PlayService, request: Request, body: bytes, player: str, admission: Admission | None
+    service: PlayService, request: Request, body: bytes, player: str, caller: Caller | None
 ) -> Response:
     history = await service.run(service.dealer.history, player=player, limit=1)
     if not history:
@@ -247,7 +249,7 @@ def _play_id(request: Request) -> str:
 
 @for_player
 async def one_play(
-    service: PlayService, request: Request, body: bytes, player: str, admission: Admission | None
+    service: PlayService, request: Request, body: bytes, player: str, caller: Caller | None
 ) -> Response:
     play = await service.run(service.dealer.one_play, player=player, play_id=_play_id(request))
     return json_response(service.play_json(play))
@@ -255,7 +257,7 @@ async def one_play(
 
 @for_player
 async def play_proof(
-    service: PlayService, request: Request, body: bytes, player: str, admission: Admission | None
+    service: PlayService, request: Request, body: bytes, player: str, caller: Caller | None
 ) -> Response:
     proof = await service.run(service.dealer.proof, player=player, play_id=_play_id(request))
     return json_response(proof.document())
@@ -263,7 +265,7 @@ async def play_proof(
 
 @for_player
 async def account(
-    service: PlayService, request: Request, body: bytes, player: str, admission: Admission | None
+    service: PlayService, request: Request, body: bytes, player: str, caller: Caller | None
 ) -> Response:
     return json_response(await service.run(service.dealer.account, player=player))
 

@@ -13,13 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from printpipe.errors import PrintpipeError
 from printpipe.ids import TicketId
-from printpipe.ledger.log import GENESIS
+from printpipe.ledger.log import GENESIS, PLAY_ACTION, play_answer_sql
 from printpipe.ledger.store.schema import LAYOUT, UPGRADABLE
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
@@ -184,17 +185,46 @@ UPGRADE_ENTRY = (
     "INSERT INTO audit_log (at, terminal, action, input, ticket, answer, request) "
     "VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
-RECENT_NONCES = "SELECT COUNT(*) FROM nonces WHERE seen_at >= ?"
-"""Layout 5's nonces, by the time they were seen."""
+RECENT_NONCES = {
+    5: "SELECT COUNT(*) FROM nonces WHERE seen_at >= ?",  # by the time they were seen
+    6: "SELECT COUNT(*) FROM nonces WHERE created >= ?",  # by their signature's time
+}
+RECENT_PLAYS = "SELECT COUNT(*) FROM plays WHERE played_at >= ?"
+PLAYS_ENTERED = (
+    "INSERT INTO audit_log (at, terminal, action, input, ticket, answer, request) "
+    f"SELECT ?, ?, '{PLAY_ACTION}', player, NULL, {play_answer_sql()}, NULL FROM plays "
+    "ORDER BY played_at, id"
+)
+"""Each play made before layout 7, entered in the log as the database holds it at the upgrade
+(by the upgrade, at its time)."""
 
 
-def recent_nonces_message(location: object, count: int, upgrade: Upgrade) -> str:
-    quiet_s = upgrade.quiet_s
-    return (
-        f"validation database {location}: {count} signed requests in the last {quiet_s} s, "
-        "whose nonces the upgrade would drop (a replay of one could be answered): stop the "
-        f"service and run this again in {quiet_s} s; it was not changed"
-    )
+def run_upgrade(
+    tx: Tx, layout: int, upgrade: Upgrade, *, make_table: Callable[[str], None], location: object
+) -> None:
+    """Bring the ledger ``tx`` writes from ``layout`` (one of :data:`UPGRADABLE`) to
+    :data:`LAYOUT`, its layout mark aside (each engine keeps one more); refused, nothing
+    changed, while a service or game server may still be running: requests signed, or plays
+    made, in the last ``upgrade.quiet_s`` seconds (a nonce dropped could be replayed, a play
+    made meanwhile by the old printpipe would not be entered in the log)."""
+    since = datetime.fromtimestamp(upgrade.quiet_since, UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    recent = tx.one(RECENT_NONCES[layout], (upgrade.quiet_since,))
+    played = tx.one(RECENT_PLAYS, (since,))
+    count = (int(recent[0]) if recent else 0) + (int(played[0]) if played else 0)
+    if count:
+        raise PrintpipeError(
+            f"validation database {location}: {count} signed requests or plays in the last "
+            f"{upgrade.quiet_s} s, so a service or game server may still be running (a nonce "
+            "the upgrade drops could be replayed, a play it makes would not be logged): stop "
+            f"the service and the game server, then run this again in {upgrade.quiet_s} s; it "
+            "was not changed"
+        )
+    for table in UPGRADABLE[layout]:
+        tx.execute(f"DROP TABLE {table}")
+        make_table(table)
+    tx.execute(PLAYS_ENTERED, (upgrade.at, upgrade.terminal))
+    tx.execute(UPGRADE_ENTRY, upgrade.entry())
+    tx.execute("UPDATE ledger_meta SET value = ? WHERE key = 'layout'", (str(LAYOUT),))
 
 
 def one_line(exc: BaseException) -> str:

@@ -20,8 +20,6 @@ from typing import Any
 
 from printpipe.errors import PrintpipeError
 from printpipe.ledger.store.base import (
-    RECENT_NONCES,
-    UPGRADE_ENTRY,
     Fill,
     Location,
     PostgresLocation,
@@ -31,7 +29,7 @@ from printpipe.ledger.store.base import (
     initialise,
     old_layout_message,
     one_line,
-    recent_nonces_message,
+    run_upgrade,
 )
 from printpipe.ledger.store.schema import (
     BIGINT,
@@ -335,6 +333,10 @@ def upgrade_layout(location: PostgresLocation, upgrade: Upgrade) -> int:
         raise PrintpipeError(
             f"validation database {location}: cannot connect: {one_line(exc)}"
         ) from None
+
+    def make_table(table: str) -> None:
+        conn.execute(table_sql(_RENDERED, table))
+
     try:
         with conn.transaction():
             tx = PostgresTx(conn)
@@ -354,14 +356,7 @@ def upgrade_layout(location: PostgresLocation, upgrade: Upgrade) -> int:
                 return layout
             if layout not in UPGRADABLE:
                 raise PrintpipeError(old_layout_message(location, layout))
-            (recent,) = tx.one(RECENT_NONCES, (upgrade.quiet_since,)) or (0,)
-            if recent:
-                raise PrintpipeError(recent_nonces_message(location, recent, upgrade))
-            table = UPGRADABLE[layout]
-            tx.execute(f"DROP TABLE {table}")
-            conn.execute(table_sql(_RENDERED, table))
-            tx.execute(UPGRADE_ENTRY, upgrade.entry())
-            tx.execute("UPDATE ledger_meta SET value = ? WHERE key = 'layout'", (str(LAYOUT),))
+            run_upgrade(tx, layout, upgrade, make_table=make_table, location=location)
     except psycopg.Error as exc:
         raise PrintpipeError(f"validation database {location}: {one_line(exc)}") from None
     finally:

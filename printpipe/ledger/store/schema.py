@@ -11,18 +11,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-LAYOUT = 6
+LAYOUT = 7
 """The ledger's layout: 2 = VIRNs as HMACs, hash-chained audit log, terminals (issue 12);
 3 = the blocks' public commitments, their trees and sealed salts, each payment's inclusion
 proof (issue 14); 4 = the online game server's units, deal orders, players, wallet and plays,
 and the operator's platform terminals (issue 21), or, apart, the audit log sealed under a key
 the database does not hold with payments bound to it (issue 20); 5 = both; 6 = signed
 requests' nonces kept by their signature's time (issue 20: a batch of them is written at the
-end of one index, not on as many pages)."""
+end of one index, not on as many pages); 7 = every play entered in the audit log, which binds
+it (the tables are 6's)."""
 
-UPGRADABLE = {5: "nonces"}
+UPGRADABLE: dict[int, tuple[str, ...]] = {5: ("nonces",), 6: ()}
 """The layouts a ledger is brought to :data:`LAYOUT` from in place (``printpipe ledger
-upgrade``), and the one table that changed since: every other table is the same."""
+upgrade``), and the tables made anew (the signed requests' nonces, which only a running
+service needs): every other table is kept.  Every one of them also gets the log entries of
+the plays made before layout 7 (``store.base.run_upgrade``)."""
 
 INT = "int"  # fits 32 bits
 BIGINT = "bigint"

@@ -21,8 +21,6 @@ from typing import Any
 from printpipe.atomic import PRIVATE_FILE_MODE, fsync_dir, partial_path
 from printpipe.errors import PrintpipeError
 from printpipe.ledger.store.base import (
-    RECENT_NONCES,
-    UPGRADE_ENTRY,
     Fill,
     Location,
     T,
@@ -30,7 +28,7 @@ from printpipe.ledger.store.base import (
     Upgrade,
     initialise,
     old_layout_message,
-    recent_nonces_message,
+    run_upgrade,
 )
 from printpipe.ledger.store.schema import (
     BIGINT,
@@ -167,16 +165,13 @@ def upgrade_layout(path: Path, upgrade: Upgrade) -> int:
         conn.execute("PRAGMA synchronous=FULL")
         conn.execute("BEGIN IMMEDIATE")
         try:
-            (recent,) = conn.execute(RECENT_NONCES, (upgrade.quiet_since,)).fetchone()
-            if recent:
-                raise PrintpipeError(recent_nonces_message(path, recent, upgrade))
-            table = UPGRADABLE[layout]
-            conn.execute(f"DROP TABLE {table}")
-            for statement in table_sql(_RENDERED, table).split(";\n"):
-                if statement.strip():
-                    conn.execute(statement)
-            conn.execute(UPGRADE_ENTRY, upgrade.entry())
-            conn.execute("UPDATE ledger_meta SET value = ? WHERE key = 'layout'", (str(LAYOUT),))
+
+            def make_table(table: str) -> None:
+                for statement in table_sql(_RENDERED, table).split(";\n"):
+                    if statement.strip():
+                        conn.execute(statement)
+
+            run_upgrade(SqliteTx(conn), layout, upgrade, make_table=make_table, location=path)
             conn.execute(f"PRAGMA user_version={LAYOUT}")
         except BaseException:
             conn.execute("ROLLBACK")
