@@ -22,14 +22,16 @@ from tests.service_helpers import World, build_world
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 TERMINALS = ("till-1", "till-2", "storm-00", "office-1")
 CREATED = int(NOW.timestamp())
+RETAILER_LIMIT = 5
 
 
 @pytest.fixture(scope="module")
 def twin_world(ledgers, game, keys_dir, tmp_path_factory) -> World:
     world = build_world(game, keys_dir, ledgers.new(), tmp_path_factory.mktemp("twins"))
-    with Ledger(world.location, key=world.key) as book:  # a few wrong VIRNs lock and throttle
-        book.configure(terminal=LOTTERY, max_virn_failures=2, max_terminal_virn_failures=3)
-    return world
+    with Ledger(world.location, key=world.key) as book:  # a few wrong VIRNs lock and throttle,
+        book.configure(terminal=LOTTERY, max_virn_failures=2, max_terminal_virn_failures=3,
+                       retailer_limit_eur=RETAILER_LIMIT)  # fmt: skip
+    return world  # and most wins are paid only at the lottery
 
 
 def _pool(world: World) -> list[Any]:
@@ -213,3 +215,25 @@ def test_batches_of_claims_pay_answer_and_write_as_one_by_one(twin_world, ledger
     assert all(count == 1 for count in Counter(row[0] for row in paid).values())
     claimed = [entry for entry in entries if entry[1] == "claim"]
     assert all(str(entry[-1]).startswith("r") for entry in claimed)
+
+
+def test_a_ticket_paid_earlier_in_a_batch_is_already_paid_for_the_claims_after(twin_world, ledgers):
+    """Whoever paid it (the office a win above the retailer limit, a till one below), a later
+    claim of the same ticket in the batch is answered ALREADY PAID, not from the row as it was
+    before the batch (CI found the till told to claim at the lottery)."""
+    world, run = twin_world, uuid.uuid4().hex
+    tickets = [t for pack in (1, 2) for t in world.of_pack(pack)]
+    above = next(t for t in tickets if t.prize > RETAILER_LIMIT)
+    below = next(t for t in tickets if 0 < t.prize <= RETAILER_LIMIT)
+    batch = []
+    for n, (ticket, first, then) in enumerate(
+        [(above, "office-1", "till-1"), (below, "till-1", "office-1")]
+    ):
+        for name in (first, then):
+            terminal, retailer, office = _terminal(world, name)
+            batch.append(Claim(ticket.code, terminal, f"{run}-{n}", b"f" * 32, render_answer,
+                               office=office, retailer=retailer))  # fmt: skip
+    with Ledger(ledgers.copy(world.location), key=world.key, clock=lambda: NOW) as book:
+        answers: list[Any] = [_outcome(answer) for answer in book.claim_many(batch)]
+    assert [a["outcome"] for a in answers] == ["PAID", "ALREADY_PAID", "PAID", "ALREADY_PAID"]
+    assert [a["terminal"] for a in answers[1::2]] == ["office-1", "till-1"]

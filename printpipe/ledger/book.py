@@ -425,7 +425,9 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
             ]
             read = self._read(tx, [(code.ticket, claims[i].terminal) for i, code in asks])
             found = {i: row for (i, _), row in zip(asks, read, strict=True)}
-            counted: set[TerminalId | TicketId] = set()  # what a failure counted here changed
+            # what a claim earlier in the batch changed (a failure counted, a ticket paid): a
+            # claim touching it is decided again on what the transaction now holds
+            changed: set[TerminalId | TicketId] = set()
             entries, stored = [], []
             for i in running:
                 claim, code = claims[i], scanned[i]
@@ -433,13 +435,14 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
                 if code is not None and code.virn is not None:
                     decision, row = self._decide(code, found[i], at, claim.retailer)
                     answer = decision.answer
-                    if decision.counts_failure or {claim.terminal, code.ticket} & counted:
+                    if decision.counts_failure or {claim.terminal, code.ticket} & changed:
                         tx.request = claim.admission and claim.admission.request  # type: ignore[attr-defined]
                         answer, row = self._answer(tx, code, claim.terminal, at, claim.retailer)
-                        counted.update((claim.terminal, code.ticket))
+                        changed.update((claim.terminal, code.ticket))
                     payable = ("WIN", "WIN_AT_LOTTERY") if claim.office else ("WIN",)
                     if answer.outcome in payable:
                         answer = self._pay(tx, code, answer, claim.terminal, at, row)
+                        changed.add(code.ticket)
                 outcomes[i] = answer
                 action = "refuse" if answer.outcome == "NOT_YOUR_PACK" else "claim"
                 request_id = claim.admission.request if claim.admission else None
