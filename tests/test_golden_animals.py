@@ -435,6 +435,11 @@ def test_generate_and_audit_a_pack_range_from_the_command_line(keys_dir, tmp_pat
     assert "3,000 tickets" in result.stdout and "AUDIT PASSED" in result.stdout
 
 
+GOLDEN_BLOCK = pytest.mark.xdist_group("golden-block")
+"""The tests of the whole block, on one test worker: it is generated once (25 s), not once on
+each worker that runs one of them."""
+
+
 @pytest.fixture(scope="session")
 def golden_block(tmp_path_factory, keys_dir) -> Path:
     """A whole 1,500,000-unit Golden Animals block, generated once per test session."""
@@ -444,6 +449,7 @@ def golden_block(tmp_path_factory, keys_dir) -> Path:
 
 
 @pytest.mark.fullblock
+@GOLDEN_BLOCK
 def test_a_full_block_has_the_exact_prize_table_and_passes_the_audit(
     golden_block, golden, keys_dir
 ):
@@ -460,6 +466,7 @@ def test_a_full_block_has_the_exact_prize_table_and_passes_the_audit(
 
 
 @pytest.mark.fullblock
+@GOLDEN_BLOCK
 def test_same_secrets_give_identical_bytes(golden_block, golden, keys_dir, tmp_path):
     again = tmp_path / "again"
     generate_store(golden, keys_dir, again)
@@ -468,6 +475,7 @@ def test_same_secrets_give_identical_bytes(golden_block, golden, keys_dir, tmp_p
 
 
 @pytest.mark.fullblock
+@GOLDEN_BLOCK
 def test_one_bit_of_one_secret_changes_the_block(golden_block, golden, keys_dir, tmp_path):
     secrets = load_secrets(keys_dir)
     lottery = bytes([secrets.lottery[0] ^ 1]) + secrets.lottery[1:]
@@ -483,6 +491,7 @@ def test_one_bit_of_one_secret_changes_the_block(golden_block, golden, keys_dir,
 
 
 @pytest.mark.fullblock
+@GOLDEN_BLOCK
 def test_a_changed_symbol_is_named_by_the_audit(golden_block, golden, keys_dir, tmp_path):
     copy = tmp_path / "copy"
     shutil.copytree(golden_block, copy)
