@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import time
 import uuid
 
 import httpx
@@ -56,6 +57,11 @@ def test_64_players_at_once_each_unit_dealt_once_and_the_books_balance(world):
     assert len(set(serials)) == len(serials)
     after = world.check_books(opening(world))
     assert after["plays"] - before["plays"] == PLAYERS * ROUNDS
+    # the running server seals its plays' log entries itself, within its sealing delay
+    deadline = time.monotonic() + 30
+    while world.query("SELECT COUNT(*) FROM audit_pending")[0][0]:
+        assert time.monotonic() < deadline, "the game server left its plays unsealed"
+        time.sleep(0.05)
 
 
 def test_a_kill_during_a_storm_then_retries_with_the_same_keys(world):

@@ -373,11 +373,14 @@ def create_app(ledger: Any, dealer: Dealer, *, threads: int, demo: bool) -> ASGI
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        task = asyncio.create_task(service.maintain())
+        # the plays' log entries are sealed as the validation service seals its own: within
+        # SEAL_DELAY_S (printpipe.ledger.log), whether or not a service runs beside
+        tasks = [asyncio.create_task(service.maintain()), asyncio.create_task(service.seal())]
         try:
             yield
         finally:
-            task.cancel()
+            for task in tasks:
+                task.cancel()
             service.executor.shutdown(wait=True)
             ledger.close()
 
