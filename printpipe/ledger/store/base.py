@@ -125,8 +125,8 @@ def old_layout_message(location: object, layout: int) -> str:
     if layout in UPGRADABLE:
         return (
             f"validation database {location} has layout {layout} of an earlier printpipe; "
-            f"this printpipe reads layout {LAYOUT}: upgrade it in place, its payments and log "
-            f"kept (printpipe ledger upgrade --db {location}); it was not changed"
+            f"this printpipe reads layout {LAYOUT}: upgrade it in place, its payments, plays and "
+            f"log kept (printpipe ledger upgrade --db {location}); it was not changed"
         )
     if layout > LAYOUT:
         return (
