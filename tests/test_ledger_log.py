@@ -79,7 +79,7 @@ def test_an_untouched_log_verifies_and_every_tampering_is_named(items, data):
     tamper = data.draw(st.sampled_from(
         ["edit", "insert", "delete sealed", "rewind", "rewrite", "edit payment",
          "delete payment", "insert payment", "edit play", "delete play",
-         "insert play"]))  # fmt: skip
+         "insert play", "log play twice"]))  # fmt: skip
     i = data.draw(st.integers(0, sealed - 1))
     if tamper == "edit":
         fields = _fields(entries[i])
@@ -128,7 +128,7 @@ def test_an_untouched_log_verifies_and_every_tampering_is_named(items, data):
                     999, 5, p.paid_at, p.terminal, THIEF.payment_mac(999, 5, p.paid_at, p.terminal)
                 )
             )
-    elif tamper.endswith("play"):
+    elif tamper.endswith(("play", "twice")):
         if not plays:
             return
         j = data.draw(st.integers(0, len(plays) - 1))
@@ -141,6 +141,9 @@ def test_an_untouched_log_verifies_and_every_tampering_is_named(items, data):
             plays[j] = PlayRecord(**row)
         elif tamper == "delete play":
             del plays[j]
+        elif tamper == "log play twice":  # its entry again, awaiting its seal
+            twin = next(e for e in entries if e.action == "play" and f"id={p.id} " in e.answer)
+            entries.append(Entry(99_999, *_fields(twin)[1:]))
         else:  # a unit dealt with no entry
             plays.append(PlayRecord("f" * 32, p.player, 10_000, 1, 9_999, 100, 500_000, 0,
                                     p.played_at))  # fmt: skip

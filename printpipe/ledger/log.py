@@ -430,6 +430,9 @@ def _check_plays(report: LogReport, entries: Iterable[Entry], plays: Iterable[Pl
         if entry.action == PLAY_ACTION:
             described = _play_of_entry(entry)
             name = described.id if described else f"entry {entry.id}"
+            if name in logged:
+                report.add(f"entries {logged[name][0].id} and {entry.id} both record the play "
+                           f"{name} (one inserted)")  # fmt: skip
             logged[name] = (entry, described)
     for play in plays:
         report.plays += 1
