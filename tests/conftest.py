@@ -24,6 +24,7 @@ from printpipe.keys import (
     load_secrets,
     load_signing_key,
 )
+from tests.storm import process_stats
 
 # Press files carry their job's date (SOURCE_DATE_EPOCH, else the day the job began): the
 # tests that compare the bytes of two runs made at different seconds need one fixed date.
@@ -123,16 +124,8 @@ def kill_group(process: subprocess.Popen) -> None:
 
 
 def _group_members(pgid: int) -> list[int]:
-    """The live (not zombie) processes of process group ``pgid``, read from /proc."""
-    members = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue  # ended while being read
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            members.append(int(stat.parent.name))
-    return members
+    """The live (not zombie) processes of process group ``pgid``."""
+    return [pid for pid, fields in process_stats() if fields[0] != "Z" and int(fields[2]) == pgid]
 
 
 def read_until(process: subprocess.Popen, text: str) -> str:

@@ -196,16 +196,23 @@ def storm(
 # -- what a storm costs the server (the benchmarks) -------------------------------------------
 
 
-def cpu_seconds(pid: int) -> float:
-    """CPU time of ``pid`` and its children (a server's workers), in seconds, from /proc."""
-    total = 0
+def process_stats() -> Iterator[tuple[int, list[str]]]:
+    """Each process's pid and the fields of its ``/proc/PID/stat`` after its name (state, ppid,
+    pgrp, ...: proc(5)'s fields 3 on); a process that ends while it is read is left out."""
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
+            yield int(stat.parent.name), stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
             continue
-        if stat.parent.name == str(pid) or fields[1] == str(pid):
-            total += int(fields[11]) + int(fields[12])
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time of ``pid`` and its children (a server's workers), in seconds, from /proc."""
+    total = sum(
+        int(fields[11]) + int(fields[12])
+        for other, fields in process_stats()
+        if other == pid or fields[1] == str(pid)
+    )
     return total / os.sysconf("SC_CLK_TCK")
 
 

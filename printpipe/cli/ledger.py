@@ -286,7 +286,8 @@ def ledger_config(
 @_database_errors
 def ledger_upgrade(db_path: Location, terminal: TerminalId) -> None:
     """Bring a ledger of an earlier printpipe to this one's layout, in place: its tickets,
-    payments, log and terminals kept (stop the service first)."""
+    payments, plays, log and terminals kept, the plays entered in the log (stop the service
+    and the game server first)."""
     from printpipe.ledger import upgrade
 
     before, after = upgrade(db_path, terminal=terminal)

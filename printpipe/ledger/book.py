@@ -345,15 +345,11 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
                 for i, code in again:
                     request = requests[i]
                     outcomes[i], _ = self._answer(tx, code, request.terminal, at, request.retailer)
-            entries = []
-            for request, outcome in zip(requests, outcomes, strict=True):
-                if isinstance(outcome, Answer):
-                    action = "refuse" if outcome.outcome == "NOT_YOUR_PACK" else "validate"
-                    request_id = request.admission.request if request.admission else None
-                    entries.append(
-                        (request.terminal.value, action, logged_input(request.code),
-                         outcome.serial, outcome.text, request_id)
-                    )  # fmt: skip
+            entries = [
+                _entry(request.terminal, "validate", request.code, outcome, request.admission)
+                for request, outcome in zip(requests, outcomes, strict=True)
+                if isinstance(outcome, Answer)
+            ]
             self._log_many(tx, entries, at=at)
         return [outcome for outcome in outcomes if outcome is not None]
 
@@ -386,7 +382,22 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
                 )
                 if held is None:
                     raise KeyTakenOver("this claim's key was taken over by a retry")
-            return self._claim(tx, code, scanned, terminal, office, retailer, idempotent)
+            at = self.clock()
+            if scanned is None or scanned.virn is None:  # the inventory code never pays
+                answer = INVALID
+            else:
+                answer, row = self._answer(tx, scanned, terminal, at, retailer)
+                if _pays(answer, office=office):
+                    answer = self._pay(tx, scanned, answer, terminal, at, row)
+            self._log_many(tx, [_entry(terminal, "claim", code, answer, admission)], at=at)
+            if idempotent is not None:
+                status, body = idempotent.render(answer)
+                tx.execute(
+                    "UPDATE idempotency SET status = ?, response = ? "
+                    "WHERE terminal = ? AND key = ? AND token = ?",
+                    (status, body, idempotent.terminal, idempotent.key, idempotent.token),
+                )
+            return answer
 
     def claim_many(self, claims: Sequence[Claim]) -> list[Answer | ClaimStart | RequestRefused]:
         """Claims with their Idempotency-Keys, in one durable transaction (one flush to disk
@@ -439,17 +450,11 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
                         tx.request = claim.admission and claim.admission.request  # type: ignore[attr-defined]
                         answer, row = self._answer(tx, code, claim.terminal, at, claim.retailer)
                         changed.update((claim.terminal, code.ticket))
-                    payable = ("WIN", "WIN_AT_LOTTERY") if claim.office else ("WIN",)
-                    if answer.outcome in payable:
+                    if _pays(answer, office=claim.office):
                         answer = self._pay(tx, code, answer, claim.terminal, at, row)
                         changed.add(code.ticket)
                 outcomes[i] = answer
-                action = "refuse" if answer.outcome == "NOT_YOUR_PACK" else "claim"
-                request_id = claim.admission.request if claim.admission else None
-                entries.append(
-                    (claim.terminal.value, action, logged_input(claim.code), answer.serial,
-                     answer.text, request_id)
-                )  # fmt: skip
+                entries.append(_entry(claim.terminal, "claim", claim.code, answer, claim.admission))
                 start = starts[i]
                 assert start.token is not None
                 stored.append((claim.terminal.value, claim.key, start.token, *claim.render(answer)))
@@ -510,35 +515,6 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
                     tx, claim.terminal, claim.key, claim.fingerprint, now=now
                 )
         return dict(sorted(starts.items()))
-
-    def _claim(
-        self,
-        tx: Tx,
-        code: str,
-        scanned: ScannedCode | None,
-        terminal: TerminalId,
-        office: bool,
-        retailer: str | None,
-        idempotent: IdempotentClaim | None,
-    ) -> Answer:
-        """A claim in a durable transaction that holds its key (``idempotent``), if any."""
-        at = self.clock()
-        if scanned is None or scanned.virn is None:  # the inventory code never pays
-            answer = INVALID
-        else:
-            answer, row = self._answer(tx, scanned, terminal, at, retailer)
-            if answer.outcome == "WIN" or (office and answer.outcome == "WIN_AT_LOTTERY"):
-                answer = self._pay(tx, scanned, answer, terminal, at, row)
-        action = "refuse" if answer.outcome == "NOT_YOUR_PACK" else "claim"
-        self._log(tx, terminal.value, action, logged_input(code), answer.serial, answer.text, at=at)
-        if idempotent is not None:
-            status, body = idempotent.render(answer)
-            tx.execute(
-                "UPDATE idempotency SET status = ?, response = ? "
-                "WHERE terminal = ? AND key = ? AND token = ?",
-                (status, body, idempotent.terminal, idempotent.key, idempotent.token),
-            )
-        return answer
 
     def _pay(
         self,
@@ -815,15 +791,35 @@ def configure(location: Location, *, terminal: TerminalId, **changes: int | None
         return book.configure(terminal=terminal, **changes)
 
 
+def _pays(answer: Answer, *, office: bool) -> bool:
+    """Whether a claim answered so is paid: a win within the retailer limit, or any win at the
+    lottery's office."""
+    return answer.outcome == "WIN" or (office and answer.outcome == "WIN_AT_LOTTERY")
+
+
+def _entry(
+    terminal: TerminalId, action: str, code: str, answer: Answer, admission: Admission | None
+) -> tuple[str, str, str, str | None, str, str | None]:
+    """The log entry of a code answered (``action``: validate or claim; a pack not the
+    terminal's is logged as refused), as :meth:`Ledger._log_many` takes it."""
+    kind = "refuse" if answer.outcome == "NOT_YOUR_PACK" else action
+    request = admission.request if admission else None
+    return (terminal.value, kind, logged_input(code), answer.serial, answer.text, request)
+
+
 def upgrade(location: Location, *, terminal: TerminalId) -> tuple[int, int]:
     """Bring the ledger at ``location`` to this printpipe's layout in place, audited as done by
     ``terminal`` (:func:`printpipe.ledger.store.upgrade_layout`); the layout it had and the
-    one it has (the same: there was nothing to do).  Refused
-    while signed requests were recorded in the last :data:`NONCE_TTL_S` seconds: a nonce the
-    upgrade drops must be past the time its signature is accepted."""
+    one it has (the same: there was nothing to do).  Refused while signed requests were
+    recorded or plays made in the last :data:`NONCE_TTL_S` seconds: a nonce the upgrade drops
+    must be past the time its signature is accepted, and no game server of the earlier
+    printpipe may still be dealing plays the log would not hold."""
     require_terminal(terminal)
     at = utc_now()
-    change = f"layout {LAYOUT}: signed requests' nonces kept by their signature's time"
+    change = (
+        f"layout {LAYOUT}: signed requests' nonces kept by their signature's time (6), every "
+        "play entered in the audit log (7)"
+    )
     before = upgrade_layout(
         location,
         Upgrade(format_time(at), terminal.value, change, int(at.timestamp()), NONCE_TTL_S),

@@ -20,8 +20,9 @@ from printpipe.errors import PrintpipeError
 from printpipe.ids import TicketId
 from printpipe.ledger.key import LedgerKey
 from printpipe.ledger.log import (
+    APPEND_ENTRY,
     LOG_PURPOSE,
-    PLAY_BOUND,
+    PLAY_COLUMNS,
     Checkpoint,
     Entry,
     LogKey,
@@ -69,8 +70,6 @@ SEAL_BATCH = 20_000
 _SEAL_STATEMENT_ROWS = 300
 """Seals written (and marks deleted) by one statement (SQLite binds at most 32,766 values)."""
 _ENTRY_COLUMNS = "l.id, l.at, l.terminal, l.action, l.input, l.ticket, l.answer, l.request"
-_PLAY_RECORD_COLUMNS = ", ".join(("id", "player", *PLAY_BOUND[1:]))
-"""A ``plays`` row as :class:`printpipe.ledger.log.PlayRecord` takes it."""
 
 
 def _bytes(value: Any) -> bytes | None:
@@ -78,7 +77,7 @@ def _bytes(value: Any) -> bytes | None:
 
 
 def _play_record(row: Sequence[Any]) -> PlayRecord:
-    """A row of ``SELECT {_PLAY_RECORD_COLUMNS} FROM plays``."""
+    """A row of ``SELECT {PLAY_COLUMNS} FROM plays``."""
     play, player, unit, commitment, position, stake, lot, balance, at = row
     return PlayRecord(str(play), str(player), int(unit), int(commitment), int(position),
                       int(stake), int(lot), int(balance), str(at))  # fmt: skip
@@ -229,8 +228,7 @@ class LedgerCore:
         stamp = format_time(at or self.clock())
         rows = ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(entries))
         tx.write(
-            "INSERT INTO audit_log (at, terminal, action, input, ticket, answer, request) "
-            f"VALUES {rows}",
+            f"{APPEND_ENTRY} VALUES {rows}",
             [value for entry in entries for value in (stamp, *entry)],
         )
 
@@ -289,7 +287,7 @@ class LedgerCore:
             seals = tx.execute("SELECT seq, entry, hash FROM audit_seal ORDER BY seq")
             rows = tx.execute(f"SELECT {_ENTRY_COLUMNS} FROM audit_log l")
             paid = tx.execute("SELECT ticket, amount_eur, paid_at, terminal, mac FROM payments")
-            played = tx.execute(f"SELECT {_PLAY_RECORD_COLUMNS} FROM plays")
+            played = tx.execute(f"SELECT {PLAY_COLUMNS} FROM plays")
         return verify_sealed_log(
             key,
             head=None if head is None else (int(head[0]), bytes(head[1]), _bytes(head[2])),

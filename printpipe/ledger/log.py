@@ -45,7 +45,7 @@ import hmac
 import itertools
 import json
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 
 from cryptography.exceptions import InvalidSignature
@@ -59,6 +59,10 @@ and a round, which holds SQLite's one writer, stays short: 150 entries at 3,000/
 CHECKPOINT_FORMAT = "printpipe-log-checkpoint/1"
 MAX_PROBLEMS = 20
 
+
+APPEND_ENTRY = "INSERT INTO audit_log (at, terminal, action, input, ticket, answer, request)"
+"""The start of the statement that appends entries: their fields in :func:`canonical_entry`'s
+order (the rows, ``VALUES`` or ``SELECT``, follow)."""
 
 _CANONICAL_JSON = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"))
 """``json.dumps(fields, ensure_ascii=True, separators=(",", ":"))``, made once."""
@@ -153,9 +157,10 @@ class PlayRecord:
     played_at: str
 
 
+PLAY_COLUMNS = ", ".join(field.name for field in fields(PlayRecord))
+"""The columns of ``plays`` a :class:`PlayRecord` holds, in its fields' order."""
 PLAY_ACTION = "play"
-PLAY_BOUND = ("id", "unit", "commitment", "position", "stake_cents", "lot_cents",
-              "balance_cents", "played_at")  # fmt: skip
+PLAY_BOUND = tuple(field.name for field in fields(PlayRecord) if field.name != "player")
 """The fields of a play its entry's answer carries, in this order (the player is the entry's
 input): ``PLAY id=... unit=... ...``.  None of them holds a space."""
 
@@ -175,10 +180,10 @@ def play_answer_sql() -> str:
 
 def _play_of_entry(entry: Entry) -> PlayRecord | None:
     """The play an entry's answer describes, or None if it is not one of :func:`play_answer`."""
-    fields = entry.answer.split(" ")
-    if fields[0] != "PLAY" or len(fields) != len(PLAY_BOUND) + 1:
+    parts = entry.answer.split(" ")
+    if parts[0] != "PLAY" or len(parts) != len(PLAY_BOUND) + 1:
         return None
-    values = dict(field.partition("=")[::2] for field in fields[1:])
+    values = dict(part.partition("=")[::2] for part in parts[1:])
     if tuple(values) != PLAY_BOUND:
         return None
     try:

@@ -23,6 +23,7 @@ meets the first's key and is rolled back whole; it is run again and answers the 
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import json
@@ -38,7 +39,7 @@ from printpipe.games.base import OnlineGame
 from printpipe.ledger.book import Ledger
 from printpipe.ledger.core import Admission, RequestRefused
 from printpipe.ledger.deal import DEAL_PURPOSE, DealOrder, deal_key
-from printpipe.ledger.log import PLAY_ACTION, PlayRecord, play_answer
+from printpipe.ledger.log import PLAY_ACTION, PLAY_COLUMNS, PlayRecord, play_answer
 from printpipe.ledger.proofs import LoadedCommitment
 from printpipe.ledger.store import Tx, ticket_of_key
 from printpipe.ledger.tree import read_leaf_and_path, read_salt
@@ -205,8 +206,6 @@ class Dealer:
         Each outcome is a play or the exception that refused it; a failure of the database
         itself raises (then none of them happened)."""
         now = self.clock()
-        stamp = now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        day = now.date().isoformat()
         outcomes: list[tuple[Play, bool] | BaseException] = []
         with self.db.transaction(durable=True) as tx:
             for request in requests:
@@ -214,7 +213,7 @@ class Dealer:
                     tx.execute("SAVEPOINT play")
                     try:
                         outcome: tuple[Play, bool] | BaseException = self._play(
-                            tx, request, now, stamp, day, admit=attempt == 0
+                            tx, request, now, admit=attempt == 0
                         )
                     except self._unique:
                         # PostgreSQL: another worker's play under this key committed first;
@@ -233,9 +232,10 @@ class Dealer:
         return outcomes
 
     def _play(
-        self, tx: Tx, request: PlayRequest, now: dt.datetime, stamp: str, day: str, *, admit: bool
+        self, tx: Tx, request: PlayRequest, now: dt.datetime, *, admit: bool
     ) -> tuple[Play, bool]:
         player, key, fingerprint = request.player, request.key, request.fingerprint
+        stamp, day = now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), now.date().isoformat()
         if admit:
             self.ledger._admit(tx, request.admission)
         earlier = tx.one(
@@ -275,28 +275,15 @@ class Dealer:
             balance = self.wallet.credit(
                 tx, player=player, amount_cents=prize * 100, reference=play_id
             )
-        tx.execute(
-            "INSERT INTO plays (id, player, idempotency_key, fingerprint, unit, commitment, "
-            "position, stake_cents, lot_cents, balance_cents, day, played_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                play_id,
-                player,
-                key,
-                fingerprint,
-                unit_id,
-                commitment,
-                position,
-                self.stake,
-                prize * 100,
-                balance,
-                day,
-                stamp,
-            ),
-        )
-        serial = ticket_of_key(unit_id).serial
         record = PlayRecord(play_id, player, unit_id, commitment, position, self.stake,
                             prize * 100, balance, stamp)  # fmt: skip
+        row = (*dataclasses.astuple(record), key, fingerprint, day)
+        tx.execute(
+            f"INSERT INTO plays ({PLAY_COLUMNS}, idempotency_key, fingerprint, day) "
+            f"VALUES ({', '.join('?' * len(row))})",
+            row,
+        )
+        serial = ticket_of_key(unit_id).serial
         asked = request.admission.request if request.admission else None
         entry = (request.terminal or PLAYER_SESSION, PLAY_ACTION, player, serial,
                  play_answer(record), asked)  # fmt: skip

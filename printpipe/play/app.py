@@ -20,7 +20,6 @@ guard (``printpipe.service.app.Guard``) wraps the application.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import json
 import re
@@ -222,9 +221,8 @@ async def plays(
         )
     _empty_body(body)
     fingerprint = service.ledger.request_fingerprint("POST", request.url.path, body.strip())
-    asked = PlayRequest(player, key, fingerprint)
-    if caller is not None:
-        asked = PlayRequest(player, key, fingerprint, caller.admission, caller.terminal.id)
+    admission, by = (caller.admission, caller.terminal.id) if caller else (None, None)
+    asked = PlayRequest(player, key, fingerprint, admission, by)
     play, replayed = await service.batcher.ask(asked)
     headers = {"Idempotent-Replayed": "true"} if replayed else {}
     return json_response(service.play_json(play), status=200 if replayed else 201, headers=headers)
@@ -373,16 +371,8 @@ def create_app(ledger: Any, dealer: Dealer, *, threads: int, demo: bool) -> ASGI
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        # the plays' log entries are sealed as the validation service seals its own: within
-        # SEAL_DELAY_S (printpipe.ledger.log), whether or not a service runs beside
-        tasks = [asyncio.create_task(service.maintain()), asyncio.create_task(service.seal())]
-        try:
+        async with service.running():  # its plays' entries sealed as the service's are
             yield
-        finally:
-            for task in tasks:
-                task.cancel()
-            service.executor.shutdown(wait=True)
-            ledger.close()
 
     player = "/v1/players/{player}"
     app = Starlette(

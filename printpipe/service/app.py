@@ -191,10 +191,19 @@ class Service:
         self.validations: Batcher[Validation, Answer] = Batcher(ledger.validate_many, self.executor)
         self.claims: Batcher[Claim, Answer | ClaimStart] = Batcher(ledger.claim_many, self.executor)
 
-    async def validate(self, validation: Validation) -> Answer:
-        """Answer a validation with those that came meanwhile (one transaction for them all);
-        raises its refusal (:class:`RequestRefused`) if its admission is refused."""
-        return await self.validations.ask(validation)
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """A server's lifetime over the ledger: its maintenance and its log's sealer run
+        meanwhile; then they stop, the ledger's threads end and the ledger is closed (sealing
+        what is left)."""
+        tasks = [asyncio.create_task(self.maintain()), asyncio.create_task(self.seal())]
+        try:
+            yield
+        finally:
+            for task in tasks:
+                task.cancel()
+            self.executor.shutdown(wait=True)
+            self.ledger.close()
 
     async def run(self, function: Callable[..., T], /, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
@@ -380,7 +389,9 @@ def signed(action: str) -> Callable[[Handler], Callable[[Request], Awaitable[Res
 @signed("validate")
 async def validations(service: Service, request: Request, body: bytes, caller: Caller) -> Response:
     code = code_of(body)
-    answer = await service.validate(Validation(code, caller.id, caller.retailer, caller.admission))
+    answer = await service.validations.ask(
+        Validation(code, caller.id, caller.retailer, caller.admission)
+    )
     return answer_response(*render_answer(answer))
 
 
@@ -545,12 +556,18 @@ async def unexpected(request: Request, exc: Exception) -> Response:
     return _unavailable(exc)
 
 
+def route_error(
+    status: int, method: str, path: str, headers: dict[str, str] | None = None
+) -> Response:
+    """No route for a request: 404 (no such path) or 405 (its ``Allow`` in ``headers``)."""
+    kind = {404: "not_found", 405: "method_not_allowed"}.get(status, "bad_request")
+    return error_response(status, kind, f"{method} {path}: {kind}", headers)
+
+
 async def http_error(request: Request, exc: Exception) -> Response:
     """A Starlette application's 404 and 405 (with its ``Allow``), as problems."""
     status = getattr(exc, "status_code", 404)
-    kind = {404: "not_found", 405: "method_not_allowed"}.get(status, "bad_request")
-    headers = getattr(exc, "headers", None)
-    return error_response(status, kind, f"{request.method} {request.url.path}: {kind}", headers)
+    return route_error(status, request.method, request.url.path, getattr(exc, "headers", None))
 
 
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -622,15 +639,10 @@ class Router:
             scope["path_params"] = params
             response = await route.endpoint(Request(scope, receive))
         elif methods is None:
-            response = error_response(404, "not_found", f"{method} {scope['path']}: not_found")
+            response = route_error(404, method, scope["path"])
         else:
             allow = ", ".join(sorted({*methods, *(["HEAD"] if "GET" in methods else [])}))
-            response = error_response(
-                405,
-                "method_not_allowed",
-                f"{method} {scope['path']}: method_not_allowed",
-                {"Allow": allow},
-            )
+            response = route_error(405, method, scope["path"], {"Allow": allow})
         await response(scope, receive, send)
 
     async def _serve_lifespan(self, receive: Receive, send: Send) -> None:
@@ -651,18 +663,6 @@ class Router:
 def create_app(ledger: Ledger, *, threads: int, rate_limit: RateLimit | None = None) -> ASGIApp:
     """The service's ASGI application over an open ledger."""
     service = Service(ledger, threads=threads, rate_limit=rate_limit or RateLimit())
-
-    @contextlib.asynccontextmanager
-    async def lifespan() -> AsyncIterator[None]:
-        tasks = [asyncio.create_task(service.maintain()), asyncio.create_task(service.seal())]
-        try:
-            yield
-        finally:
-            for task in tasks:
-                task.cancel()
-            service.executor.shutdown(wait=True)
-            ledger.close()
-
-    router = Router(ROUTES, lifespan)
+    router = Router(ROUTES, service.running)
     router.state.service = service
     return Guard(router)

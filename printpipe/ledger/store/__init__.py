@@ -77,12 +77,13 @@ def create_or_open(
 
 def upgrade_layout(location: Location, upgrade: Upgrade) -> int:
     """Bring the ledger at ``location`` from an earlier layout to :data:`LAYOUT` in place, in
-    one transaction: the tables that changed (``schema.UPGRADABLE``) made anew, the rest kept
-    (tickets, payments, the log, its seals, the terminals), ``upgrade``'s entry appended to the
-    log.  Refused with nothing changed: a database that is not a ledger, a layout that cannot
-    be brought forward (rebuilt by import), or signed requests recorded in the last
-    ``upgrade.quiet_s`` seconds (a service still running: the nonces the upgrade drops could be
-    replayed).  The layout it had (:data:`LAYOUT`: there was nothing to do)."""
+    one transaction (``base.run_upgrade``): the tables that changed (``schema.UPGRADABLE``)
+    made anew, the rest kept (tickets, payments, plays, the log, its seals, the terminals), the
+    plays made before entered in the log, ``upgrade``'s entry appended.  Refused with nothing
+    changed: a database that is not a ledger, a layout that cannot be brought forward (rebuilt
+    by import), or signed requests recorded or plays made in the last ``upgrade.quiet_s``
+    seconds (a service or game server still running).  The layout it had (:data:`LAYOUT`:
+    there was nothing to do)."""
     if isinstance(location, PostgresLocation):
         return postgresql.upgrade_layout(location, upgrade)
     return sqlite.upgrade_layout(location, upgrade)

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from printpipe.errors import PrintpipeError
 from printpipe.ids import TicketId
-from printpipe.ledger.log import GENESIS, PLAY_ACTION, play_answer_sql
+from printpipe.ledger.log import APPEND_ENTRY, GENESIS, PLAY_ACTION, play_answer_sql
 from printpipe.ledger.store.schema import LAYOUT, UPGRADABLE
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
@@ -162,8 +162,8 @@ def initialise(tx: Tx, settings: Sequence[tuple[str, str]]) -> None:
 @dataclass(frozen=True, slots=True)
 class Upgrade:
     """What :func:`printpipe.ledger.store.upgrade_layout` does to a ledger of an earlier
-    layout: the log entry it appends (at, terminal, action, answer), and since when no nonce
-    may have been recorded (Unix seconds: a nonce dropped with its table could be replayed)."""
+    layout: the log entry it appends (at, terminal, action, answer), and since when (Unix
+    seconds) no nonce may have been recorded and no play made (:func:`run_upgrade`)."""
 
     at: str
     terminal: str
@@ -176,24 +176,19 @@ class Upgrade:
         return self.now - self.quiet_s
 
     def entry(self) -> tuple[str, str, str, str, None, str, None]:
-        """The audit log row, as ``INSERT INTO audit_log (at, terminal, action, input, ticket,
-        answer, request)`` takes it."""
+        """The audit log row, as :data:`UPGRADE_ENTRY` takes it."""
         return (self.at, self.terminal, "upgrade", "", None, self.answer, None)
 
 
-UPGRADE_ENTRY = (
-    "INSERT INTO audit_log (at, terminal, action, input, ticket, answer, request) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?)"
-)
+UPGRADE_ENTRY = f"{APPEND_ENTRY} VALUES (?, ?, ?, ?, ?, ?, ?)"
 RECENT_NONCES = {
     5: "SELECT COUNT(*) FROM nonces WHERE seen_at >= ?",  # by the time they were seen
     6: "SELECT COUNT(*) FROM nonces WHERE created >= ?",  # by their signature's time
 }
 RECENT_PLAYS = "SELECT COUNT(*) FROM plays WHERE played_at >= ?"
 PLAYS_ENTERED = (
-    "INSERT INTO audit_log (at, terminal, action, input, ticket, answer, request) "
-    f"SELECT ?, ?, '{PLAY_ACTION}', player, NULL, {play_answer_sql()}, NULL FROM plays "
-    "ORDER BY played_at, id"
+    f"{APPEND_ENTRY} SELECT ?, ?, '{PLAY_ACTION}', player, NULL, {play_answer_sql()}, NULL "
+    "FROM plays ORDER BY played_at, id"
 )
 """Each play made before layout 7, entered in the log as the database holds it at the upgrade
 (by the upgrade, at its time)."""
@@ -208,9 +203,10 @@ def run_upgrade(
     made, in the last ``upgrade.quiet_s`` seconds (a nonce dropped could be replayed, a play
     made meanwhile by the old printpipe would not be entered in the log)."""
     since = datetime.fromtimestamp(upgrade.quiet_since, UTC).strftime("%Y-%m-%dT%H:%M:%S")
-    recent = tx.one(RECENT_NONCES[layout], (upgrade.quiet_since,))
-    played = tx.one(RECENT_PLAYS, (since,))
-    count = (int(recent[0]) if recent else 0) + (int(played[0]) if played else 0)
+    ((signed,),) = tx.execute(RECENT_NONCES[layout], (upgrade.quiet_since,))
+    # no Z after the seconds: a play made in that very second (...:SS.ffffffZ) sorts after it
+    ((played,),) = tx.execute(RECENT_PLAYS, (since,))
+    count = int(signed) + int(played)
     if count:
         raise PrintpipeError(
             f"validation database {location}: {count} signed requests or plays in the last "
