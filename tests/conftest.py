@@ -8,8 +8,11 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import click
 import pytest
 from hypothesis import settings
 
@@ -100,6 +103,24 @@ def _run_in_process(
     return subprocess.CompletedProcess(
         ["printpipe", *args], status, out.decode("utf-8", "replace"), err.decode("utf-8", "replace")
     )
+
+
+def cli_commands() -> list[tuple[tuple[str, ...], click.Command]]:
+    """Every command of ``printpipe`` that runs (not a group): its path (``("ledger",
+    "import")``) and the command."""
+    from printpipe.cli import cli
+
+    def walk(command: click.Command, path: tuple[str, ...]) -> Iterator[Any]:
+        if isinstance(command, click.Group):
+            context = click.Context(command)
+            for name in command.list_commands(context):
+                sub = command.get_command(context, name)
+                assert sub is not None
+                yield from walk(sub, (*path, name))
+        else:
+            yield path, command
+
+    return list(walk(cli, ()))
 
 
 def as_from_a_shell() -> None:

@@ -17,7 +17,13 @@ from printpipe.keys import (
     load_public_key,
     load_signing_key,
 )
-from tests.conftest import as_from_a_shell, assert_preflight_passes, read_until, run_cli
+from tests.conftest import (
+    as_from_a_shell,
+    assert_preflight_passes,
+    cli_commands,
+    read_until,
+    run_cli,
+)
 
 
 def assert_one_line_error(result, *fragments):
@@ -258,3 +264,84 @@ def test_every_listed_command_is_the_command_of_that_name():
         command = cli.get_command(context, name)
         assert isinstance(command, click.Command) and command.name == name, name
     assert cli.get_command(context, "frobnicate") is None
+
+
+def test_a_missing_keys_folder_is_named_with_the_option_that_names_another(tmp_path, keys_dir):
+    """Without --keys, the default folder is looked in: the error names it and says how to
+    name the right one, never ``keys init`` (new keys open nothing made with the old ones)."""
+    result = run_cli("manifest", "verify", "x.ppm", cwd=tmp_path)
+    assert_one_line_error(
+        result, "producer-signing.pub", "no folder printpipe-demo-keys/, the default", "--keys DIR"
+    )
+    assert "keys init" not in result.stderr
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    result = run_cli("generate", "--keys", str(partial), "--out", str(tmp_path / "blk"))
+    assert_one_line_error(result, "producer.secret", f"looked in {partial}/", "--keys DIR")
+    assert "keys init" not in result.stderr and "the default" not in result.stderr
+    assert not (tmp_path / "blk").exists()
+
+
+def test_bare_printpipe_and_a_bare_group_show_their_help_not_an_error():
+    for args in ((), ("ledger",)):
+        result = run_cli(*args)
+        assert result.returncode == 0, result.stderr
+        assert result.stderr == ""
+        assert result.stdout.startswith(f"Usage: printpipe {' '.join(args)}".rstrip() + " ")
+
+
+def test_printpipe_help_points_to_the_readme_and_the_tutorial():
+    result = run_cli("--help", check=True)
+    assert "README" in result.stdout and "docs/tutorial.md" in result.stdout
+
+
+def test_every_command_help_ends_with_an_example_that_parses(tmp_path, monkeypatch):
+    """``printpipe X --help`` ends with how the tutorial runs X, and the example is a command
+    line X accepts (its options, their types), in a folder holding the files it names."""
+    import shlex
+
+    import click
+
+    from printpipe.cli import cli
+
+    monkeypatch.chdir(tmp_path)
+    commands = cli_commands()
+    assert len(commands) > 40
+    for path, command in commands:
+        name = " ".join(path)
+        help_text = run_cli(*path, "--help", check=True).stdout
+        tail = help_text.rstrip().split("\n\n")[-1].splitlines()
+        assert tail[0].strip() in ("Example:", "Examples:"), f"{name}: {tail}"
+        for line in tail[1:]:
+            words = shlex.split(line.strip())
+            assert words[: len(path) + 1] == ["printpipe", *path], f"{name}: {line}"
+            for word in words[len(path) + 1 :]:  # the files it names (a click.Path(exists))
+                if "." in word and not word.startswith("-") and "://" not in word:
+                    (tmp_path / word).parent.mkdir(parents=True, exist_ok=True)
+                    (tmp_path / word).touch()
+            with click.Context(cli) as root:
+                parent = root
+                for depth in range(len(path) - 1):
+                    group = parent.command
+                    assert isinstance(group, click.Group)
+                    sub = group.get_command(parent, path[depth])
+                    assert sub is not None
+                    parent = click.Context(sub, info_name=path[depth], parent=parent)
+                command.make_context(path[-1], words[len(path) + 1 :], parent=parent)
+
+
+def test_a_server_that_cannot_start_detached_says_why_once(tmp_path, keys_dir, monkeypatch):
+    """``--detach`` starts the same command line again in the background (``sys.argv``): run
+    here in process, as its own command line, only the server it starts is a process."""
+    from tests.conftest import _run_in_process
+
+    args = [
+        "serve", "--db", str(tmp_path / "none.sqlite"), "--keys", str(keys_dir), "--port", "0",
+        "--url-file", str(tmp_path / "url"), "--pid-file", str(tmp_path / "pid"), "--log",
+        str(tmp_path / "log"), "--detach",
+    ]  # fmt: skip
+    monkeypatch.setattr(sys, "argv", ["printpipe", *args])
+    result = _run_in_process(args, None, None)
+    assert_one_line_error(result, "none.sqlite not found")
+    assert result.stderr.count("printpipe: error:") == 1, result.stderr
+    assert result.returncode == 1

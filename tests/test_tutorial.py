@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import cli_commands
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 TUTORIAL = ROOT / "docs" / "tutorial.md"
@@ -111,3 +113,21 @@ def test_every_cited_doc_is_in_the_repository():
         f"{source.relative_to(ROOT)} cites {path}" for source, path in cited if not path.exists()
     )
     assert not missing, missing
+
+
+def test_the_tutorial_names_every_command_that_takes_no_keys_folder():
+    """ "The commands that use the parties' keys take --keys DIR; these use none and take no
+    --keys: ...": the list is the commands without the option, no more and no fewer."""
+    text = " ".join(TUTORIAL.read_text(encoding="utf-8").split())
+    match = re.search(r"these use none and take no `--keys`: (.*?)\. ", text)
+    assert match is not None, "the sentence is gone from docs/tutorial.md"
+    named = {name for name in re.findall(r"`([a-z][a-z -]*)`", match[1])}
+    without = set()
+    for path, command in cli_commands():
+        options = {o for parameter in command.params for o in getattr(parameter, "opts", [])}
+        if "--keys" not in options:
+            without.add(" ".join(path))
+    covered = {p for p in without if p in named or p.split()[0] in named}
+    assert covered == without, f"take no --keys, not named: {sorted(without - covered)}"
+    stray = {n for n in named if not any(p == n or p.split()[0] == n for p in without)}
+    assert not stray, f"named, but take --keys: {sorted(stray)}"
