@@ -5,9 +5,14 @@ that is not a ledger refused untouched; read-only commands write nothing."""
 from __future__ import annotations
 
 import hashlib
+import os
+import pickle
+import pwd
+import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -287,3 +292,85 @@ def test_validations_commit_normal_and_payments_full(two_blocks, keys_dir, tmp_p
             "PRAGMA synchronous=FULL",
             "PRAGMA synchronous=NORMAL",
         ]
+
+
+def _as_a_reader(commands: list[list[str]]) -> list[subprocess.CompletedProcess]:
+    """``printpipe`` commands run in process by a user who cannot write what its modes forbid:
+    this one, or, for root (who writes whatever the modes say), a forked child of this
+    process that has become ``nobody`` (the files it reads are its own)."""
+    if os.geteuid() != 0:
+        return [run_in_process(*command) for command in commands]
+    nobody = pwd.getpwnam("nobody")
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's coverage is not collected
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setgid(nobody.pw_gid)
+            os.setuid(nobody.pw_uid)
+            results = [run_in_process(*command) for command in commands]
+            with os.fdopen(write, "wb") as out:
+                pickle.dump(results, out)
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as answers:
+        data = answers.read()
+    os.waitpid(child, 0)
+    return pickle.loads(data)
+
+
+def test_read_only_commands_read_a_ledger_nobody_may_write(game, keys_dir):
+    """``ledger locks``, ``verify-log`` and ``remaining`` on a ledger file its reader cannot
+    write (0400: an archived copy, another user's), then in a folder it cannot write (a
+    read-only mount): they answer, and leave nothing beside it (SQLite made its side files
+    0400 beside a 0400 ledger, which then refused its owner's next write)."""
+    with tempfile.TemporaryDirectory() as temporary:
+        root = Path(temporary)
+        os.chmod(root, 0o711)
+        keys = root / "keys"
+        shutil.copytree(keys_dir, keys)
+        store = generate_store(game, keys, root / "blk", PackRange(1, 1))
+        commitment = str(store / "commitment.json")
+        run_cli("commitment", "sign", commitment, "--manifest", str(store / BLOCK_MANIFEST),
+                "--keys", str(keys), "-q", check=True)  # fmt: skip
+        folder = root / "archive"
+        folder.mkdir()
+        db = folder / "ledger.sqlite"
+        run_cli("ledger", "import", str(store / BLOCK_MANIFEST), "--commitment", commitment,
+                "--keys", str(keys), "--db", str(db), "-q", check=True)  # fmt: skip
+        out = root / "out"
+        out.mkdir()
+        if os.geteuid() == 0:
+            nobody = pwd.getpwnam("nobody")
+            for path in (keys, *keys.iterdir(), folder, db, out):
+                os.chown(path, nobody.pw_uid, nobody.pw_gid)
+        before = hashlib.sha256(db.read_bytes()).hexdigest()
+
+        def commands(n: int) -> list[list[str]]:
+            return [
+                ["ledger", "locks", "--db", str(db)],
+                ["ledger", "verify-log", "--db", str(db), "--keys", str(keys)],
+                ["ledger", "remaining", "--db", str(db), "--keys", str(keys), "--out",
+                 str(out / f"remaining-{n}.txt")],
+            ]  # fmt: skip
+
+        try:
+            os.chmod(db, 0o400)
+            for result in _as_a_reader(commands(1)):
+                assert result.returncode == 0, (result.args, result.stderr)
+            assert sorted(p.name for p in folder.iterdir()) == ["ledger.sqlite"]
+            os.chmod(db, 0o600)
+            os.chmod(folder, 0o500)
+            results = _as_a_reader(commands(2))
+            for result in results:
+                assert result.returncode == 0, (result.args, result.stderr)
+            assert "no locked ticket" in results[0].stdout
+            assert "1 entries, every one chained" in results[1].stdout  # the import's
+            assert "0 lots paid" in results[2].stdout
+        finally:
+            os.chmod(folder, 0o700)
+            os.chmod(db, 0o600)
+        assert sorted(p.name for p in folder.iterdir()) == ["ledger.sqlite"]
+        assert hashlib.sha256(db.read_bytes()).hexdigest() == before

@@ -357,6 +357,18 @@ def test_import_with_the_wrong_identity_writes_no_rows(ledgers, stores, tmp_path
         assert not list(work.parent.glob(f"*{work.name}*")), "not even a temporary file"
 
 
+def test_an_import_seals_its_own_log_entry(ledgers, stores, keys_dir):
+    """The import holds the ledger key: its entry is sealed before it ends, not left for the
+    next keyed command (``verify-log`` would count it as awaiting its seal)."""
+    work = ledgers.new()
+    for store in stores[:2]:
+        assert _import(work, store / BLOCK_MANIFEST, keys_dir).returncode == 0
+        verified = run_cli("ledger", "verify-log", "--db", db_arg(work), "--keys", str(keys_dir))
+        assert verified.returncode == 0, verified.stderr
+        assert "awaiting" not in verified.stdout, verified.stdout
+    assert ": 2 entries, every one chained" in verified.stdout, verified.stdout
+
+
 CLAIMER = """
 import sys
 from printpipe.cli import main
