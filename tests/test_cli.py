@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from printpipe.block import PackRange
 from printpipe.keys import (
     KEY_FILES,
     LOTTERY_SIGNING_KEY,
@@ -345,3 +346,27 @@ def test_a_server_that_cannot_start_detached_says_why_once(tmp_path, keys_dir, m
     assert_one_line_error(result, "none.sqlite not found")
     assert result.stderr.count("printpipe: error:") == 1, result.stderr
     assert result.returncode == 1
+
+
+def test_a_missing_block_file_is_named_as_missing(tmp_path, game, keys_dir):
+    """Each file of a block store removed in turn: the audit names it missing (not changed),
+    and export refuses the store in one line naming it missing (not tampered, not unreadable
+    with an errno)."""
+    import shutil
+
+    from tests.conftest import generate_store
+
+    store = generate_store(game, keys_dir, tmp_path / "blk", PackRange(1, 1))
+    names = [*sorted(p.name for p in store.glob("*.npy")), "summary.sig"]
+    assert len(names) == 6
+    for name in names:
+        copy = tmp_path / f"without-{name}"
+        shutil.copytree(store, copy)
+        (copy / name).unlink()
+        audited = run_cli("audit", str(copy), "--keys", str(keys_dir), "-q")
+        assert audited.returncode == 1, audited.stderr
+        assert f"{name} missing" in audited.stdout or f"{name} is missing" in audited.stdout
+        assert "changed" not in audited.stdout and "Errno" not in audited.stdout
+        exported = run_cli("export", str(copy), "--keys", str(keys_dir), "--out",
+                           str(tmp_path / f"print-{name}"), "--unapproved", "-q")  # fmt: skip
+        assert_one_line_error(exported, f"block store {copy} is incomplete: {name} is missing")
