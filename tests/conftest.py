@@ -149,26 +149,12 @@ def _group_members(pgid: int) -> list[int]:
     return [pid for pid, fields in process_stats() if fields[0] != "Z" and int(fields[2]) == pgid]
 
 
-def read_until(process: subprocess.Popen, text: str) -> str:
-    """Read the running ``process``'s stderr until ``text`` appears in it (the process's own sign
-    of progress, e.g. its progress bar); returns what was read.  No deadline: a process that
-    ends first fails the test, one that hangs is the test run's timeout's business."""
-    assert process.stderr is not None
-    fd, seen = process.stderr.fileno(), b""
-    while text.encode() not in seen:
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            process.wait()
-            raise AssertionError(f"exit {process.returncode} before {text!r}: {seen.decode()}")
-        seen += chunk
-    return seen.decode(errors="replace")
-
-
 def wait_for_files(
     process: subprocess.Popen, folder: Path, pattern: str, count: int = 1
 ) -> list[Path]:
     """Wait until ``count`` files matching ``pattern`` are in ``folder`` (the process's own
-    output); the process ending first fails the test.  No deadline, as for :func:`read_until`."""
+    output); the process ending first fails the test.  No deadline: a process that hangs is the
+    test run's timeout's business."""
     while True:
         found = sorted(folder.glob(pattern)) if folder.is_dir() else []
         if len(found) >= count:

@@ -22,8 +22,8 @@ from tests.conftest import (
     as_from_a_shell,
     assert_preflight_passes,
     cli_commands,
-    read_until,
     run_cli,
+    wait_for_files,
 )
 
 
@@ -179,8 +179,7 @@ def test_interrupted_generation_leaves_nothing_that_looks_finished(tmp_path, key
         stderr=subprocess.PIPE,
         preexec_fn=as_from_a_shell,
     )
-    read_until(process, "generate: ")  # its progress bar: generating, the partial store open
-    assert any(p.name.startswith(".block.partial") for p in tmp_path.iterdir())
+    wait_for_files(process, tmp_path, ".block.partial-*")  # generating: the partial store open
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=600)
     assert process.returncode == 130
@@ -221,11 +220,78 @@ def test_usage_errors_are_one_line(args):
     assert_one_line_error(result, "(see printpipe")
 
 
-def test_the_proof_shows_its_progress_unless_quiet(tmp_path):
-    shown = run_cli("proof", "--out", str(tmp_path / "shown"), check=True)
-    assert "proof: 100%" in shown.stderr and "/52.0 [" in shown.stderr, shown.stderr  # 26 pages x 2
-    quiet = run_cli("proof", "--out", str(tmp_path / "quiet"), "-q", check=True)
-    assert quiet.stderr == ""
+def _stderr_of(run, *, terminal: bool) -> str:
+    """What ``run()`` writes on stderr when stderr is a terminal (a pseudo-terminal, read as a
+    user's terminal shows it), or a pipe."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    import threading
+
+    reading, writing = pty.openpty() if terminal else os.pipe()
+    if terminal:  # a terminal's size: 24 rows of 100 columns (a new pseudo-terminal has 0 x 0)
+        fcntl.ioctl(writing, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    seen = bytearray()
+
+    def read() -> None:
+        while True:
+            try:
+                chunk = os.read(reading, 4096)
+            except OSError:  # the terminal closed (EIO)
+                return
+            if not chunk:
+                return
+            seen.extend(chunk)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    before = sys.stderr
+    with open(writing, "w") as stream:
+        sys.stderr = stream
+        try:
+            run()
+        finally:
+            sys.stderr = before
+    reader.join(timeout=60)
+    os.close(reading)
+    return seen.decode(errors="replace")
+
+
+def test_progress_bars_show_on_a_terminal_only():
+    """A long run's bar (past its 0.5 s delay) shows on a terminal, with its rate; not with
+    --quiet (``enabled=False``), and never where stderr is a file or a pipe (a log, CI)."""
+    import time
+
+    from printpipe.progress import SHOW_AFTER_S, progress_bar
+
+    def run(enabled: bool = True) -> None:
+        with progress_bar(4, "step", "things", enabled) as bar:
+            for _ in range(4):
+                time.sleep(SHOW_AFTER_S / 2)
+                bar.update(1)
+
+    shown = _stderr_of(run, terminal=True)
+    assert "step: 100%" in shown and "4.00/4.00" in shown and "things/s" in shown, shown
+    assert _stderr_of(lambda: run(enabled=False), terminal=True) == ""
+    assert _stderr_of(run, terminal=False) == ""
+
+
+def test_commands_show_no_progress_bar_where_stderr_is_not_a_terminal(
+    tmp_path, keys_dir, monkeypatch
+):
+    """Generate, audit and export, without --quiet, with stderr captured (CliRunner's stream:
+    not a terminal) and the bars' delay set to none: stderr stays empty."""
+    monkeypatch.setattr("printpipe.progress.SHOW_AFTER_S", 0)
+    block = str(tmp_path / "blk")
+    for args in (
+        ["generate", "--keys", str(keys_dir), "--packs", "1:8", "--out", block],
+        ["audit", block, "--keys", str(keys_dir)],
+        ["export", block, "--keys", str(keys_dir), "--out", str(tmp_path / "print"),
+         "--unapproved", "--workers", "1"],
+    ):  # fmt: skip
+        result = run_cli(*args, check=True)
+        assert result.stderr == "", (args, result.stderr)
 
 
 START_UP = """
