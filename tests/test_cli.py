@@ -6,6 +6,7 @@ import signal
 import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -296,6 +297,7 @@ def test_commands_show_no_progress_bar_where_stderr_is_not_a_terminal(
 
 START_UP = """
 import sys
+from pathlib import Path
 from printpipe.cli import main
 try:
     main(sys.argv[1:])
@@ -436,3 +438,17 @@ def test_a_missing_block_file_is_named_as_missing(tmp_path, game, keys_dir):
         exported = run_cli("export", str(copy), "--keys", str(keys_dir), "--out",
                            str(tmp_path / f"print-{name}"), "--unapproved", "-q")  # fmt: skip
         assert_one_line_error(exported, f"block store {copy} is incomplete: {name} is missing")
+
+
+def test_the_template_export_uses_by_default_is_named_where_it_is():
+    """``export --help`` names the games' own ticket templates by paths that exist (in a
+    checkout as in a wheel), the game's default among them; no help names a ``GAME`` path."""
+    from printpipe.games import game_template_dir
+
+    text = run_cli("export", "--help", check=True).stdout
+    listed = text.split("ticket templates (--template's default):\n", 1)[1].split("\n\n")[0]
+    paths = [Path(line.strip()) for line in listed.splitlines()]
+    assert game_template_dir("chien-chat") / "ticket.toml" in paths
+    assert all(path.is_file() for path in paths), paths
+    for path, _ in cli_commands():
+        assert "templates/GAME" not in run_cli(*path, "--help", check=True).stdout, path

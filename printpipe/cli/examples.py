@@ -139,9 +139,11 @@ def epilog(lines: tuple[str, ...]) -> str:
 
 def with_examples(command: click.Command, path: str) -> click.Command:
     """``command`` (named ``path``, e.g. ``ledger import``) and, for a group, each of its
-    commands, their help ending with their example."""
-    if command.epilog is None and path in EXAMPLES:
-        command.epilog = epilog(EXAMPLES[path])
+    commands, their help ending with their example (after the command's own epilog)."""
+    if path in EXAMPLES and not getattr(command, "_example_added", False):
+        own = f"{command.epilog}\n\n" if command.epilog else ""
+        command.epilog = own + epilog(EXAMPLES[path])
+        setattr(command, "_example_added", True)  # noqa: B010 - click's object, our mark
     if isinstance(command, click.Group):
         for name, sub in command.commands.items():
             with_examples(sub, f"{path} {name}")
