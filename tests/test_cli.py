@@ -2,6 +2,7 @@
 
 import json
 import os
+import re
 import signal
 import stat
 import subprocess
@@ -26,6 +27,8 @@ from tests.conftest import (
     run_cli,
     wait_for_files,
 )
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def assert_one_line_error(result, *fragments):
@@ -206,9 +209,41 @@ def test_the_main_job_on_defaults(tmp_path):
     )
     assert job["approval"]["file"] == approval.name
     assert_preflight_passes(tmp_path / "printpipe-out" / "chien-chat-block-0001-print")
+    assert_the_readme_says_what_the_main_job_leaves(tmp_path)
     rerun = run_cli("run", "--quiet", cwd=tmp_path)
     assert rerun.returncode == 0 and "DEMO keys" not in rerun.stderr
     assert "demo keys: the proof of these inputs is approved" in rerun.stderr
+
+
+def _disk_usage(path: Path) -> int:
+    """Bytes on disk, as ``du`` counts them (every file's and folder's blocks)."""
+    paths = [path, *path.rglob("*")]
+    return sum(p.lstat().st_blocks * 512 for p in paths)
+
+
+def assert_the_readme_says_what_the_main_job_leaves(folder: Path) -> None:
+    """The README's table of what ``printpipe run`` leaves: the same folders (the three at the
+    top, git-ignored, and those in them), each of about the size it says (within 10 %; a
+    folder under 1 MiB, within a factor 2: a file system's block size decides)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `(printpipe-[\w./-]+)/` \|.*\| ([\d,]+) (KiB|MiB) \|$", readme, re.M)
+    said = {name: int(size.replace(",", "")) << (10 if unit == "KiB" else 20)
+            for name, size, unit in rows}  # fmt: skip
+    top = {name for name in said if "/" not in name}
+    assert sorted(p.name for p in folder.iterdir()) == sorted(top) and len(top) == 3
+    assert "three folders of the current one" in readme
+    ignored = (ROOT / ".gitignore").read_text(encoding="utf-8").split()
+    assert all(f"{name}/" in ignored for name in top), ignored
+    inside = {f"printpipe-out/{p.name}" for p in (folder / "printpipe-out").iterdir()}
+    assert inside == {name for name in said if name.startswith("printpipe-out/")}
+    for name, size in said.items():
+        used = _disk_usage(folder / name)
+        low, high = (0.9, 1.1) if size >= 1 << 20 else (0.5, 2.0)
+        assert low * size <= used <= high * size, (name, used, size)
+    total = re.search(r"and leaves ([\d,]+) MiB\s+on disk", readme)
+    assert total is not None
+    used = sum(_disk_usage(folder / name) for name in top)
+    assert abs(used / (int(total[1].replace(",", "")) << 20) - 1) <= 0.1, used
 
 
 @pytest.mark.parametrize(
