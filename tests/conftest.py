@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pickle
+import select
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 import pytest
@@ -28,6 +31,8 @@ from printpipe.keys import (
     load_signing_key,
 )
 from tests.storm import process_stats
+
+T = TypeVar("T")
 
 # Press files carry their job's date (SOURCE_DATE_EPOCH, else the day the job began): the
 # tests that compare the bytes of two runs made at different seconds need one fixed date.
@@ -121,6 +126,80 @@ def cli_commands() -> list[tuple[tuple[str, ...], click.Command]]:
             yield path, command
 
     return list(walk(cli, ()))
+
+
+def forked_together(*calls: Callable[[], T], timeout: float = 300) -> list[T]:
+    """Run each call in a process of its own, forked from this one, all released at the same
+    instant; their results (pickled back), in order.
+
+    A process apart is what a race between commands needs (SQLite's locks are a process's, a
+    PostgreSQL session is a connection's); a new interpreter is not: a forked child has every
+    module this process loaded, where ``python -c`` would start Python and import printpipe,
+    numpy and the rest again (0.3 to 1 s of CPU a process).  A child never returns into the
+    test session: it ends with ``os._exit``.  An exception in a call is raised here."""
+    go_read, go_write = os.pipe()
+    children: list[tuple[int, int]] = []
+    try:
+        for call in calls:
+            read, write = os.pipe()
+            with warnings.catch_warnings():  # Python 3.12 warns of fork beside threads: the
+                warnings.simplefilter("ignore", DeprecationWarning)  # child only runs `call`
+                pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child's coverage is not collected
+                status = 0
+                try:
+                    os.close(read)
+                    os.read(go_read, 1)  # wait for the others
+                    try:
+                        answer: tuple[bool, Any] = (True, call())
+                    except BaseException as exc:  # handed to the parent
+                        answer = (False, exc)
+                    with os.fdopen(write, "wb") as out:
+                        pickle.dump(answer, out)
+                except BaseException:
+                    status = 1
+                finally:
+                    os._exit(status)
+            os.close(write)
+            children.append((pid, read))
+        os.write(go_write, b"g" * len(calls))  # release them all
+        results = []
+        deadline = time.monotonic() + timeout
+        for _, read in children:
+            data = bytearray()
+            while True:
+                ready, _, _ = select.select([read], [], [], max(0.0, deadline - time.monotonic()))
+                if not ready:
+                    raise AssertionError(f"a forked call did not end within {timeout:.0f} s")
+                chunk = os.read(read, 1 << 16)
+                if not chunk:
+                    break
+                data += chunk
+            assert data, "a forked call ended without an answer"
+            ok, value = pickle.loads(bytes(data))
+            if not ok:
+                raise value
+            results.append(value)
+        return results
+    finally:
+        for pid, read in children:
+            with contextlib.suppress(OSError):
+                os.close(read)
+            if _running(pid):  # a call that overran its time, or a failure here
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+        os.close(go_read)
+        os.close(go_write)
+
+
+def _running(pid: int) -> bool:
+    """Whether the forked child ``pid`` has not exited yet (without reaping it)."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+    except ChildProcessError:
+        return False
 
 
 def as_from_a_shell() -> None:

@@ -4,6 +4,7 @@ that is not a ledger refused untouched; read-only commands write nothing."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import pickle
@@ -11,8 +12,8 @@ import pwd
 import shutil
 import sqlite3
 import subprocess
-import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -24,40 +25,14 @@ from printpipe.ledger.inputs import TerminalId
 from printpipe.ledger.key import load_ledger_key
 from printpipe.ledger.store.sqlite import APPLICATION_ID, SqliteDatabase
 from printpipe.manifest import BLOCK_MANIFEST
-from tests.conftest import run_cli
+from tests.conftest import forked_together, run_cli
 from tests.ledger_helpers import generate_store, run_in_process
-
-STARTER = """
-import sys
-from printpipe.cli import main
-sys.argv = ["printpipe", *sys.argv[1:]]
-sys.stdin.readline()  # start together
-main()
-"""
-
-
-def _popen(script: str, *args: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-c", script, *args],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def start_together(*commands: list[str]) -> list[subprocess.CompletedProcess]:
-    """Run printpipe commands in real processes, released at the same instant."""
-    procs = [_popen(STARTER, *command) for command in commands]
-    for proc in procs:  # every process has imported printpipe and waits: release them
-        assert proc.stdin is not None
-        proc.stdin.write("go\n")
-        proc.stdin.flush()
-    results = []
-    for proc, command in zip(procs, commands, strict=True):
-        out, err = proc.communicate(timeout=300)
-        results.append(subprocess.CompletedProcess(command, proc.returncode, out, err))
-    return results
+    """Run printpipe commands in processes of their own (forked: no interpreter start-up),
+    released at the same instant."""
+    return forked_together(*(functools.partial(run_in_process, *command) for command in commands))
 
 
 @pytest.fixture(scope="module")
@@ -100,27 +75,18 @@ def test_a_failed_import_never_deletes_a_ledger_another_import_filled(
     assert sorted(p.name for p in tmp_path.iterdir() if "partial" in p.name) == []
 
 
-ASKER = """
-import contextlib, io, sys, time
-from printpipe.cli import main
-db, terminal, keys = sys.argv[1:4]
-seen = set()
-sys.stdin.readline()  # start together
-deadline = time.monotonic() + 120
-while time.monotonic() < deadline:
-    out, err = io.StringIO(), io.StringIO()
-    sys.argv = ["printpipe", "validate", "0412" + "0" * 21, "--db", db, "--terminal", terminal,
-                "--keys", keys]
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main()
-        except SystemExit:
-            pass
-    seen.add((out.getvalue() + err.getvalue()).strip().replace(db, "DB"))
-    if out.getvalue().strip():
-        break
-print("\\n".join(sorted(seen)))
-"""
+def ask_until_answered(db: Path, terminal: str, keys: Path) -> str:
+    """A terminal asking the ledger ``db`` over and over (120 s at most) until it answers: every
+    distinct thing it was told, sorted, one a line."""
+    seen = set()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        ask = ["validate", "0412" + "0" * 21, "--db", str(db), "--terminal", terminal]
+        told = run_in_process(*ask, "--keys", str(keys))
+        seen.add((told.stdout + told.stderr).strip().replace(str(db), "DB"))
+        if told.stdout.strip():
+            break
+    return "\n".join(sorted(seen))
 
 
 def test_a_ledger_being_created_is_never_seen_half_made(two_blocks, keys_dir, tmp_path):
@@ -131,34 +97,22 @@ def test_a_ledger_being_created_is_never_seen_half_made(two_blocks, keys_dir, tm
     for attempt in range(3):
         db = tmp_path / f"c{attempt}.sqlite"
         imports = [
-            _popen(
-                STARTER,
-                "ledger",
-                "import",
-                str(manifest),
-                "--keys",
-                str(keys_dir),
-                "--db",
-                str(db),
-                "-q",
-            )
+            functools.partial(run_in_process, "ledger", "import", str(manifest), "--keys",
+                              str(keys_dir), "--db", str(db), "-q")
             for manifest in (good, other)
-        ]
-        askers = [_popen(ASKER, str(db), f"T{i}", str(keys_dir)) for i in range(3)]
-        for proc in (*askers, *imports):
-            assert proc.stdin is not None
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-        for proc in imports:
-            out, err = proc.communicate(timeout=300)
-            assert proc.returncode == 0 and "imported 5,000 records" in out, err
+        ]  # fmt: skip
+        askers = [functools.partial(ask_until_answered, db, f"T{i}", keys_dir) for i in range(3)]
+        answers: list = forked_together(*askers, *imports)
+        heard, (first, second) = answers[:3], answers[3:]
+        for imported in (first, second):
+            assert imported.returncode == 0, imported.stderr
+            assert "imported 5,000 records" in imported.stdout
         not_yet = (
             "printpipe: error: validation database DB not found "
             "(create it: printpipe ledger import)"
         )
-        for proc in askers:
-            out, err = proc.communicate(timeout=300)
-            assert err == "" and set(out.splitlines()) <= {not_yet, "INVALID CODE"}, out
+        for out in heard:
+            assert set(out.splitlines()) <= {not_yet, "INVALID CODE"}, out
             assert "INVALID CODE" in out.splitlines()
         assert tickets_in(db) == 10_000
 
