@@ -19,7 +19,7 @@ from printpipe.commitment import COMMITMENT_FILE, check_store_commitment
 from printpipe.games.base import LOSING_TIER, Game
 from printpipe.ids import TicketId
 from printpipe.progress import progress_bar
-from printpipe.store import BlockStore
+from printpipe.store import SIGNATURE, BlockStore
 
 BATCH_PACKS = 1000
 NAMED_AT_MOST = 5
@@ -86,16 +86,26 @@ def audit_block(
         f"({packs.count * pack_size:,} tickets) in {store.path}"
     )
 
+    missing = store.missing_files()
+    columns_missing = [name for name in missing if name in summary.files]
     changed = store.changed_files()
+    problems = []
+    if columns_missing:
+        problems.append(f"{', '.join(columns_missing)} missing")
+    if changed:
+        problems.append(f"{', '.join(changed)} changed since generation (SHA-256 mismatch)")
     report.check(
         "store files",
-        not changed,
-        f"{', '.join(changed)} changed since generation (SHA-256 mismatch)"
-        if changed
-        else f"{len(summary.files)} files match the SHA-256 in summary.json",
+        not problems,
+        "; ".join(problems) or f"{len(summary.files)} files match the SHA-256 in summary.json",
     )
+    if columns_missing:  # nothing below can read the tickets: stop at what is known
+        report.check("tickets", False, "not checked: the store is incomplete")
+        return report
     if producer_key is None:
         report.check("signature", False, "not checked: give the producer's public key")
+    elif SIGNATURE in missing:
+        report.check("signature", False, f"{SIGNATURE} is missing")
     else:
         signed = store.verify_signature(producer_key)
         report.check(

@@ -48,8 +48,10 @@ KEY_FILES = (
 )
 ADDED_LATER = frozenset({LOTTERY_SIGNING_KEY, LOTTERY_SIGNING_PUB, LEDGER_KEY})
 """Key files a folder made by an earlier printpipe may lack: made on demand, alone."""
-CREATE_KEYS = "create keys: printpipe keys init DIR"
-"""What a missing key file's error says to do (a terminal's key names its own command)."""
+NAME_KEYS_DIR = "name the folder of your key files with --keys DIR"
+"""What a missing key file of a keys folder says to do.  Never ``keys init``: new keys do not
+open a block, a manifest or a ledger made with other ones (a terminal's key names its own
+command, ``create_with``)."""
 DEMO_KEYS_DIR = Path("printpipe-demo-keys")
 """Where commands look for keys by default, and where the default run creates demo keys."""
 
@@ -165,7 +167,7 @@ def load_secrets(directory: Path) -> BlockSecrets:
 
 
 def load_signing_key(
-    directory: Path, name: str = PRODUCER_SIGNING_KEY, *, create_with: str = CREATE_KEYS
+    directory: Path, name: str = PRODUCER_SIGNING_KEY, *, create_with: str | None = None
 ) -> Ed25519PrivateKey:
     """The producer's signing key in ``directory`` (or the lottery's: ``LOTTERY_SIGNING_KEY``;
     or a terminal's, whose missing file names ``create_with``, the command that makes it)."""
@@ -180,7 +182,7 @@ def load_signing_key(
     return key
 
 
-def load_public_key(path: Path, *, create_with: str = CREATE_KEYS) -> Ed25519PublicKey:
+def load_public_key(path: Path, *, create_with: str | None = None) -> Ed25519PublicKey:
     """An Ed25519 public key in PEM: the producer's, the lottery's or a terminal's."""
     data = _read(path, create_with)
     try:
@@ -230,7 +232,7 @@ def _read_secret(path: Path) -> bytes:
     return data
 
 
-def _read_private(path: Path, create_with: str = CREATE_KEYS) -> bytes:
+def _read_private(path: Path, create_with: str | None = None) -> bytes:
     data = _read(path, create_with)
     mode = path.stat().st_mode
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
@@ -240,13 +242,25 @@ def _read_private(path: Path, create_with: str = CREATE_KEYS) -> bytes:
     return data
 
 
-def _read(path: Path, create_with: str = CREATE_KEYS) -> bytes:
+def _read(path: Path, create_with: str | None = None) -> bytes:
     try:
         return path.read_bytes()
     except FileNotFoundError:
-        raise PrintpipeError(f"key file {path} not found ({create_with})") from None
+        raise PrintpipeError(missing_key_file(path, create_with)) from None
     except OSError as exc:
         raise PrintpipeError(f"cannot read key file {path}: {exc.strerror}") from None
+
+
+def missing_key_file(path: Path, create_with: str | None = None) -> str:
+    """The one line for a key file that is not there: ``create_with``, the command that makes
+    it (a terminal's key); else, for a file of a keys folder, the folder looked in, whether it
+    exists, and how to name the right one (``--keys DIR``)."""
+    if create_with is not None or path.name not in KEY_FILES:
+        return f"key file {path} not found" + (f" ({create_with})" if create_with else "")
+    folder = path.parent
+    default = ", the default" if folder == DEMO_KEYS_DIR else ""
+    looked = f"looked in {folder}/{default}" if folder.is_dir() else f"no folder {folder}/{default}"
+    return f"key file {path.name} not found ({looked}): {NAME_KEYS_DIR}"
 
 
 def _write_private(path: Path, data: bytes) -> None:

@@ -467,8 +467,15 @@ def write_sealed_run_manifest(
 ) -> dict[str, Any]:
     """Write the run manifest whose records :func:`seal_run_records` sealed: the header (with
     the press files), the digests and the signature, then the body, copied and hashed again
-    on the way (temp name, fsync, rename); the sealed body file is removed."""
+    on the way (temp name, fsync, rename); the sealed body file is removed.
+
+    A manifest already at ``path`` that says the same (signed by this key, intact, the same
+    header and the same records: a run with nothing left to render) is kept byte for byte:
+    age encrypts to a fresh key each time, so a new one would differ in every body byte."""
     header = build_header(store, game.definition, sealed.packs, "run", recipient, print_files)
+    if _says_already(path, header, sealed.records_sha256, signing_key.public_key()):
+        sealed.path.unlink(missing_ok=True)
+        return header
     prefix = _prefix(header)
     hashes = _hash_lines(sealed.body_sha256, sealed.records_sha256)
     with atomic_file(path) as out, open(sealed.path, "rb") as body:
@@ -481,6 +488,20 @@ def write_sealed_run_manifest(
             raise PrintpipeError(f"the sealed records of {path} changed on disk: run it again")
     sealed.path.unlink(missing_ok=True)
     return header
+
+
+def _says_already(
+    path: Path, header: dict[str, Any], records_sha256: str, producer_key: Ed25519PublicKey
+) -> bool:
+    """Whether the manifest at ``path`` is intact, signed by ``producer_key``, and has this
+    header and these records."""
+    if not path.exists():
+        return False
+    try:
+        existing = verify_manifest(path, producer_key)
+    except PrintpipeError:
+        return False
+    return _prefix(existing.header) == _prefix(header) and existing.records_sha256 == records_sha256
 
 
 def write_run_manifest(

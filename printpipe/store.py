@@ -230,14 +230,27 @@ class BlockStore:
             "pack_size": self.pack_size,
         }
 
+    def missing_files(self) -> list[str]:
+        """The store's files that are not there: column files the summary lists, and the
+        summary's signature."""
+        names = [*self.summary.files, SIGNATURE]
+        return [name for name in names if not (self.path / name).is_file()]
+
     def changed_files(self) -> list[str]:
-        """Column files whose bytes differ from the SHA-256 the summary records."""
+        """Column files that are there but whose bytes differ from the SHA-256 the summary
+        records (a missing one is :meth:`missing_files`')."""
         changed = []
         for name, meta in self.summary.files.items():
             file = self.path / name
-            if not file.is_file() or sha256_file(file) != meta.sha256:
+            if file.is_file() and sha256_file(file) != meta.sha256:
                 changed.append(name)
         return changed
+
+    def _missing(self, name: str) -> PrintpipeError:
+        return PrintpipeError(
+            f"block store {self.path} is incomplete: {name} is missing (a store is used whole, "
+            "as generate wrote it)"
+        )
 
     def verify_signature(self, public_key: Ed25519PublicKey) -> bool:
         try:
@@ -256,6 +269,9 @@ class BlockStore:
     def check_columns(self) -> None:
         """Refuse a store whose column files differ from the SHA-256 its summary records (each
         file read once, hashed a megabyte at a time: hashlib releases the GIL meanwhile)."""
+        missing = [name for name in self.missing_files() if name != SIGNATURE]
+        if missing:
+            raise self._missing(missing[0])
         changed = self.changed_files()
         if changed:
             raise PrintpipeError(
@@ -265,6 +281,8 @@ class BlockStore:
 
     def check_signature(self, public_key: Ed25519PublicKey) -> None:
         """Refuse a store whose summary the producer did not sign."""
+        if not (self.path / SIGNATURE).is_file():
+            raise self._missing(SIGNATURE)
         if not self.verify_signature(public_key):
             raise PrintpipeError(
                 f"block store {self.path}: the summary signature does not verify "
@@ -292,6 +310,8 @@ class BlockStore:
         path = self.path / column_file(name)
         try:
             array = np.load(path, mmap_mode="r")
+        except FileNotFoundError:
+            raise self._missing(path.name) from None
         except (OSError, ValueError) as exc:
             raise PrintpipeError(f"{path} is unreadable: {exc}") from None
         rows = self.pack_range.count * self.pack_size

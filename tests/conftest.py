@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pickle
+import select
 import signal
 import subprocess
 import sys
 import time
+import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
+import click
 import pytest
 from hypothesis import settings
 
@@ -25,6 +31,8 @@ from printpipe.keys import (
     load_signing_key,
 )
 from tests.storm import process_stats
+
+T = TypeVar("T")
 
 # Press files carry their job's date (SOURCE_DATE_EPOCH, else the day the job began): the
 # tests that compare the bytes of two runs made at different seconds need one fixed date.
@@ -102,6 +110,98 @@ def _run_in_process(
     )
 
 
+def cli_commands() -> list[tuple[tuple[str, ...], click.Command]]:
+    """Every command of ``printpipe`` that runs (not a group): its path (``("ledger",
+    "import")``) and the command."""
+    from printpipe.cli import cli
+
+    def walk(command: click.Command, path: tuple[str, ...]) -> Iterator[Any]:
+        if isinstance(command, click.Group):
+            context = click.Context(command)
+            for name in command.list_commands(context):
+                sub = command.get_command(context, name)
+                assert sub is not None
+                yield from walk(sub, (*path, name))
+        else:
+            yield path, command
+
+    return list(walk(cli, ()))
+
+
+def forked_together(*calls: Callable[[], T], timeout: float = 300) -> list[T]:
+    """Run each call in a process of its own, forked from this one, all released at the same
+    instant; their results (pickled back), in order.
+
+    A process apart is what a race between commands needs (SQLite's locks are a process's, a
+    PostgreSQL session is a connection's); a new interpreter is not: a forked child has every
+    module this process loaded, where ``python -c`` would start Python and import printpipe,
+    numpy and the rest again (0.3 to 1 s of CPU a process).  A child never returns into the
+    test session: it ends with ``os._exit``.  An exception in a call is raised here."""
+    go_read, go_write = os.pipe()
+    children: list[tuple[int, int]] = []
+    try:
+        for call in calls:
+            read, write = os.pipe()
+            with warnings.catch_warnings():  # Python 3.12 warns of fork beside threads: the
+                warnings.simplefilter("ignore", DeprecationWarning)  # child only runs `call`
+                pid = os.fork()
+            if pid == 0:  # pragma: no cover - the child's coverage is not collected
+                status = 0
+                try:
+                    os.close(read)
+                    os.read(go_read, 1)  # wait for the others
+                    try:
+                        answer: tuple[bool, Any] = (True, call())
+                    except BaseException as exc:  # handed to the parent
+                        answer = (False, exc)
+                    with os.fdopen(write, "wb") as out:
+                        pickle.dump(answer, out)
+                except BaseException:
+                    status = 1
+                finally:
+                    os._exit(status)
+            os.close(write)
+            children.append((pid, read))
+        os.write(go_write, b"g" * len(calls))  # release them all
+        results = []
+        deadline = time.monotonic() + timeout
+        for _, read in children:
+            data = bytearray()
+            while True:
+                ready, _, _ = select.select([read], [], [], max(0.0, deadline - time.monotonic()))
+                if not ready:
+                    raise AssertionError(f"a forked call did not end within {timeout:.0f} s")
+                chunk = os.read(read, 1 << 16)
+                if not chunk:
+                    break
+                data += chunk
+            assert data, "a forked call ended without an answer"
+            ok, value = pickle.loads(bytes(data))
+            if not ok:
+                raise value
+            results.append(value)
+        return results
+    finally:
+        for pid, read in children:
+            with contextlib.suppress(OSError):
+                os.close(read)
+            if _running(pid):  # a call that overran its time, or a failure here
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+        os.close(go_read)
+        os.close(go_write)
+
+
+def _running(pid: int) -> bool:
+    """Whether the forked child ``pid`` has not exited yet (without reaping it)."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+    except ChildProcessError:
+        return False
+
+
 def as_from_a_shell() -> None:
     """``preexec_fn`` of a process a test will Ctrl-C: SIGINT at its default and unblocked, as
     a user's shell starts a command.  A signal disposition or mask the test session's worker
@@ -128,26 +228,12 @@ def _group_members(pgid: int) -> list[int]:
     return [pid for pid, fields in process_stats() if fields[0] != "Z" and int(fields[2]) == pgid]
 
 
-def read_until(process: subprocess.Popen, text: str) -> str:
-    """Read the running ``process``'s stderr until ``text`` appears in it (the process's own sign
-    of progress, e.g. its progress bar); returns what was read.  No deadline: a process that
-    ends first fails the test, one that hangs is the test run's timeout's business."""
-    assert process.stderr is not None
-    fd, seen = process.stderr.fileno(), b""
-    while text.encode() not in seen:
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            process.wait()
-            raise AssertionError(f"exit {process.returncode} before {text!r}: {seen.decode()}")
-        seen += chunk
-    return seen.decode(errors="replace")
-
-
 def wait_for_files(
     process: subprocess.Popen, folder: Path, pattern: str, count: int = 1
 ) -> list[Path]:
     """Wait until ``count`` files matching ``pattern`` are in ``folder`` (the process's own
-    output); the process ending first fails the test.  No deadline, as for :func:`read_until`."""
+    output); the process ending first fails the test.  No deadline: a process that hangs is the
+    test run's timeout's business."""
     while True:
         found = sorted(folder.glob(pattern)) if folder.is_dir() else []
         if len(found) >= count:

@@ -2,13 +2,16 @@
 
 import json
 import os
+import re
 import signal
 import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from printpipe.block import PackRange
 from printpipe.keys import (
     KEY_FILES,
     LOTTERY_SIGNING_KEY,
@@ -17,7 +20,15 @@ from printpipe.keys import (
     load_public_key,
     load_signing_key,
 )
-from tests.conftest import as_from_a_shell, assert_preflight_passes, read_until, run_cli
+from tests.conftest import (
+    as_from_a_shell,
+    assert_preflight_passes,
+    cli_commands,
+    run_cli,
+    wait_for_files,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def assert_one_line_error(result, *fragments):
@@ -172,8 +183,7 @@ def test_interrupted_generation_leaves_nothing_that_looks_finished(tmp_path, key
         stderr=subprocess.PIPE,
         preexec_fn=as_from_a_shell,
     )
-    read_until(process, "generate: ")  # its progress bar: generating, the partial store open
-    assert any(p.name.startswith(".block.partial") for p in tmp_path.iterdir())
+    wait_for_files(process, tmp_path, ".block.partial-*")  # generating: the partial store open
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=600)
     assert process.returncode == 130
@@ -199,9 +209,41 @@ def test_the_main_job_on_defaults(tmp_path):
     )
     assert job["approval"]["file"] == approval.name
     assert_preflight_passes(tmp_path / "printpipe-out" / "chien-chat-block-0001-print")
+    assert_the_readme_says_what_the_main_job_leaves(tmp_path)
     rerun = run_cli("run", "--quiet", cwd=tmp_path)
     assert rerun.returncode == 0 and "DEMO keys" not in rerun.stderr
     assert "demo keys: the proof of these inputs is approved" in rerun.stderr
+
+
+def _disk_usage(path: Path) -> int:
+    """Bytes on disk, as ``du`` counts them (every file's and folder's blocks)."""
+    paths = [path, *path.rglob("*")]
+    return sum(p.lstat().st_blocks * 512 for p in paths)
+
+
+def assert_the_readme_says_what_the_main_job_leaves(folder: Path) -> None:
+    """The README's table of what ``printpipe run`` leaves: the same folders (the three at the
+    top, git-ignored, and those in them), each of about the size it says (within 10 %; a
+    folder under 1 MiB, within a factor 2: a file system's block size decides)."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `(printpipe-[\w./-]+)/` \|.*\| ([\d,]+) (KiB|MiB) \|$", readme, re.M)
+    said = {name: int(size.replace(",", "")) << (10 if unit == "KiB" else 20)
+            for name, size, unit in rows}  # fmt: skip
+    top = {name for name in said if "/" not in name}
+    assert sorted(p.name for p in folder.iterdir()) == sorted(top) and len(top) == 3
+    assert "three folders of the current one" in readme
+    ignored = (ROOT / ".gitignore").read_text(encoding="utf-8").split()
+    assert all(f"{name}/" in ignored for name in top), ignored
+    inside = {f"printpipe-out/{p.name}" for p in (folder / "printpipe-out").iterdir()}
+    assert inside == {name for name in said if name.startswith("printpipe-out/")}
+    for name, size in said.items():
+        used = _disk_usage(folder / name)
+        low, high = (0.9, 1.1) if size >= 1 << 20 else (0.5, 2.0)
+        assert low * size <= used <= high * size, (name, used, size)
+    total = re.search(r"and leaves ([\d,]+) MiB\s+on disk", readme)
+    assert total is not None
+    used = sum(_disk_usage(folder / name) for name in top)
+    assert abs(used / (int(total[1].replace(",", "")) << 20) - 1) <= 0.1, used
 
 
 @pytest.mark.parametrize(
@@ -214,15 +256,83 @@ def test_usage_errors_are_one_line(args):
     assert_one_line_error(result, "(see printpipe")
 
 
-def test_the_proof_shows_its_progress_unless_quiet(tmp_path):
-    shown = run_cli("proof", "--out", str(tmp_path / "shown"), check=True)
-    assert "proof: 100%" in shown.stderr and "/52.0 [" in shown.stderr, shown.stderr  # 26 pages x 2
-    quiet = run_cli("proof", "--out", str(tmp_path / "quiet"), "-q", check=True)
-    assert quiet.stderr == ""
+def _stderr_of(run, *, terminal: bool) -> str:
+    """What ``run()`` writes on stderr when stderr is a terminal (a pseudo-terminal, read as a
+    user's terminal shows it), or a pipe."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    import threading
+
+    reading, writing = pty.openpty() if terminal else os.pipe()
+    if terminal:  # a terminal's size: 24 rows of 100 columns (a new pseudo-terminal has 0 x 0)
+        fcntl.ioctl(writing, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))
+    seen = bytearray()
+
+    def read() -> None:
+        while True:
+            try:
+                chunk = os.read(reading, 4096)
+            except OSError:  # the terminal closed (EIO)
+                return
+            if not chunk:
+                return
+            seen.extend(chunk)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    before = sys.stderr
+    with open(writing, "w") as stream:
+        sys.stderr = stream
+        try:
+            run()
+        finally:
+            sys.stderr = before
+    reader.join(timeout=60)
+    os.close(reading)
+    return seen.decode(errors="replace")
+
+
+def test_progress_bars_show_on_a_terminal_only():
+    """A long run's bar (past its 0.5 s delay) shows on a terminal, with its rate; not with
+    --quiet (``enabled=False``), and never where stderr is a file or a pipe (a log, CI)."""
+    import time
+
+    from printpipe.progress import SHOW_AFTER_S, progress_bar
+
+    def run(enabled: bool = True) -> None:
+        with progress_bar(4, "step", "things", enabled) as bar:
+            for _ in range(4):
+                time.sleep(SHOW_AFTER_S / 2)
+                bar.update(1)
+
+    shown = _stderr_of(run, terminal=True)
+    assert "step: 100%" in shown and "4.00/4.00" in shown and "things/s" in shown, shown
+    assert _stderr_of(lambda: run(enabled=False), terminal=True) == ""
+    assert _stderr_of(run, terminal=False) == ""
+
+
+def test_commands_show_no_progress_bar_where_stderr_is_not_a_terminal(
+    tmp_path, keys_dir, monkeypatch
+):
+    """Generate, audit and export, without --quiet, with stderr captured (CliRunner's stream:
+    not a terminal) and the bars' delay set to none: stderr stays empty."""
+    monkeypatch.setattr("printpipe.progress.SHOW_AFTER_S", 0)
+    block = str(tmp_path / "blk")
+    for args in (
+        ["generate", "--keys", str(keys_dir), "--packs", "1:8", "--out", block],
+        ["audit", block, "--keys", str(keys_dir)],
+        ["export", block, "--keys", str(keys_dir), "--out", str(tmp_path / "print"),
+         "--unapproved", "--workers", "1"],
+    ):  # fmt: skip
+        result = run_cli(*args, check=True)
+        assert result.stderr == "", (args, result.stderr)
 
 
 START_UP = """
 import sys
+from pathlib import Path
 from printpipe.cli import main
 try:
     main(sys.argv[1:])
@@ -258,3 +368,122 @@ def test_every_listed_command_is_the_command_of_that_name():
         command = cli.get_command(context, name)
         assert isinstance(command, click.Command) and command.name == name, name
     assert cli.get_command(context, "frobnicate") is None
+
+
+def test_a_missing_keys_folder_is_named_with_the_option_that_names_another(tmp_path, keys_dir):
+    """Without --keys, the default folder is looked in: the error names it and says how to
+    name the right one, never ``keys init`` (new keys open nothing made with the old ones)."""
+    result = run_cli("manifest", "verify", "x.ppm", cwd=tmp_path)
+    assert_one_line_error(
+        result, "producer-signing.pub", "no folder printpipe-demo-keys/, the default", "--keys DIR"
+    )
+    assert "keys init" not in result.stderr
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    result = run_cli("generate", "--keys", str(partial), "--out", str(tmp_path / "blk"))
+    assert_one_line_error(result, "producer.secret", f"looked in {partial}/", "--keys DIR")
+    assert "keys init" not in result.stderr and "the default" not in result.stderr
+    assert not (tmp_path / "blk").exists()
+
+
+def test_bare_printpipe_and_a_bare_group_show_their_help_not_an_error():
+    for args in ((), ("ledger",)):
+        result = run_cli(*args)
+        assert result.returncode == 0, result.stderr
+        assert result.stderr == ""
+        assert result.stdout.startswith(f"Usage: printpipe {' '.join(args)}".rstrip() + " ")
+
+
+def test_printpipe_help_points_to_the_readme_and_the_tutorial():
+    result = run_cli("--help", check=True)
+    assert "README" in result.stdout and "docs/tutorial.md" in result.stdout
+
+
+def test_every_command_help_ends_with_an_example_that_parses(tmp_path, monkeypatch):
+    """``printpipe X --help`` ends with how the tutorial runs X, and the example is a command
+    line X accepts (its options, their types), in a folder holding the files it names."""
+    import shlex
+
+    import click
+
+    from printpipe.cli import cli
+
+    monkeypatch.chdir(tmp_path)
+    commands = cli_commands()
+    assert len(commands) > 40
+    for path, command in commands:
+        name = " ".join(path)
+        help_text = run_cli(*path, "--help", check=True).stdout
+        tail = help_text.rstrip().split("\n\n")[-1].splitlines()
+        assert tail[0].strip() in ("Example:", "Examples:"), f"{name}: {tail}"
+        for line in tail[1:]:
+            words = shlex.split(line.strip())
+            assert words[: len(path) + 1] == ["printpipe", *path], f"{name}: {line}"
+            for word in words[len(path) + 1 :]:  # the files it names (a click.Path(exists))
+                if "." in word and not word.startswith("-") and "://" not in word:
+                    (tmp_path / word).parent.mkdir(parents=True, exist_ok=True)
+                    (tmp_path / word).touch()
+            with click.Context(cli) as root:
+                parent = root
+                for depth in range(len(path) - 1):
+                    group = parent.command
+                    assert isinstance(group, click.Group)
+                    sub = group.get_command(parent, path[depth])
+                    assert sub is not None
+                    parent = click.Context(sub, info_name=path[depth], parent=parent)
+                command.make_context(path[-1], words[len(path) + 1 :], parent=parent)
+
+
+def test_a_server_that_cannot_start_detached_says_why_once(tmp_path, keys_dir, monkeypatch):
+    """``--detach`` starts the same command line again in the background (``sys.argv``): run
+    here in process, as its own command line, only the server it starts is a process."""
+    from tests.conftest import _run_in_process
+
+    args = [
+        "serve", "--db", str(tmp_path / "none.sqlite"), "--keys", str(keys_dir), "--port", "0",
+        "--url-file", str(tmp_path / "url"), "--pid-file", str(tmp_path / "pid"), "--log",
+        str(tmp_path / "log"), "--detach",
+    ]  # fmt: skip
+    monkeypatch.setattr(sys, "argv", ["printpipe", *args])
+    result = _run_in_process(args, None, None)
+    assert_one_line_error(result, "none.sqlite not found")
+    assert result.stderr.count("printpipe: error:") == 1, result.stderr
+    assert result.returncode == 1
+
+
+def test_a_missing_block_file_is_named_as_missing(tmp_path, game, keys_dir):
+    """Each file of a block store removed in turn: the audit names it missing (not changed),
+    and export refuses the store in one line naming it missing (not tampered, not unreadable
+    with an errno)."""
+    import shutil
+
+    from tests.conftest import generate_store
+
+    store = generate_store(game, keys_dir, tmp_path / "blk", PackRange(1, 1))
+    names = [*sorted(p.name for p in store.glob("*.npy")), "summary.sig"]
+    assert len(names) == 6
+    for name in names:
+        copy = tmp_path / f"without-{name}"
+        shutil.copytree(store, copy)
+        (copy / name).unlink()
+        audited = run_cli("audit", str(copy), "--keys", str(keys_dir), "-q")
+        assert audited.returncode == 1, audited.stderr
+        assert f"{name} missing" in audited.stdout or f"{name} is missing" in audited.stdout
+        assert "changed" not in audited.stdout and "Errno" not in audited.stdout
+        exported = run_cli("export", str(copy), "--keys", str(keys_dir), "--out",
+                           str(tmp_path / f"print-{name}"), "--unapproved", "-q")  # fmt: skip
+        assert_one_line_error(exported, f"block store {copy} is incomplete: {name} is missing")
+
+
+def test_the_template_export_uses_by_default_is_named_where_it_is():
+    """``export --help`` names the games' own ticket templates by paths that exist (in a
+    checkout as in a wheel), the game's default among them; no help names a ``GAME`` path."""
+    from printpipe.games import game_template_dir
+
+    text = run_cli("export", "--help", check=True).stdout
+    listed = text.split("ticket templates (--template's default):\n", 1)[1].split("\n\n")[0]
+    paths = [Path(line.strip()) for line in listed.splitlines()]
+    assert game_template_dir("chien-chat") / "ticket.toml" in paths
+    assert all(path.is_file() for path in paths), paths
+    for path, _ in cli_commands():
+        assert "templates/GAME" not in run_cli(*path, "--help", check=True).stdout, path

@@ -37,8 +37,10 @@ CHUNK = ["--chunk-packs", "3"]  # 4 chunks of 375 tickets per block: a fraction 
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    """Two single-threaded worker processes; workers restarted by their nanny when killed."""
+def cluster(tmp_path_factory):
+    """Two single-threaded worker processes; workers restarted by their nanny when killed.
+    Their scratch space in the test's temporary folder (Dask's default, /tmp/dask-scratch-space,
+    would stay behind the test run)."""
     with (
         distributed.LocalCluster(
             n_workers=2,
@@ -46,6 +48,7 @@ def cluster():
             processes=True,
             host="127.0.0.1",
             dashboard_address=None,
+            local_directory=str(tmp_path_factory.mktemp("dask-scratch")),
         ) as local,
         distributed.Client(local, set_as_default=False) as client,
     ):

@@ -596,11 +596,21 @@ def test_a_resumed_job_keeps_its_date(tmp_path, small_block, keys_dir, approvals
     assert resumed.stdout.startswith("resumed: rendered 125 of the 250 tickets (packs 1 to 2;")
     again = json.loads((out / "job.json").read_text())
     assert again["date"] == first["date"] and again["files"] == first["files"]
+    finished = {name: (out / name).read_bytes() for name in ("job.json", "manifest.ppm")}
     nothing = run_cli(*args, check=True, env=wall_clock)
     assert nothing.stdout.startswith(
         "nothing to render: the 250 tickets (packs 1 to 2) were already in 2 press PDF(s)"
     )
-    assert json.loads((out / "job.json").read_text())["files"] == first["files"]
+    for name, data in finished.items():  # a manifest saying the same is kept, byte for byte
+        assert (out / name).read_bytes() == data, name
+    assert not [p.name for p in out.iterdir() if ".partial-" in p.name]
+    damaged = bytearray(finished["manifest.ppm"])
+    damaged[-1] ^= 1  # one bit of the encrypted body: no longer the manifest it was
+    (out / "manifest.ppm").write_bytes(damaged)
+    run_cli(*args, check=True, env=wall_clock)
+    verified = run_cli("manifest", "verify", str(out / "manifest.ppm"), "--keys", str(keys_dir))
+    assert verified.returncode == 0, verified.stderr  # written anew
+    assert (out / "manifest.ppm").read_bytes() != finished["manifest.ppm"]
 
 
 def test_a_second_export_into_the_same_folder_at_once_is_refused(

@@ -248,3 +248,23 @@ def test_proof_of_golden_animals(tmp_path, golden):
     document.close()
     assert "0,97 € GOLDEN ANIMALS + 0,03 € SUPER JACKPOT" in cover
     assert "= 71,00 %" in cover
+
+
+def test_the_screen_names_each_animal_as_its_grid_and_paytable_do(golden):
+    """A unit's wins in words (under its grid, in the history, on the proof) name each animal
+    by the caption its cell and the paytable show ("Éléphant", "Zèbre"), never by its code
+    ("ELEPHANT", "ZEBRE"): a chain of each animal, alone on a blank grid."""
+    from printpipe.play.screen import game_screen, unit_screen
+
+    screen = game_screen(golden)
+    codes = golden.definition.symbol_codes
+    blank = codes.index(golden.definition.records.blank_symbol)
+    animals = [row["symbol"] for row in screen["paytable"] if row["text"].startswith("chaîne")]
+    assert len(animals) == 8
+    for code in animals:
+        caption = screen["symbols"][code]["caption"]
+        symbols = [codes.index(code)] * golden.chain_length
+        symbols += [blank] * (2 * golden.cells - len(symbols))
+        (grid,) = unit_screen(golden, bytes(symbols), 0)["grids"]
+        assert len(grid["wins"]) == 1 and grid["wins"][0].startswith(f"chaîne {caption} "), (
+            code, grid["wins"])  # fmt: skip

@@ -4,10 +4,16 @@ that is not a ledger refused untouched; read-only commands write nothing."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import os
+import pickle
+import pwd
+import shutil
 import sqlite3
 import subprocess
-import sys
+import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -19,40 +25,14 @@ from printpipe.ledger.inputs import TerminalId
 from printpipe.ledger.key import load_ledger_key
 from printpipe.ledger.store.sqlite import APPLICATION_ID, SqliteDatabase
 from printpipe.manifest import BLOCK_MANIFEST
-from tests.conftest import run_cli
+from tests.conftest import forked_together, run_cli
 from tests.ledger_helpers import generate_store, run_in_process
-
-STARTER = """
-import sys
-from printpipe.cli import main
-sys.argv = ["printpipe", *sys.argv[1:]]
-sys.stdin.readline()  # start together
-main()
-"""
-
-
-def _popen(script: str, *args: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-c", script, *args],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def start_together(*commands: list[str]) -> list[subprocess.CompletedProcess]:
-    """Run printpipe commands in real processes, released at the same instant."""
-    procs = [_popen(STARTER, *command) for command in commands]
-    for proc in procs:  # every process has imported printpipe and waits: release them
-        assert proc.stdin is not None
-        proc.stdin.write("go\n")
-        proc.stdin.flush()
-    results = []
-    for proc, command in zip(procs, commands, strict=True):
-        out, err = proc.communicate(timeout=300)
-        results.append(subprocess.CompletedProcess(command, proc.returncode, out, err))
-    return results
+    """Run printpipe commands in processes of their own (forked: no interpreter start-up),
+    released at the same instant."""
+    return forked_together(*(functools.partial(run_in_process, *command) for command in commands))
 
 
 @pytest.fixture(scope="module")
@@ -95,27 +75,18 @@ def test_a_failed_import_never_deletes_a_ledger_another_import_filled(
     assert sorted(p.name for p in tmp_path.iterdir() if "partial" in p.name) == []
 
 
-ASKER = """
-import contextlib, io, sys, time
-from printpipe.cli import main
-db, terminal, keys = sys.argv[1:4]
-seen = set()
-sys.stdin.readline()  # start together
-deadline = time.monotonic() + 120
-while time.monotonic() < deadline:
-    out, err = io.StringIO(), io.StringIO()
-    sys.argv = ["printpipe", "validate", "0412" + "0" * 21, "--db", db, "--terminal", terminal,
-                "--keys", keys]
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            main()
-        except SystemExit:
-            pass
-    seen.add((out.getvalue() + err.getvalue()).strip().replace(db, "DB"))
-    if out.getvalue().strip():
-        break
-print("\\n".join(sorted(seen)))
-"""
+def ask_until_answered(db: Path, terminal: str, keys: Path) -> str:
+    """A terminal asking the ledger ``db`` over and over (120 s at most) until it answers: every
+    distinct thing it was told, sorted, one a line."""
+    seen = set()
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        ask = ["validate", "0412" + "0" * 21, "--db", str(db), "--terminal", terminal]
+        told = run_in_process(*ask, "--keys", str(keys))
+        seen.add((told.stdout + told.stderr).strip().replace(str(db), "DB"))
+        if told.stdout.strip():
+            break
+    return "\n".join(sorted(seen))
 
 
 def test_a_ledger_being_created_is_never_seen_half_made(two_blocks, keys_dir, tmp_path):
@@ -126,34 +97,22 @@ def test_a_ledger_being_created_is_never_seen_half_made(two_blocks, keys_dir, tm
     for attempt in range(3):
         db = tmp_path / f"c{attempt}.sqlite"
         imports = [
-            _popen(
-                STARTER,
-                "ledger",
-                "import",
-                str(manifest),
-                "--keys",
-                str(keys_dir),
-                "--db",
-                str(db),
-                "-q",
-            )
+            functools.partial(run_in_process, "ledger", "import", str(manifest), "--keys",
+                              str(keys_dir), "--db", str(db), "-q")
             for manifest in (good, other)
-        ]
-        askers = [_popen(ASKER, str(db), f"T{i}", str(keys_dir)) for i in range(3)]
-        for proc in (*askers, *imports):
-            assert proc.stdin is not None
-            proc.stdin.write("go\n")
-            proc.stdin.flush()
-        for proc in imports:
-            out, err = proc.communicate(timeout=300)
-            assert proc.returncode == 0 and "imported 5,000 records" in out, err
+        ]  # fmt: skip
+        askers = [functools.partial(ask_until_answered, db, f"T{i}", keys_dir) for i in range(3)]
+        answers: list = forked_together(*askers, *imports)
+        heard, (first, second) = answers[:3], answers[3:]
+        for imported in (first, second):
+            assert imported.returncode == 0, imported.stderr
+            assert "imported 5,000 records" in imported.stdout
         not_yet = (
             "printpipe: error: validation database DB not found "
             "(create it: printpipe ledger import)"
         )
-        for proc in askers:
-            out, err = proc.communicate(timeout=300)
-            assert err == "" and set(out.splitlines()) <= {not_yet, "INVALID CODE"}, out
+        for out in heard:
+            assert set(out.splitlines()) <= {not_yet, "INVALID CODE"}, out
             assert "INVALID CODE" in out.splitlines()
         assert tickets_in(db) == 10_000
 
@@ -287,3 +246,85 @@ def test_validations_commit_normal_and_payments_full(two_blocks, keys_dir, tmp_p
             "PRAGMA synchronous=FULL",
             "PRAGMA synchronous=NORMAL",
         ]
+
+
+def _as_a_reader(commands: list[list[str]]) -> list[subprocess.CompletedProcess]:
+    """``printpipe`` commands run in process by a user who cannot write what its modes forbid:
+    this one, or, for root (who writes whatever the modes say), a forked child of this
+    process that has become ``nobody`` (the files it reads are its own)."""
+    if os.geteuid() != 0:
+        return [run_in_process(*command) for command in commands]
+    nobody = pwd.getpwnam("nobody")
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the child's coverage is not collected
+        try:
+            os.close(read)
+            os.setgroups([])
+            os.setgid(nobody.pw_gid)
+            os.setuid(nobody.pw_uid)
+            results = [run_in_process(*command) for command in commands]
+            with os.fdopen(write, "wb") as out:
+                pickle.dump(results, out)
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as answers:
+        data = answers.read()
+    os.waitpid(child, 0)
+    return pickle.loads(data)
+
+
+def test_read_only_commands_read_a_ledger_nobody_may_write(game, keys_dir):
+    """``ledger locks``, ``verify-log`` and ``remaining`` on a ledger file its reader cannot
+    write (0400: an archived copy, another user's), then in a folder it cannot write (a
+    read-only mount): they answer, and leave nothing beside it (SQLite made its side files
+    0400 beside a 0400 ledger, which then refused its owner's next write)."""
+    with tempfile.TemporaryDirectory() as temporary:
+        root = Path(temporary)
+        os.chmod(root, 0o711)
+        keys = root / "keys"
+        shutil.copytree(keys_dir, keys)
+        store = generate_store(game, keys, root / "blk", PackRange(1, 1))
+        commitment = str(store / "commitment.json")
+        run_cli("commitment", "sign", commitment, "--manifest", str(store / BLOCK_MANIFEST),
+                "--keys", str(keys), "-q", check=True)  # fmt: skip
+        folder = root / "archive"
+        folder.mkdir()
+        db = folder / "ledger.sqlite"
+        run_cli("ledger", "import", str(store / BLOCK_MANIFEST), "--commitment", commitment,
+                "--keys", str(keys), "--db", str(db), "-q", check=True)  # fmt: skip
+        out = root / "out"
+        out.mkdir()
+        if os.geteuid() == 0:
+            nobody = pwd.getpwnam("nobody")
+            for path in (keys, *keys.iterdir(), folder, db, out):
+                os.chown(path, nobody.pw_uid, nobody.pw_gid)
+        before = hashlib.sha256(db.read_bytes()).hexdigest()
+
+        def commands(n: int) -> list[list[str]]:
+            return [
+                ["ledger", "locks", "--db", str(db)],
+                ["ledger", "verify-log", "--db", str(db), "--keys", str(keys)],
+                ["ledger", "remaining", "--db", str(db), "--keys", str(keys), "--out",
+                 str(out / f"remaining-{n}.txt")],
+            ]  # fmt: skip
+
+        try:
+            os.chmod(db, 0o400)
+            for result in _as_a_reader(commands(1)):
+                assert result.returncode == 0, (result.args, result.stderr)
+            assert sorted(p.name for p in folder.iterdir()) == ["ledger.sqlite"]
+            os.chmod(db, 0o600)
+            os.chmod(folder, 0o500)
+            results = _as_a_reader(commands(2))
+            for result in results:
+                assert result.returncode == 0, (result.args, result.stderr)
+            assert "no locked ticket" in results[0].stdout
+            assert "1 entries, every one chained" in results[1].stdout  # the import's
+            assert "0 lots paid" in results[2].stdout
+        finally:
+            os.chmod(folder, 0o700)
+            os.chmod(db, 0o600)
+        assert sorted(p.name for p in folder.iterdir()) == ["ledger.sqlite"]
+        assert hashlib.sha256(db.read_bytes()).hexdigest() == before

@@ -5,6 +5,7 @@ block, a play's proof checked by ``printpipe verify-proof``, and the demo's cook
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import os
 
@@ -27,6 +28,7 @@ from printpipe.ledger import (
     parse_euros,
 )
 from printpipe.ledger.deal import DEAL_PURPOSE, DealOrder, deal_key, order_digest
+from printpipe.ledger.plays import LoginExpired
 from printpipe.play.app import create_app
 from printpipe.play.server import open_dealer
 from tests.ledger_helpers import db_arg, run_in_process
@@ -264,7 +266,10 @@ def test_the_demo_session_cookie_and_cross_site_requests(world):
         assert response.status_code == 201 and response.json() == {"player": "cookie"}
         cookie = response.headers["set-cookie"].lower()
         assert "httponly" in cookie and "samesite=strict" in cookie and "path=/" in cookie
-        assert client.post("/v1/sessions", json={"token": token}).status_code == 409  # once
+        again = client.post("/v1/sessions", json={"token": token})  # once: the page says so
+        assert again.status_code == 409 and again.json()["error"] == "login_used"
+        unknown = client.post("/v1/sessions", json={"token": "y" * 20})
+        assert unknown.status_code == 409 and unknown.json()["error"] == "login_unknown"
         assert client.get("/v1/me").json() == {"player": "cookie"}
         plays = "/v1/players/cookie/plays"
         key = {"Idempotency-Key": "cookie-play-1"}
@@ -289,6 +294,16 @@ def test_the_demo_session_cookie_and_cross_site_requests(world):
             "Content-Security-Policy" in page.headers
             and '<script src="/static/play.js"' in page.text
         )
+    ledger3, dealer3 = open_dealer(world.location, world.keys)
+    try:
+        late = dealer3.add_player(player="late", balance_cents=0, by="test")
+        world.players["late"] = 0
+        opened_at = dealer3.clock()
+        dealer3.clock = lambda: opened_at + dt.timedelta(hours=25)  # past the link's 24 h
+        with pytest.raises(LoginExpired):
+            dealer3.start_session(login_token=late)
+    finally:
+        ledger3.close()
     world.check_books(sum(world.players.values()))
     ledger2, dealer2 = open_dealer(world.location, world.keys)
     with TestClient(create_app(ledger2, dealer2, threads=1, demo=False)) as client:

@@ -50,7 +50,8 @@ def first_units_dealt(block, key: bytes, count: int) -> list[str]:
 
 
 def choose_ledger_key(block) -> int:
-    """Write a ledger key whose first plays show EXTRA and ANIMALS; how many plays show both."""
+    """Write a ledger key whose first plays show EXTRA, ANIMALS and a losing unit; how many
+    plays show all three."""
     game = load_game("golden-animals")
     money = set(game.money_codes.values())  # type: ignore[attr-defined]
     units = block.feed_units()
@@ -59,13 +60,14 @@ def choose_ledger_key(block) -> int:
         dealt = first_units_dealt(block, key, 16)
         extra = [i for i, s in enumerate(dealt) if units[s][1] is not None]
         animals = [i for i, s in enumerate(dealt) if money & set(units[s][0] + (units[s][1] or []))]
-        if extra and animals:
+        losing = [i for i, s in enumerate(dealt) if units[s][2] == 0]
+        if extra and animals and losing:
             path = block.keys / "ledger.key"
             path.unlink()
             fd = os.open(path, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o600)
             os.write(fd, key)
             os.close(fd)
-            return max(PLAYS, extra[0] + 1, animals[0] + 1)
+            return max(PLAYS, extra[0] + 1, animals[0] + 1, losing[0] + 1)
     raise AssertionError("no ledger key found")  # pragma: no cover - about 1 in 2 keys fits
 
 
@@ -91,6 +93,20 @@ def feed_show(world, serial: str) -> tuple[list[str], list[str] | None, int]:
 
 def shown(page, selector: str) -> list[str]:
     return [c.get_attribute("data-symbol") for c in page.locator(f"{selector} .cell").all()]
+
+
+CAPTION_WHOLE = """captions => captions.map(caption => {
+    const text = document.createRange();
+    text.selectNodeContents(caption);
+    const glyphs = text.getBoundingClientRect(), box = caption.getBoundingClientRect();
+    return glyphs.top >= box.top - 0.5 && glyphs.bottom <= box.bottom + 0.5;
+})"""
+"""For each caption, whether its text's box (the font's ascent to descent: an accent on a
+capital, the É of Éléphant, included) fits in the caption's own box, which clips the rest."""
+
+
+def gos_shown(page) -> int:
+    return page.locator("button.go:visible").count()
 
 
 def test_a_player_plays_sees_every_unit_as_the_feed_records_it_and_checks_its_proof(world):
@@ -138,13 +154,17 @@ def test_a_player_plays_sees_every_unit_as_the_feed_records_it_and_checks_its_pr
             assert serial is not None
             grid, extra, lot = feed_show(w, serial)
             assert shown(page, "#grid-1") == grid
+            captions = page.locator("#grid-1 .cell .caption").evaluate_all(CAPTION_WHOLE)
+            assert captions == [True] * 20, captions  # no accent cut off
             if extra is not None:
                 assert page.is_visible("#extra")
+                assert gos_shown(page) == 1  # the EXTRA step's own GO, not two
                 page.click("#go-2")
                 page.wait_for_selector("#lot:not([hidden])")
                 assert shown(page, "#grid-2") == extra
             else:
                 assert page.is_hidden("#extra")
+            assert gos_shown(page) == 1
             assert page.locator("#grid-1 .cell:not(.revealed)").count() == 0
             assert page.get_attribute("#lot", "data-lot-eur") == str(lot)
             text = page.text_content("#lot") or ""
@@ -159,7 +179,13 @@ def test_a_player_plays_sees_every_unit_as_the_feed_records_it_and_checks_its_pr
         page.wait_for_selector(f'#history li:first-child button[data-serial="{played[-1]}"]')
         listed = [b.get_attribute("data-serial") for b in page.locator("#history button").all()]
         assert listed == played[::-1]
+        page.set_viewport_size({"width": 1280, "height": 800})  # a desktop's: two columns
+        card = page.locator("section.game").bounding_box()
         page.click(f'#history button[data-serial="{with_extra[0]}"]')
+        page.wait_for_selector("#replay:not([hidden])")
+        opened = page.locator("section.game").bounding_box()
+        assert card is not None and opened is not None
+        assert opened["height"] == card["height"]  # the replay beside it stretches nothing
         assert shown(page, '#replay-grids .grid[data-grid="2"]') == feed_show(w, with_extra[0])[1]
         page.click("#verify")
         page.wait_for_selector("#verify-result[data-ok]")
@@ -171,6 +197,22 @@ def test_a_player_plays_sees_every_unit_as_the_feed_records_it_and_checks_its_pr
             first = proof["audit_path"][0]
             proof["audit_path"][0] = ("0" if first[0] != "0" else "1") + first[1:]
             route.fulfill(status=200, content_type="application/json", body=json.dumps(proof))
+
+        lost = [s for s in played if feed_show(w, s)[2] == 0]
+        page.click(f'#history button[data-serial="{lost[0]}"]')
+        page.click("#verify")
+        page.wait_for_selector("#verify-result[data-ok]")
+        said = page.text_content("#verify-result") or ""
+        assert page.get_attribute("#verify-result", "data-ok") == "true", said
+        assert f"l'unité {lost[0]}, perdante, fait partie du bloc" in said, said
+        assert "0\u00a0€" not in said  # no "lot de 0 €"
+
+        again = browser.new_page()  # another browser's: no session cookie
+        again.goto(f"{w.url}/#login={token}")  # the link, used above, opened a second time
+        again.wait_for_selector("#status:has-text('lien')")
+        assert "déjà servi" in (again.text_content("#status") or "")
+        assert again.is_disabled("#play")
+        again.close()
 
         page.route("**/proof", one_hash_changed)
         page.click(f'#history button[data-serial="{played[0]}"]')

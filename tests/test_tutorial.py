@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import cli_commands
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 TUTORIAL = ROOT / "docs" / "tutorial.md"
@@ -111,3 +113,78 @@ def test_every_cited_doc_is_in_the_repository():
         f"{source.relative_to(ROOT)} cites {path}" for source, path in cited if not path.exists()
     )
     assert not missing, missing
+
+
+def test_the_tutorial_names_every_command_that_takes_no_keys_folder():
+    """ "The commands that use the parties' keys take --keys DIR; these use none and take no
+    --keys: ...": the list is the commands without the option, no more and no fewer."""
+    text = " ".join(TUTORIAL.read_text(encoding="utf-8").split())
+    match = re.search(r"these use none and take no `--keys`: (.*?)\. ", text)
+    assert match is not None, "the sentence is gone from docs/tutorial.md"
+    named = {name for name in re.findall(r"`([a-z][a-z -]*)`", match[1])}
+    without = set()
+    for path, command in cli_commands():
+        options = {o for parameter in command.params for o in getattr(parameter, "opts", [])}
+        if "--keys" not in options:
+            without.add(" ".join(path))
+    covered = {p for p in without if p in named or p.split()[0] in named}
+    assert covered == without, f"take no --keys, not named: {sorted(without - covered)}"
+    stray = {n for n in named if not any(p == n or p.split()[0] == n for p in without)}
+    assert not stray, f"named, but take --keys: {sorted(stray)}"
+
+
+def test_the_game_server_keeps_running_after_its_block_so_the_login_link_opens():
+    """A reader runs a block, then reads what to do next: the block that starts ``printpipe
+    play`` in the background ends with the login link, not with the ``kill`` that would stop
+    the server before the link is opened; a later block stops it."""
+    blocks = re.findall(r"```sh\n(.*?)```", TUTORIAL.read_text(encoding="utf-8"), flags=re.S)
+    starts = [i for i, block in enumerate(blocks) if re.search(r"printpipe play .*--detach", block)]
+    assert starts, "the online game's walkthrough is gone"
+    for i in starts:
+        assert "kill" not in blocks[i], blocks[i]
+        assert any("kill $(cat play.pid)" in later for later in blocks[i + 1 :])
+
+
+def _debian_packages(text: str) -> tuple[set[str], set[str]]:
+    """The commands a shell text checks with ``command -v`` and the packages it installs with
+    ``apt-get install``."""
+    checked = set(re.findall(r"command -v ([\w-]+)", text))
+    installed = {
+        package
+        for line in re.findall(r"apt-get install -y -qq ([\w -]+)", text)
+        for package in line.split()
+    }
+    return checked, installed
+
+
+def test_the_readme_test_command_installs_what_ci_installs():
+    """The README's test command and ``.ci/run`` check the same commands and install the same
+    Debian packages (Chromium for the player's page among them): a fresh machine set up by the
+    README runs every test CI runs."""
+    readme = README.read_text(encoding="utf-8")
+    section = readme.split("## Run the tests", 1)[1].split("## ", 1)[0]
+    (command,) = re.findall(r"```sh\n(.*?)```", section, flags=re.S)
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert _debian_packages(command) == _debian_packages(ci)
+    assert "chromium" in _debian_packages(command)[1]
+
+
+NUMBERS = ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+def test_the_walkthroughs_are_counted_alike_everywhere():
+    """The tutorial's sections with commands are its walkthroughs: the tutorial, the README and
+    docs/README.md say how many, and the lists of them name as many."""
+    text = TUTORIAL.read_text(encoding="utf-8")
+    walkthroughs = [s for s in re.split(r"^## ", text, flags=re.M)[1:] if "```sh" in s]
+    number = NUMBERS[len(walkthroughs)]
+    lists = []
+    for source, page in ((TUTORIAL, text), (README, README.read_text(encoding="utf-8")),
+                         (ROOT / "docs" / "README.md", None)):  # fmt: skip
+        page = " ".join((page or source.read_text(encoding="utf-8")).split())
+        said = re.findall(r"\b(\w+) walkthroughs, one for each party's job( \(([^)]*)\))?", page)
+        assert said, f"{source.name} does not say how many walkthroughs"
+        for word, _, listed in said:
+            assert word.lower() == number, f"{source.name}: {word}, the tutorial has {number}"
+            lists += [listed.split(", ")] if listed else []
+    assert lists and all(len(names) == len(walkthroughs) for names in lists), lists

@@ -3,9 +3,9 @@ test on both databases (SQLite and PostgreSQL: the ``backend`` fixture)."""
 
 from __future__ import annotations
 
+import functools
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -34,13 +34,14 @@ from printpipe.ledger.log import GENESIS, Checkpoint, Entry, LogKey, seal_batch,
 from printpipe.ledger.store import Location, database_errors
 from printpipe.manifest import BLOCK_MANIFEST, verify_manifest, write_run_manifest
 from printpipe.store import BlockStore
-from tests.conftest import run_cli
+from tests.conftest import forked_together, run_cli
 from tests.ledger_helpers import (
     copy_store,
     db_arg,
     generate_store,
     ledger_exists,
     packs_of_every_tier,
+    run_in_process,
     ticket_codes,
 )
 
@@ -357,45 +358,37 @@ def test_import_with_the_wrong_identity_writes_no_rows(ledgers, stores, tmp_path
         assert not list(work.parent.glob(f"*{work.name}*")), "not even a temporary file"
 
 
-CLAIMER = """
-import sys
-from printpipe.cli import main
-code, db, terminal, keys = sys.argv[1:5]
-sys.argv = ["printpipe", "claim", code, "--db", db, "--terminal", terminal, "--keys", keys]
-sys.stdin.readline()  # start together
-main()
-"""
+def test_an_import_seals_its_own_log_entry(ledgers, stores, keys_dir):
+    """The import holds the ledger key: its entry is sealed before it ends, not left for the
+    next keyed command (``verify-log`` would count it as awaiting its seal)."""
+    work = ledgers.new()
+    for store in stores[:2]:
+        assert _import(work, store / BLOCK_MANIFEST, keys_dir).returncode == 0
+        verified = run_cli("ledger", "verify-log", "--db", db_arg(work), "--keys", str(keys_dir))
+        assert verified.returncode == 0, verified.stderr
+        assert "awaiting" not in verified.stdout, verified.stdout
+    assert ": 2 entries, every one chained" in verified.stdout, verified.stdout
 
 
 def test_sixteen_concurrent_claims_pay_exactly_once(db, ledgers, key, keys_dir, stores, game):
     work = ledgers.copy(db)
     ticket, code, _, prize, _ = next(s for s in _samples(stores, game) if 0 < s[3] <= 150)
     run_cli("packs", "activate", "--db", db_arg(work), f"{ticket.pack:06d}", check=True)
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", CLAIMER, code, db_arg(work), f"T{i:02d}", str(keys_dir)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for i in range(16)
-    ]
-    for proc in procs:  # all are running and waiting; release them at once
-        assert proc.stdin is not None
-        proc.stdin.write("go\n")
-        proc.stdin.flush()
-    results = [proc.communicate(timeout=120) for proc in procs]
-    answers = [out.strip() for out, _ in results]
-    assert all("Traceback" not in err for _, err in results)
+    claim = ["claim", code, "--db", db_arg(work), "--keys", str(keys_dir), "--terminal"]
+    # 16 processes (forked: no interpreter start-up), released at one instant
+    results = forked_together(
+        *(functools.partial(run_in_process, *claim, f"T{i:02d}") for i in range(16))
+    )
+    answers = [result.stdout.strip() for result in results]
+    assert all("Traceback" not in result.stderr for result in results)
     paid = [a for a in answers if a == f"PAID {prize}"]
     already = [a for a in answers if a.startswith("ALREADY PAID ")]
     assert len(paid) == 1 and len(already) == 15, answers
-    assert [p.returncode for p in procs].count(0) == 1
+    assert [result.returncode for result in results].count(0) == 1
     with Ledger(work, key=key) as book:
         assert book.query("SELECT COUNT(*) FROM payments") == [(1,)]
-        claims = book.query("SELECT COUNT(*) FROM audit_log WHERE action = 'claim'")
-        assert claims == [(16,)]
+        logged = book.query("SELECT COUNT(*) FROM audit_log WHERE action = 'claim'")
+        assert logged == [(16,)]
         assert book.verify_log().ok
 
 

@@ -18,6 +18,7 @@ import sys
 import click
 
 from printpipe import __version__
+from printpipe.cli.examples import GUIDE, with_examples
 from printpipe.errors import PrintpipeError
 
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -48,6 +49,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+NO_ARGS_IS_HELP: type[click.UsageError] | tuple[()] = getattr(
+    click.exceptions, "NoArgsIsHelpError", ()
+)
+"""A group given no command (click 8.2 raises it; 8.1 printed the help and exited 0)."""
+
+
 class LazyGroup(click.Group):
     """A group whose commands are imported on first use (see the module's docstring)."""
 
@@ -60,14 +67,14 @@ class LazyGroup(click.Group):
         module, attribute = COMMANDS[cmd_name][0].split(":")
         command = getattr(importlib.import_module(f"printpipe.cli.{module}"), attribute)
         assert isinstance(command, click.Command)
-        return command
+        return with_examples(command, cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         with formatter.section("Commands"):
             formatter.write_dl([(name, COMMANDS[name][1]) for name in self.list_commands(ctx)])
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]}, epilog=GUIDE)
 @click.version_option(__version__, prog_name="printpipe")
 def cli() -> None:
     """printpipe: lottery instant tickets from a generated block to press PDFs."""
@@ -84,6 +91,9 @@ def main(args: list[str] | None = None) -> None:
     except (KeyboardInterrupt, click.exceptions.Abort):
         click.echo("printpipe: interrupted", err=True)
         sys.exit(130)
+    except NO_ARGS_IS_HELP as exc:  # `printpipe`, `printpipe ledger`: the help, not an error
+        assert exc.ctx is not None  # click's NoArgsIsHelpError always has its context
+        click.echo(exc.ctx.get_help())
     except click.UsageError as exc:  # a mistyped command line: one line, and where to look
         where = exc.ctx.command_path if exc.ctx else "printpipe"
         click.echo(f"printpipe: error: {exc.format_message()} (see {where} --help)", err=True)

@@ -33,7 +33,7 @@ definition_option = click.option(
     "--definition",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
-    help="Game definition to use instead of the built-in templates/GAME/game.toml.",
+    help="Game definition to use instead of the game's own game.toml.",
 )
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 

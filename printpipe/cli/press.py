@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import time
+from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,6 +21,20 @@ if TYPE_CHECKING:
     from printpipe.render.imposition import Press, PressSheet
     from printpipe.render.template import Coating
 
+BUILT_IN_TEMPLATES = Path(str(files("printpipe.templates")))
+"""Where the games' own templates are (``games.TEMPLATES_DIR``, named here for the help without
+loading every game), in a checkout or an installed wheel."""
+
+
+def _built_in_templates() -> str:
+    """The end of ``export --help`` before its example: each game's own ticket template, the
+    path where it is (kept whole: a path wrapped at its hyphens could not be copied)."""
+    paths = sorted(BUILT_IN_TEMPLATES.glob("*/ticket.toml"))
+    return "\b\nThe games' own ticket templates (--template's default):\n" + "\n".join(
+        f"  {path}" for path in paths
+    )
+
+
 approvals_option = click.option(
     "--approvals",
     "approvals_dir",
@@ -30,7 +45,7 @@ approvals_option = click.option(
 )
 
 
-@click.command()
+@click.command(epilog=_built_in_templates())
 @click.argument("block_dir", type=click.Path(path_type=Path))
 @click.option(
     "--out",
@@ -54,7 +69,7 @@ approvals_option = click.option(
     "--template",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
-    help="Ticket template [default: templates/GAME/ticket.toml].",
+    help="Ticket template [default: the block's game's own, listed below].",
 )
 @click.option(
     "--workers",

@@ -52,6 +52,7 @@ def import_manifest(
     the committed one; the ledger keeps its nodes and sealed salts, and from then on answers
     every payment of the block with its inclusion proof (``printpipe.ledger.proofs``).
 
+    The import's audit-log entry is sealed before it returns (it holds the ledger key).
     All or nothing: any failure (wrong key, a record that disagrees with the rules or with an
     already-imported manifest) leaves the ledger as it was.  The same manifest again is a
     no-op; one that conflicts is refused.  A new SQLite ledger is built and filled under a
@@ -72,7 +73,7 @@ def import_manifest(
 
     def fill(database: Database) -> str:
         book = Ledger._over(database, key=key, clock=clock, empty=database.empty)
-        return _load(
+        summary = _load(
             book,
             manifest,
             game,
@@ -81,6 +82,8 @@ def import_manifest(
             progress=progress,
             commitment=commitment,
         )
+        book.seal_all()  # the import's entry (and any left unsealed): it holds the key
+        return summary
 
     return create_or_open(location, settings=default_settings_rows(), fill=fill)
 

@@ -75,8 +75,36 @@ class KeyReused(PlayRefused):
     kind = "idempotency_key_reused"
 
 
+class LoginRefused(PlayRefused):
+    """A one-time login link that opens no session: ``kind`` says why (the page says it to the
+    player: a link opened twice is told it was used)."""
+
+    kind = "login_unknown"
+
+
+class LoginUsed(LoginRefused):
+    kind = "login_used"
+
+
+class LoginExpired(LoginRefused):
+    kind = "login_expired"
+
+
 class NoSuchPlay(PrintpipeError):
     """No play of that id for that player."""
+
+
+def _login_refusal(tx: Tx, login_token: str, now: int) -> LoginRefused:
+    """Why a login token opened no session: used already, expired, or unknown."""
+    row = tx.one(
+        "SELECT used_at, expires_at FROM player_logins WHERE token_hash = ?",
+        (_hash_token(login_token),),
+    )
+    if row is None:
+        return LoginRefused("this login link is unknown")
+    if row[0] is not None:
+        return LoginUsed("this login link was used already: a link opens one session")
+    return LoginExpired("this login link has expired")
 
 
 def check_player(name: str) -> str:
@@ -430,7 +458,7 @@ class Dealer:
                 (now, _hash_token(login_token), now),
             )
             if row is None:
-                raise PlayRefused("this login link is unknown, used already or expired")
+                raise _login_refusal(tx, login_token, now)
             tx.execute(
                 "INSERT INTO player_sessions (token_hash, player, expires_at) VALUES (?, ?, ?)",
                 (_hash_token(session), row[0], now + SESSION_TTL_S),

@@ -180,6 +180,17 @@ def run_uvicorn(
     logging.shutdown()
 
 
+def _exited_at_once(status: int, log_file: Path) -> PrintpipeError:
+    """The error of a server that exited before it listened: its own last line (the error it
+    gave, without its ``printpipe: error:`` prefix, which the caller's line adds again) and its
+    exit status."""
+    lines = log_file.read_text(errors="replace").strip().splitlines()
+    last = lines[-1].removeprefix("printpipe: error: ") if lines else ""
+    error = PrintpipeError(last or f"the server exited at once (exit {status}): see {log_file}")
+    error.exit_code = status if status > 0 else 1
+    return error
+
+
 def detach(argv: list[str], *, url_file: Path, log_file: Path, pid_file: Path) -> str:
     """Start ``printpipe serve`` or ``play`` (``argv``, without --detach) in the background,
     logging to ``log_file``; return its URL once it listens (its pid in ``pid_file``)."""
@@ -200,8 +211,7 @@ def detach(argv: list[str], *, url_file: Path, log_file: Path, pid_file: Path) -
                 handle.write(f"{child.pid}\n".encode())
             return url_file.read_text().strip()
         if child.poll() is not None:
-            lines = log_file.read_text(errors="replace").strip().splitlines()
-            raise PrintpipeError(lines[-1] if lines else "the server exited at once")
+            raise _exited_at_once(child.returncode, log_file)
         time.sleep(0.05)
     os.kill(child.pid, signal.SIGTERM)
     raise PrintpipeError(f"the server did not start within {READY_TIMEOUT_S:.0f} s: see {log_file}")

@@ -258,6 +258,7 @@ class GoldenAnimals:
         winning = np.zeros(2 * cells, dtype=bool)
         words: list[list[str]] = [[], []]
         codes = self.definition.symbol_codes
+        captions = self.definition.captions  # the name shown on the grid and the paytable
         for g in range(2 if self.extra_id in row[:cells] else 1):
             grid = row[g * cells : (g + 1) * cells]
             masks: dict[int, int] = {}
@@ -271,7 +272,9 @@ class GoldenAnimals:
                     for i in range(cells):
                         if crowded >> i & 1:
                             winning[g * cells + i] = True
-                    words[g] += [f"chaîne {codes[animal]} {french.euros(amount)}"] * chains
+                    words[g] += [
+                        f"chaîne {captions[codes[animal]]} {french.euros(amount)}"
+                    ] * chains
             for i, s in enumerate(grid):
                 if self.is_money[s]:
                     winning[g * cells + i] = True

@@ -188,6 +188,52 @@ def remove_sqlite_files(path: Path) -> None:
         leftover.unlink(missing_ok=True)
 
 
+def _connect(path: Path, query: str) -> sqlite3.Connection:
+    return sqlite3.connect(
+        f"{path.resolve().as_uri()}?{query}",
+        uri=True,
+        isolation_level=None,
+        timeout=BUSY_TIMEOUT_S,
+        check_same_thread=False,
+    )
+
+
+_NO_SIDE_FILES = frozenset({"SQLITE_READONLY_DIRECTORY", "SQLITE_CANTOPEN"})
+"""What SQLite says when a WAL database's shared-memory file cannot be made beside it."""
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """A connection that reads the ledger at ``path`` and never writes a byte there, even where
+    nothing may be written: a file this process cannot write (``chmod 0400``: another user's,
+    an archived copy), or a folder it cannot write (a read-only mount).
+
+    Reading a WAL database takes two side files, ``-wal`` and ``-shm``, which SQLite makes
+    beside it when absent, with the file's mode: made for a 0400 file, they are 0400 too, and
+    stay behind to refuse the owner's next write.  So while no ``-wal`` is there (no writer has
+    the ledger open, and every change is in the file), a ledger this process cannot write, or
+    one beside which the side files cannot be made, is opened ``immutable``: read as a plain
+    file, no side file, no lock.  With a ``-wal`` there (a writer at work, or changes not yet
+    copied back), SQLite's own read-only mode reads it with the writer's side files."""
+    wal = path.with_name(path.name + "-wal")
+    if not wal.exists() and not os.access(path, os.W_OK):
+        return _connect(path, "mode=ro&immutable=1")
+    conn = _connect(path, "mode=ro")
+    try:
+        conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()  # the side files now
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        if getattr(exc, "sqlite_errorname", None) not in _NO_SIDE_FILES:
+            raise
+        if wal.exists():
+            raise PrintpipeError(
+                f"validation database {path} cannot be read here: its folder cannot be "
+                f"written, and changes are still in {wal.name} (a writer has it open, or "
+                "stopped before copying them back): read it where the ledger is written"
+            ) from None
+        return _connect(path, "mode=ro&immutable=1")
+    return conn
+
+
 class SqliteDatabase:
     """A ledger in one SQLite file (one connection; use it from one thread at a time)."""
 
@@ -202,15 +248,8 @@ class SqliteDatabase:
         of SQLite's busy loop, whose sleeps (1 ms, 2 ms, 5 ms...) would make every collision a
         latency spike."""
         check_sqlite_header(path)
-        target = f"{path.resolve().as_uri()}?mode={'ro' if read_only else 'rw'}"
         try:
-            conn = sqlite3.connect(
-                target,
-                uri=True,
-                isolation_level=None,
-                timeout=BUSY_TIMEOUT_S,
-                check_same_thread=False,
-            )
+            conn = _connect_read_only(path) if read_only else _connect(path, "mode=rw")
             conn.execute("PRAGMA synchronous=NORMAL")  # validations; payments ask FULL
             conn.execute("PRAGMA foreign_keys=ON")
         except sqlite3.DatabaseError as exc:

@@ -10,6 +10,10 @@ const ERRORS = {
   insufficient_funds: "Solde insuffisant pour jouer.",
   unauthorized: "Vous n'êtes pas connecté : ouvrez votre lien de connexion.",
   not_found: "Introuvable.",
+  login_used: "Ce lien de connexion a déjà servi : il n'ouvre qu'une session. "
+    + "Demandez-en un nouveau.",
+  login_expired: "Ce lien de connexion a expiré (24 h) : demandez-en un nouveau.",
+  login_unknown: "Ce lien de connexion n'est pas valable : demandez-en un nouveau.",
 };
 
 const state = { game: null, player: null, current: null, commitments: null, replayed: null };
@@ -163,6 +167,8 @@ async function go() {
   $("wins-1").textContent = winsText(play.unit.grids[0].wins);
   if (play.unit.second_grid) {
     drawGrid($("grid-2"), play.unit.grids[1], false);
+    $("go").hidden = true; // the EXTRA step has its own GO: one on the screen at a time
+    $("go-2").hidden = false;
     $("extra").hidden = false;
     say("EXTRA ! Une nouvelle grille : cliquez sur GO.");
     $("go-2").disabled = false;
@@ -183,6 +189,8 @@ async function goExtra() {
 
 function finish() {
   const play = state.current;
+  $("go-2").hidden = true; // the EXTRA grid stays in view, its GO done with
+  $("go").hidden = false;
   const lot = $("lot");
   lot.textContent = lotText(play.lot_eur);
   lot.dataset.lotEur = String(play.lot_eur);
@@ -310,8 +318,11 @@ async function verify() {
       text = "Preuve invalide : le chemin ne mène pas à la racine publiée.";
     } else {
       ok = true;
-      text = `Preuve valide : l'unité ${play.serial} et son lot de ${euros(play.lot_eur)} font `
-        + `partie du bloc ${proof.block} engagé avant la vente (racine ${root.slice(0, 16)}…).`;
+      const unit = play.lot_eur > 0
+        ? `l'unité ${play.serial} et son lot de ${euros(play.lot_eur)} font`
+        : `l'unité ${play.serial}, perdante, fait`;
+      text = `Preuve valide : ${unit} partie du bloc ${proof.block} engagé avant la vente `
+        + `(racine ${root.slice(0, 16)}…).`;
     }
   } catch (error) {
     text = "Preuve invalide : " + (error instanceof ApiError ? frenchError(error) : "illisible.");
@@ -330,14 +341,17 @@ async function loadAccount() {
 
 // -- start ----------------------------------------------------------------------------------
 
+// The login link's token, spent for a session cookie; what to tell the player when it opened
+// none (used already, expired, unknown), else null.
 async function login() {
   const match = location.hash.match(/^#login=([A-Za-z0-9_-]{16,128})$/);
-  if (!match) return;
+  if (!match) return null;
   history.replaceState(null, "", location.pathname); // the token is spent: off the address bar
   try {
     await api("/v1/sessions", { method: "POST", body: { token: match[1] } });
+    return null;
   } catch (error) {
-    say("Ce lien de connexion a déjà servi ou a expiré.");
+    return frenchError(error);
   }
 }
 
@@ -364,17 +378,18 @@ async function start() {
   $("go").addEventListener("click", go);
   $("go-2").addEventListener("click", goExtra);
   $("verify").addEventListener("click", verify);
-  await login();
+  const refused = await login();
   try {
     state.player = (await api("/v1/me")).player;
   } catch (error) {
-    say(frenchError(error));
+    say(refused || frenchError(error)); // a used link is told so, not "not logged in"
     return;
   }
   $("player").textContent = state.player;
   await loadAccount();
   await loadHistory();
-  say("Cliquez sur « " + $("play").textContent + " » pour jouer.");
+  const invite = `sur « ${$("play").textContent} » pour jouer.`;
+  say(refused ? `${refused} Vous êtes déjà connecté : cliquez ${invite}` : `Cliquez ${invite}`);
   $("play").disabled = false;
   $("play").focus();
 }
