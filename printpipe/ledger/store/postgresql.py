@@ -40,6 +40,7 @@ from printpipe.ledger.store.schema import (
     TABLES,
     TEXT,
     UPGRADABLE,
+    column_sql,
     render,
     table_sql,
 )
@@ -92,7 +93,8 @@ _COPY_TYPES = {
     "tickets": ("int8", "bytea", "int4", "int8", "bytea"),
     "merkle_nodes": ("int8", "int4", "int8", "bytea"),
     "sealed_salts": ("int8", "int8", "bytea"),
-    "units": ("int8", "int8", "int8", "int4", "bytea"),
+    "units": ("int8", "int8", "int8", "int4", "bytea", "bytea"),
+    "deal_ranges": ("int8", "int8", "int8", "int8"),
 }
 
 
@@ -337,6 +339,15 @@ def upgrade_layout(location: PostgresLocation, upgrade: Upgrade) -> int:
     def make_table(table: str) -> None:
         conn.execute(table_sql(_RENDERED, table))
 
+    def add_column(table: str, column: str) -> None:
+        conn.execute(column_sql(_TYPES, table, column))
+
+    @contextmanager
+    def unguarded(table: str) -> Iterator[None]:
+        conn.execute(f"ALTER TABLE {table} DISABLE TRIGGER {table}_append_only")
+        yield
+        conn.execute(f"ALTER TABLE {table} ENABLE TRIGGER {table}_append_only")
+
     try:
         with conn.transaction():
             tx = PostgresTx(conn)
@@ -356,7 +367,10 @@ def upgrade_layout(location: PostgresLocation, upgrade: Upgrade) -> int:
                 return layout
             if layout not in UPGRADABLE:
                 raise PrintpipeError(old_layout_message(location, layout))
-            run_upgrade(tx, layout, upgrade, make_table=make_table, location=location)
+            run_upgrade(
+                tx, layout, upgrade, make_table=make_table, add_column=add_column,
+                unguarded=unguarded, location=location,
+            )  # fmt: skip
     except psycopg.Error as exc:
         raise PrintpipeError(f"validation database {location}: {one_line(exc)}") from None
     finally:
