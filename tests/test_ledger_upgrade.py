@@ -235,3 +235,47 @@ def test_a_layout_6_ledger_is_upgraded_its_plays_entered_in_the_log(
         assert report.ok and report.plays == 1, report.problems
         (entry,) = book.query("SELECT terminal, input, answer FROM audit_log WHERE action = 'play'")
         assert entry[:2] == ("lottery", "player-00") and entry[2].startswith(f"PLAY id={old[0]} ")
+
+
+def test_a_layout_7_ledger_is_upgraded_its_money_rows_bound(online_block, ledgers, tmp_path):
+    """A ledger of layout 7 with plays made (its deal cursor, unkeyed digest, no MAC on any
+    money row): the upgrade enters the keyed digest, the ranges left to deal, a MAC on every
+    unit, play and wallet entry and the stakes of the day, says so, and the ledger verifies
+    and deals on; one whose balance a database writer set is refused, nothing changed."""
+    world = make_world(online_block, ledgers.new(), tmp_path, players=2, balance_eur=5)
+    db, key = world.location, load_ledger_key(world.keys)
+    from printpipe.play.server import open_dealer
+
+    import datetime as dt
+
+    past = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=200)  # the old server stopped since
+    ledger, dealer = open_dealer(db, world.keys)
+    dealer.clock = lambda: past
+    with ledger:
+        made = [dealer.play(player=f"player-0{n % 2}", key=f"before-{n}", fingerprint=b"f" * 32)
+                for n in range(3)]  # fmt: skip
+    tampered = ledgers.copy(db)
+    _to_layout(db, 7)
+    _to_layout(tampered, 7, ("UPDATE players SET balance_cents = 99900 WHERE id = 'player-01'", ()))
+    refused = run_in_process("ledger", "upgrade", "--db", db_arg(tampered), "--keys",
+                             str(world.keys))  # fmt: skip
+    assert refused.returncode == 1 and "the balance of player-01" in refused.stderr, refused
+    assert "it was not upgraded" in refused.stderr
+    with pytest.raises(PrintpipeError, match="layout 7"):
+        Ledger(tampered, key=key)
+
+    done = run_in_process("ledger", "upgrade", "--db", db_arg(db), "--keys", str(world.keys))
+    assert done.returncode == 0, done.stderr
+    assert f"upgraded from layout 7 to {LAYOUT}: " in done.stdout
+    for entered in ("3 plays MACed", "1,000 units MACed", "1 deal orders given a keyed digest"):
+        assert entered in done.stdout, done.stdout
+    verified = run_in_process("ledger", "verify-log", "--db", db_arg(db), "--keys",
+                              str(world.keys))  # fmt: skip
+    assert verified.returncode == 0 and "1000 units to their committed leaves" in verified.stdout
+    ledger, dealer = open_dealer(db, world.keys)
+    with ledger:
+        after, _ = dealer.play(player="player-00", key="after-upgrade", fingerprint=b"f" * 32)
+        assert after.position == 3 and after.position not in [p.position for p, _ in made]
+        today = after.played_at[:10] == made[0][0].played_at[:10]
+        assert dealer.account(player="player-00")["staked_today_cents"] == 100 + 200 * today
+    world.check_books(sum(world.players.values()))

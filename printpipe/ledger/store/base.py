@@ -186,6 +186,7 @@ class Upgrade:
 RECENT_NONCES = {
     5: "SELECT COUNT(*) FROM nonces WHERE seen_at >= ?",  # by the time they were seen
     6: "SELECT COUNT(*) FROM nonces WHERE created >= ?",  # by their signature's time
+    7: "SELECT COUNT(*) FROM nonces WHERE created >= ?",
 }
 RECENT_PLAYS = "SELECT COUNT(*) FROM plays WHERE played_at >= ?"
 PLAYS_ENTERED = (
