@@ -7,6 +7,7 @@ and for anything else."""
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import time
 
 import pytest
@@ -15,6 +16,7 @@ from printpipe.block import PackRange
 from printpipe.errors import PrintpipeError
 from printpipe.ledger import LOTTERY, Admission, Ledger, TerminalId, load_ledger_key
 from printpipe.ledger.store import LAYOUT, Location, PostgresLocation
+from printpipe.play.server import open_dealer
 from printpipe.service.signatures import key_id_of, raw_public_key
 from tests.ledger_helpers import (
     db_arg,
@@ -244,10 +246,6 @@ def test_a_layout_7_ledger_is_upgraded_its_money_rows_bound(online_block, ledger
     and deals on; one whose balance a database writer set is refused, nothing changed."""
     world = make_world(online_block, ledgers.new(), tmp_path, players=2, balance_eur=5)
     db, key = world.location, load_ledger_key(world.keys)
-    from printpipe.play.server import open_dealer
-
-    import datetime as dt
-
     past = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=200)  # the old server stopped since
     ledger, dealer = open_dealer(db, world.keys)
     dealer.clock = lambda: past
