@@ -22,7 +22,7 @@ from printpipe.errors import PrintpipeError
 from printpipe.ids import TicketId
 from printpipe.ledger.key import LedgerKey
 from printpipe.ledger.log import (
-    APPEND_ENTRY,
+    ENTRY_FIELDS,
     LOG_PURPOSE,
     PLAY_COLUMNS,
     Checkpoint,
@@ -242,13 +242,12 @@ class LedgerCore:
         if not entries:
             return
         stamp = format_time(at or self.clock())
-        rows = ", ".join(["(?, ?, ?, ?, ?, ?, ?, ?)"] * len(entries))
         key = self.log_key
-        values: list[Any] = []
-        for entry in entries:
-            mac = None if key is None else key.entry_mac(canonical_entry(stamp, *entry))
-            values += (stamp, *entry, mac)
-        tx.write(f"{APPEND_ENTRY} VALUES {rows}", values)
+        rows = [
+            (stamp, *entry, None if key is None else key.entry_mac(canonical_entry(stamp, *entry)))
+            for entry in entries
+        ]
+        tx.write(*tx.append_sql("audit_log", ENTRY_FIELDS, rows))
 
     def _log_key(self) -> LogKey:
         if self.log_key is None:

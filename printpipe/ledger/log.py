@@ -72,9 +72,12 @@ CHECKPOINT_FORMAT = "printpipe-log-checkpoint/1"
 MAX_PROBLEMS = 20
 
 
-APPEND_ENTRY = "INSERT INTO audit_log (at, terminal, action, input, ticket, answer, request, mac)"
-"""The start of the statement that appends entries: their fields in :func:`canonical_entry`'s
-order, then the entry's MAC (the rows, ``VALUES`` or ``SELECT``, follow)."""
+ENTRY_FIELDS = ("at", "terminal", "action", "input", "ticket", "answer", "request", "mac")
+"""The columns of an entry as it is appended: its fields in :func:`canonical_entry`'s order,
+then its MAC."""
+APPEND_ENTRY = f"INSERT INTO audit_log ({', '.join(ENTRY_FIELDS)})"
+"""The start of the statement that appends entries (the rows, ``VALUES`` or ``SELECT``,
+follow)."""
 
 KEYLESS_ACTIONS = frozenset(
     {"configure", "unlock", "activate", "settle", "ship", "terminal-add", "terminal-revoke",

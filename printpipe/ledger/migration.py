@@ -30,6 +30,7 @@ from printpipe.ledger.core import make_ledger_id, seal_in, verify_ledger
 from printpipe.ledger.inputs import TerminalId, require_terminal
 from printpipe.ledger.key import LedgerKey
 from printpipe.ledger.log import (
+    ENTRY_FIELDS,
     LOG_PURPOSE,
     PLAY_COLUMNS,
     LogKey,
@@ -148,11 +149,8 @@ def migrate(
         )
     answer = f"layout {LAYOUT}: " + ", ".join(f"{n} {what}" for what, n in entered.items())
     fields = (at, terminal, "upgrade", "", None, answer[:900], None)
-    tx.execute(
-        "INSERT INTO audit_log (at, terminal, action, input, ticket, answer, request, mac) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-        (*fields, log_key.entry_mac(canonical_entry(*fields))),
-    )
+    row = (*fields, log_key.entry_mac(canonical_entry(*fields)))
+    tx.execute(*tx.append_sql("audit_log", ENTRY_FIELDS, [row]))
 
 
 def _mac_units(tx: Tx, log_key: LogKey) -> int:

@@ -65,7 +65,8 @@ from printpipe.ledger.log import (
     registered_answer,
 )
 from printpipe.ledger.proofs import LoadedCommitment
-from printpipe.ledger.store import Tx, ticket_of_key, values_table
+from printpipe.ledger.store import Tx, ticket_of_key
+from printpipe.ledger.store.schema import BIGINT, TEXT
 from printpipe.ledger.tree import read_leaf_and_path, read_salt
 from printpipe.ledger.units import deal_order_of
 from printpipe.ledger.wallet import Accounts, DatabaseWallet, NoSuchPlayer, Wallet
@@ -158,6 +159,8 @@ class PlayRequest:
     """The platform terminal that signed the request; None: the player's own (demo) session."""
 
 
+_PLAY_ROW = (*PLAY_COLUMNS.split(", "), "idempotency_key", "fingerprint", "day", "mac")
+"""The columns of a play's row as a batch writes it."""
 _PLAY_COLUMNS = (
     "p.id, p.player, p.unit, p.commitment, p.position, u.leaf, p.stake_cents, p.lot_cents, "
     "p.balance_cents, p.played_at, u.symbols"
@@ -277,14 +280,14 @@ class Dealer:
         with self.db.transaction(durable=True, pipelined=True) as tx:
             admitted = self.ledger._admit_later(tx, [r.admission for r in requests])
             names = sorted({r.player for r in requests})
-            marks = ", ".join("?" * len(names))
+            table, params = tx.rows_table("q", [("id", TEXT)], [(name,) for name in names])
             locked = tx.send(
-                f"SELECT id, stake_day, staked_cents FROM players WHERE id IN ({marks}) "
-                "ORDER BY id" + tx.lock_rows,
-                names,
+                f"{table}SELECT id, stake_day, staked_cents FROM players WHERE id IN "
+                "(SELECT id FROM q) ORDER BY id" + tx.lock_rows,
+                params,
             )
             pairs = sorted({(r.player, r.key) for r in requests})
-            table, params = values_table("q", ("player", "key"), pairs)
+            table, params = tx.rows_table("q", [("player", TEXT), ("key", TEXT)], pairs)
             earlier = tx.send(
                 f"{table}SELECT {_PLAY_COLUMNS}, p.idempotency_key, p.fingerprint FROM q "
                 "JOIN plays p ON p.player = q.player AND p.idempotency_key = q.key "
@@ -410,7 +413,9 @@ class Dealer:
             for position, leaf in zip(wanted, order.leaves(np.array(wanted)).tolist(), strict=True):
                 dealt[(commitment, position)] = int(leaf)
         leaves = [(held.commitment, dealt[(held.commitment, p)]) for held, p in positions]
-        table, params = values_table("q", ("commitment", "leaf"), sorted(set(leaves)))
+        table, params = tx.rows_table(
+            "q", [("commitment", BIGINT), ("leaf", BIGINT)], sorted(set(leaves))
+        )
         rows = {
             (int(c), int(leaf)): (int(unit), int(prize), bytes(symbols), mac)
             for c, leaf, unit, prize, symbols, mac in tx.execute(
@@ -556,20 +561,16 @@ class Dealer:
         if not batch.plays:
             return
         players = sorted({row[1] for row in batch.plays})
-        table, params = values_table(
-            "q", ("id", "day", "staked"), [(p, *batch.stakes[p]) for p in players]
-        )
+        table, params = tx.rows_table(
+            "q", [("id", TEXT), ("day", TEXT), ("staked", BIGINT)],
+            [(p, *batch.stakes[p]) for p in players],
+        )  # fmt: skip
         tx.write(
             table + "UPDATE players SET stake_day = q.day, staked_cents = q.staked FROM q "
             "WHERE players.id = q.id",
             params,
         )
-        columns = f"{PLAY_COLUMNS}, idempotency_key, fingerprint, day, mac"
-        row = f"({', '.join('?' * 13)})"
-        tx.write(
-            f"INSERT INTO plays ({columns}) VALUES " + ", ".join([row] * len(batch.plays)),
-            [value for play in batch.plays for value in play],
-        )
+        tx.write(*tx.append_sql("plays", _PLAY_ROW, batch.plays))
         self.ledger._log_many(tx, batch.entries, at=now)
 
     # -- what a player sees again --------------------------------------------------------------

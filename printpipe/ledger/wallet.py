@@ -28,7 +28,8 @@ from typing import Any, Protocol
 
 from printpipe.errors import PrintpipeError
 from printpipe.ledger.log import LogKey, WalletEntry
-from printpipe.ledger.store import Tx, values_table
+from printpipe.ledger.store import Tx
+from printpipe.ledger.store.schema import BIGINT, TEXT
 
 KINDS = ("deposit", "debit", "credit")
 WALLET_COLUMNS = ("reference", "kind", "player", "amount_cents", "at", "mac")
@@ -102,12 +103,13 @@ class DatabaseAccounts:
     def __init__(self, key: LogKey, tx: Tx, players: Sequence[str]) -> None:
         self.key = key
         self.tx = tx
-        marks = ", ".join("?" * len(players))
-        self._sent: Callable[[], list[tuple[Any, ...]]] | None = (
-            tx.send(f"SELECT id, balance_cents FROM players WHERE id IN ({marks})", list(players))
-            if players
-            else None
-        )
+        self._sent: Callable[[], list[tuple[Any, ...]]] | None = None
+        if players:
+            table, params = tx.rows_table("q", [("id", TEXT)], [(p,) for p in players])
+            self._sent = tx.send(
+                f"{table}SELECT id, balance_cents FROM players WHERE id IN (SELECT id FROM q)",
+                params,
+            )
         self._balances: dict[str, int] | None = None
         self._moved: set[str] = set()
         self._entries: list[tuple[Any, ...]] = []
@@ -144,17 +146,12 @@ class DatabaseAccounts:
             return
         balances = self.balances()
         moved = [(player, balances[player]) for player in sorted(self._moved)]
-        table, params = values_table("q", ("id", "balance"), moved)
+        table, params = self.tx.rows_table("q", [("id", TEXT), ("balance", BIGINT)], moved)
         self.tx.write(
             table + "UPDATE players SET balance_cents = q.balance FROM q WHERE players.id = q.id",
             params,
         )
-        row = f"({', '.join('?' * len(WALLET_COLUMNS))})"
-        self.tx.write(
-            f"INSERT INTO wallet_entries ({', '.join(WALLET_COLUMNS)}) VALUES "
-            + ", ".join([row] * len(self._entries)),
-            [value for entry in self._entries for value in entry],
-        )
+        self.tx.write(*self.tx.append_sql("wallet_entries", WALLET_COLUMNS, self._entries))
         self._entries = []
 
 

@@ -75,6 +75,24 @@ class Tx(Protocol):
         SQLite's one writer already holds everything)."""
         ...
 
+    def rows_table(
+        self, name: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[Any]]
+    ) -> tuple[str, list[Any]]:
+        """``WITH name(columns) AS (...)`` and its parameters: a batch's rows as a table one
+        statement reads; ``columns``: (name, schema type: ``schema.TEXT``, ...).  SQLite: a
+        ``VALUES`` list (:func:`values_table`); PostgreSQL: one array a column, ``unnest``ed
+        (a statement's text, and its parameters, do not grow with the batch).  ``rows``: at
+        least one."""
+        ...
+
+    def append_sql(
+        self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+    ) -> tuple[str, list[Any]]:
+        """An ``INSERT`` of ``rows`` into ``table`` (in their order) and its parameters, in one
+        statement of the same text whatever their count on PostgreSQL (arrays, typed by the
+        schema); ``rows``: at least one."""
+        ...
+
 
 def values_table(
     name: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]

@@ -34,6 +34,7 @@ from printpipe.ledger.store.base import (
 from printpipe.ledger.store.schema import (
     BIGINT,
     BYTES,
+    COLUMN_TYPES,
     IDENTITY,
     INT,
     LAYOUT,
@@ -158,6 +159,28 @@ class PostgresTx:
         if ordered:
             calls = ", ".join("pg_advisory_xact_lock(%s)" for _ in ordered)
             self._run(f"SELECT {calls}", ordered)
+
+    def rows_table(
+        self, name: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[Any]]
+    ) -> tuple[str, list[Any]]:
+        arrays = ", ".join(f"%b::{_ARRAY_TYPES[kind]}[]" for _, kind in columns)
+        names = ", ".join(column for column, _ in columns)
+        return f"WITH {name}({names}) AS (SELECT * FROM unnest({arrays}))\n", _columns(rows)
+
+    def append_sql(
+        self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+    ) -> tuple[str, list[Any]]:
+        arrays = ", ".join(f"%b::{_ARRAY_TYPES[COLUMN_TYPES[table, c]]}[]" for c in columns)
+        sql = f"INSERT INTO {table} ({', '.join(columns)}) SELECT * FROM unnest({arrays})"
+        return sql, _columns(rows)
+
+
+_ARRAY_TYPES = {INT: "int4", BIGINT: "int8", TEXT: "text", BYTES: "bytea"}
+
+
+def _columns(rows: Sequence[Sequence[Any]]) -> list[Any]:
+    """The rows' values, one list a column (what ``unnest`` takes back to rows)."""
+    return [list(column) for column in zip(*rows, strict=True)]
 
 
 def _configure(conn: Any) -> None:

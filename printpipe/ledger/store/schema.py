@@ -350,6 +350,12 @@ LAYOUT_8_COLUMNS: tuple[tuple[str, str], ...] = (
 """The columns layout 8 adds to tables a layout-7 ledger has (``store.base.run_upgrade``)."""
 
 
+COLUMN_TYPES: dict[tuple[str, str], str] = {
+    (table.name, column.name): column.type for table in TABLES for column in table.columns
+}
+"""Each column's type in the description, by (table, column)."""
+
+
 def column_sql(types: dict[str, str], table: str, name: str) -> str:
     """``ALTER TABLE ... ADD COLUMN`` for one column of the description, in a dialect."""
     (column,) = [c for t in TABLES if t.name == table for c in t.columns if c.name == name]

@@ -29,6 +29,7 @@ from printpipe.ledger.store.base import (
     initialise,
     old_layout_message,
     run_upgrade,
+    values_table,
 )
 from printpipe.ledger.store.schema import (
     BIGINT,
@@ -115,6 +116,18 @@ class SqliteTx:
 
     def lock(self, *keys: int) -> None:
         pass
+
+    def rows_table(
+        self, name: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[Any]]
+    ) -> tuple[str, list[Any]]:
+        return values_table(name, [column for column, _ in columns], rows)
+
+    def append_sql(
+        self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+    ) -> tuple[str, list[Any]]:
+        row = f"({', '.join('?' * len(columns))})"
+        sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES {', '.join([row] * len(rows))}"
+        return sql, [value for values in rows for value in values]
 
 
 def check_sqlite_header(path: Path) -> None:
