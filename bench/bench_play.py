@@ -37,7 +37,6 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -49,7 +48,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from printpipe.ledger import LOTTERY, configure, location_argument
 from printpipe.ledger.store import ticket_of_key
 from tests.play_helpers import PlayWorld, make_block, make_world
-from tests.storm import Pace, ledger_location, measured_storm, print_median, validate_request
+from tests.storm import (
+    Pace,
+    ledger_location,
+    measured_storm,
+    print_median,
+    start_floor,
+    validate_request,
+)
 
 PLAYERS = 64
 
@@ -64,23 +70,6 @@ class Target:
 
 
 TARGETS = {"sqlite": Target(1_929), "postgresql": Target(1_500)}
-
-
-def start_floor(world: PlayWorld, root: Path, workers: int) -> tuple[subprocess.Popen, str]:
-    url_file = root / "floor.url"
-    log = open(root / "floor.log", "ab")  # noqa: SIM115 - the server's
-    floor = subprocess.Popen(
-        [sys.executable, str(Path(__file__).parent / "floor_server.py"),
-         location_argument(world.location), str(url_file), str(workers), "units"],
-        stdout=log, stderr=log,
-    )  # fmt: skip
-    log.close()
-    while not url_file.exists():
-        if floor.poll() is not None:
-            raise SystemExit((root / "floor.log").read_text())
-        time.sleep(0.05)
-    time.sleep(1.0)  # its workers' start-up (the URL is written before uvicorn starts)
-    return floor, url_file.read_text().strip()
 
 
 def unit_codes(world: PlayWorld) -> list[str]:
@@ -104,7 +93,9 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
               f"{time.perf_counter() - started:.0f} s", flush=True)  # fmt: skip
         world.start(workers=args.workers)
         assert world.process is not None
-        floor, floor_url = start_floor(world, root, args.workers)
+        floor, floor_url = start_floor(
+            location_argument(world.location), root, args.workers, table="units"
+        )
         pids, floor_pids = [world.process.pid, *database_pids], [floor.pid, *database_pids]
         paced = f"offered at {args.rate:,}/s"
         runs: dict[str, list[dict[str, float]]] = {

@@ -12,6 +12,7 @@ import itertools
 import json
 import logging
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -359,13 +360,34 @@ def test_a_rewind_is_named_by_the_witness_the_servers_keep(paper, ledgers, keys_
         assert (witness / f"{book.ledger_id()}.json").read_bytes() == kept
 
 
-def test_the_game_server_keeps_its_witness_at_shutdown(world, ledgers, tmp_path):
+def test_the_game_server_keeps_its_witness_as_it_runs_and_at_shutdown(
+    world, ledgers, tmp_path, monkeypatch
+):
+    """A witness every interval (here 0.2 s instead of 60) while plays are made, and one when
+    the server stops, at the head it leaves; ``verify-log`` checks it."""
+    monkeypatch.setattr("printpipe.service.app.WITNESS_INTERVAL_S", 0.2)
     work = ledgers.copy(world.location)
     witness = tmp_path / "play-witness"
     ledger, dealer = open_dealer(work, world.keys)
-    app = create_app(ledger, dealer, threads=1, demo=False, witness=witness)
-    with TestClient(app) as client:
-        assert client.get("/v1/health").status_code == 200
+    token = dealer.add_player(player="witnessed", balance_cents=500, by="test")
+    app = create_app(ledger, dealer, threads=1, demo=True, witness=witness)
+    with TestClient(app, base_url="http://play.test") as client:
+        assert client.post("/v1/sessions", json={"token": token}).status_code == 201
+        seen: list[int] = []
+        for n in range(3):
+            made = client.post("/v1/players/witnessed/plays", json={},
+                               headers={"Idempotency-Key": f"witnessed-{n}"})  # fmt: skip
+            assert made.status_code == 201
+            deadline = time.monotonic() + 30
+            while True:  # the next witness, after the play's entry was sealed
+                files = list(witness.glob("*.json"))
+                at = json.loads(files[0].read_text())["seq"] if files else 0
+                if at > (seen[-1] if seen else 0):
+                    seen.append(at)
+                    break
+                assert time.monotonic() < deadline, "no witness while the server runs"
+                time.sleep(0.05)
+    assert len(seen) == 3 and seen == sorted(seen)
     (kept,) = witness.glob("*.json")
     assert kept.stat().st_mode & 0o777 == 0o600
     with Ledger(work, key=load_ledger_key(world.keys), read_only=True) as book:

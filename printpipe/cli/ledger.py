@@ -381,7 +381,6 @@ def ledger_verify_log(
         describe,
         read_checkpoint,
         read_witness,
-        witness_path,
     )
 
     Ledger(db_path, read_only=True).close()  # a file that is no ledger: said before the key
@@ -413,9 +412,8 @@ def ledger_verify_log(
             if witness is None:
                 witnessed = f"; no witness of this ledger in {folder}"
             else:
-                source = f"the witness {witness_path(folder, witness.ledger)}"
-                checkpoints.append(witness.checkpoint(source))
-                witnessed = f"; {source} (entry {witness.seq}, {witness.at}) holds"
+                checkpoints.append(witness)
+                witnessed = f"; {witness.source} (entry {witness.seq}, {witness.at}) holds"
         report = book.verify_log(checkpoints=checkpoints)
     if not report.ok:
         raise PrintpipeError(f"audit log of {db_path} broken: {describe(report)}")

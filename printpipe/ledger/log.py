@@ -306,17 +306,20 @@ class MoneyRows:
 
 @dataclass(frozen=True)
 class Checkpoint:
-    """A signed head: ``seq`` and ``head`` at ``at`` (UTC text), for the ledger whose key has
-    ``ledger`` as fingerprint."""
+    """A signed head: ``seq`` and ``head`` at ``at`` (UTC text), for the ledger ``ledger``
+    names: a checkpoint (``ledger checkpoint``: the fingerprint of the ledger's key, signed
+    with the lottery's key) or, of format ``printpipe-log-witness/1``, a server's witness (the
+    ledger's id, signed with the witness key: ``printpipe.ledger.witness``)."""
 
     ledger: str
     seq: int
     head: bytes
     at: str
     source: str = ""
+    format: str = CHECKPOINT_FORMAT
 
     def payload(self) -> bytes:
-        data = {"format": CHECKPOINT_FORMAT, "ledger": self.ledger, "seq": self.seq,
+        data = {"format": self.format, "ledger": self.ledger, "seq": self.seq,
                 "head": self.head.hex(), "at": self.at}  # fmt: skip
         return json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
 
@@ -332,12 +335,21 @@ class CheckpointRefused(ValueError):
     """Not a checkpoint, or not signed by the lottery's key."""
 
 
-def read_checkpoint(data: bytes, public_key: Ed25519PublicKey, *, source: str = "") -> Checkpoint:
-    """A checkpoint whose signature verifies under the lottery's key, or CheckpointRefused."""
+def read_checkpoint(
+    data: bytes,
+    public_key: Ed25519PublicKey,
+    *,
+    source: str = "",
+    format: str = CHECKPOINT_FORMAT,
+    signer: str = "the lottery's",
+) -> Checkpoint:
+    """A checkpoint of ``format`` whose signature verifies under ``public_key`` (``signer``'s),
+    or CheckpointRefused."""
+    what = "a log checkpoint" if format == CHECKPOINT_FORMAT else "a witness of the log"
     try:
         fields = json.loads(data)
         signature = base64.b64decode(fields.pop("signature"), validate=True)
-        if fields.pop("format") != CHECKPOINT_FORMAT or set(fields) != {
+        if fields.pop("format") != format or set(fields) != {
             "ledger",
             "seq",
             "head",
@@ -346,15 +358,15 @@ def read_checkpoint(data: bytes, public_key: Ed25519PublicKey, *, source: str = 
             raise ValueError
         checkpoint = Checkpoint(
             str(fields["ledger"]), int(fields["seq"]), bytes.fromhex(fields["head"]),
-            str(fields["at"]), source,
+            str(fields["at"]), source, format,
         )  # fmt: skip
     except (ValueError, KeyError, TypeError, AttributeError):
-        raise CheckpointRefused(f"{source or 'checkpoint'}: not a log checkpoint") from None
+        raise CheckpointRefused(f"{source or 'checkpoint'}: not {what}") from None
     try:
         public_key.verify(signature, checkpoint.payload())
     except InvalidSignature:
         raise CheckpointRefused(
-            f"{source or 'checkpoint'}: its signature is not the lottery's (forged or edited)"
+            f"{source or 'checkpoint'}: its signature is not {signer} (forged or edited)"
         ) from None
     return checkpoint
 

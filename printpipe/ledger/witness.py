@@ -28,20 +28,17 @@ from __future__ import annotations
 import base64
 import contextlib
 import fcntl
-import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
 from printpipe.atomic import make_private_dir, write_atomic
 from printpipe.ledger.key import LedgerKey
-from printpipe.ledger.log import Checkpoint, CheckpointRefused
+from printpipe.ledger.log import Checkpoint, CheckpointRefused, read_checkpoint, write_checkpoint
 
 if TYPE_CHECKING:
     from printpipe.ledger.core import LedgerCore
@@ -51,7 +48,6 @@ WITNESS_PURPOSE = b"printpipe ledger: witness signing key"
 WITNESS_INTERVAL_S = 60.0
 WITNESS_FOLDER = "witness"
 """The default witness folder's name, inside the keys folder."""
-_FIELDS = {"format", "ledger", "key", "seq", "head", "at", "signature"}
 
 
 def witness_signing_key(key: LedgerKey) -> Ed25519PrivateKey:
@@ -73,55 +69,9 @@ def witness_path(folder: Path, ledger_id: str) -> Path:
     return folder / f"{ledger_id}.json"
 
 
-@dataclass(frozen=True)
-class Witness:
-    """A head seen by a server: ``seq`` and ``head`` of ledger ``ledger`` at ``at``."""
-
-    ledger: str
-    key: str
-    seq: int
-    head: bytes
-    at: str
-
-    def payload(self) -> bytes:
-        data = {"format": WITNESS_FORMAT, "ledger": self.ledger, "key": self.key,
-                "seq": self.seq, "head": self.head.hex(), "at": self.at}  # fmt: skip
-        return json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
-
-    def checkpoint(self, source: str) -> Checkpoint:
-        """As a checkpoint, which ``verify_log`` checks the sealed log against."""
-        return Checkpoint(self.key, self.seq, self.head, self.at, source)
-
-    def encode(self, signing: Ed25519PrivateKey) -> bytes:
-        data = json.loads(self.payload())
-        data["signature"] = base64.b64encode(signing.sign(self.payload())).decode()
-        return (json.dumps(data, sort_keys=True, indent=1) + "\n").encode()
-
-
-def parse_witness(data: bytes, public_key: Ed25519PublicKey, *, source: str) -> Witness:
-    """A witness whose signature verifies, or :class:`CheckpointRefused`."""
-    try:
-        fields = json.loads(data)
-        if not isinstance(fields, dict) or set(fields) != _FIELDS:
-            raise ValueError
-        if fields["format"] != WITNESS_FORMAT:
-            raise ValueError
-        signature = base64.b64decode(fields["signature"], validate=True)
-        witness = Witness(str(fields["ledger"]), str(fields["key"]), int(fields["seq"]),
-                          bytes.fromhex(fields["head"]), str(fields["at"]))  # fmt: skip
-    except (ValueError, KeyError, TypeError, AttributeError):
-        raise CheckpointRefused(f"{source}: not a witness of the log") from None
-    try:
-        public_key.verify(signature, witness.payload())
-    except InvalidSignature:
-        raise CheckpointRefused(
-            f"{source}: its signature is not the ledger's witness key (forged or edited)"
-        ) from None
-    return witness
-
-
-def read_witness(folder: Path, ledger_id: str, key: LedgerKey) -> Witness | None:
-    """The witness of ``ledger_id`` kept in ``folder`` (None: there is none), checked."""
+def read_witness(folder: Path, ledger_id: str, key: LedgerKey) -> Checkpoint | None:
+    """The witness of ``ledger_id`` kept in ``folder`` (None: there is none), checked: a
+    checkpoint of :data:`WITNESS_FORMAT` (its ``source`` the file)."""
     path = witness_path(folder, ledger_id)
     try:
         data = path.read_bytes()
@@ -129,8 +79,10 @@ def read_witness(folder: Path, ledger_id: str, key: LedgerKey) -> Witness | None
         return None
     except OSError as exc:
         raise CheckpointRefused(f"{path}: cannot be read: {exc.strerror}") from None
-    witness = parse_witness(data, witness_signing_key(key).public_key(), source=str(path))
-    if witness.ledger != ledger_id or witness.key != key.fingerprint:
+    public = witness_signing_key(key).public_key()
+    witness = read_checkpoint(data, public, source=f"the witness {path}", format=WITNESS_FORMAT,
+                              signer="the ledger's witness key")  # fmt: skip
+    if witness.ledger != ledger_id:
         raise CheckpointRefused(f"{path}: the witness of another ledger")
     return witness
 
@@ -172,6 +124,7 @@ def write_witness(book: LedgerCore, folder: Path) -> str | None:
                 )
         if kept is not None and (kept.seq, kept.head) == (seq, head):
             return None  # nothing new: the file stays as it is
-        witness = Witness(ledger_id, key.fingerprint, seq, head, at)
-        write_atomic(witness_path(folder, ledger_id), witness.encode(witness_signing_key(key)))
+        witness = Checkpoint(ledger_id, seq, head, at, format=WITNESS_FORMAT)
+        write_atomic(witness_path(folder, ledger_id),
+                     write_checkpoint(witness, witness_signing_key(key)))  # fmt: skip
     return None

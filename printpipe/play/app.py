@@ -107,7 +107,9 @@ class PlayService(Service):
     ) -> None:
         super().__init__(ledger, threads=threads, rate_limit=PLATFORM_RATE, witness=witness)
         self.dealer = dealer
-        self.batcher = Batcher(dealer.play_batch, self.executor)
+        self.batcher = Batcher(
+            dealer.play_batch, self.executor, concurrency=min(2, ledger.db.threads)
+        )
         self.screen = ScreenMaker(dealer.game)
         self.demo = demo
 
