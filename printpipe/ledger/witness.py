@@ -39,6 +39,7 @@ from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 from printpipe.atomic import make_private_dir, write_atomic
 from printpipe.ledger.key import LedgerKey
 from printpipe.ledger.log import Checkpoint, CheckpointRefused, read_checkpoint, write_checkpoint
+from printpipe.ledger.rules import format_time
 
 if TYPE_CHECKING:
     from printpipe.ledger.core import LedgerCore
@@ -104,7 +105,7 @@ def write_witness(book: LedgerCore, folder: Path) -> str | None:
     key = book._require_key()
     seq, head = book.head()
     ledger_id = book.ledger_id()
-    at = book.clock().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    at = format_time(book.clock())
     make_private_dir(folder)
     with _folder_lock(folder):
         try:
