@@ -278,17 +278,18 @@ class Dealer:
         now = self.clock()
         stamp = now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         with self.db.transaction(durable=True, pipelined=True) as tx:
+            tx.by_keys_only()
             admitted = self.ledger._admit_later(tx, [r.admission for r in requests])
             names = sorted({r.player for r in requests})
-            table, params = tx.rows_table("q", [("id", TEXT)], [(name,) for name in names])
+            among, params = tx.any_of("id", TEXT, names)
             locked = tx.send(
-                f"{table}SELECT id, stake_day, staked_cents FROM players WHERE id IN "
-                "(SELECT id FROM q) ORDER BY id" + tx.lock_rows,
+                f"SELECT id, stake_day, staked_cents FROM players WHERE {among} ORDER BY id"
+                + tx.lock_rows,
                 params,
             )
             pairs = sorted({(r.player, r.key) for r in requests})
             table, params = tx.rows_table("q", [("player", TEXT), ("key", TEXT)], pairs)
-            earlier = tx.send(
+            earlier = tx.send(  # each pair one search of the (player, key) index
                 f"{table}SELECT {_PLAY_COLUMNS}, p.idempotency_key, p.fingerprint FROM q "
                 "JOIN plays p ON p.player = q.player AND p.idempotency_key = q.key "
                 "JOIN units u ON u.id = p.unit",
@@ -413,14 +414,18 @@ class Dealer:
             for position, leaf in zip(wanted, order.leaves(np.array(wanted)).tolist(), strict=True):
                 dealt[(commitment, position)] = int(leaf)
         leaves = [(held.commitment, dealt[(held.commitment, p)]) for held, p in positions]
-        table, params = tx.rows_table(
-            "q", [("commitment", BIGINT), ("leaf", BIGINT)], sorted(set(leaves))
-        )
+        conditions, params = [], []
+        for commitment in sorted(by_block):
+            among, values = tx.any_of(
+                "leaf", BIGINT, sorted({f for c, f in leaves if c == commitment})
+            )
+            conditions.append(f"(commitment = ? AND {among})")
+            params += [commitment, *values]
         rows = {
             (int(c), int(leaf)): (int(unit), int(prize), bytes(symbols), mac)
             for c, leaf, unit, prize, symbols, mac in tx.execute(
-                f"{table}SELECT u.commitment, u.leaf, u.id, u.prize_eur, u.symbols, u.mac "
-                "FROM q JOIN units u ON u.commitment = q.commitment AND u.leaf = q.leaf",
+                "SELECT commitment, leaf, id, prize_eur, symbols, mac FROM units WHERE "
+                + " OR ".join(conditions),
                 params,
             )
         }
@@ -565,10 +570,11 @@ class Dealer:
             "q", [("id", TEXT), ("day", TEXT), ("staked", BIGINT)],
             [(p, *batch.stakes[p]) for p in players],
         )  # fmt: skip
+        among, more = tx.any_of("players.id", TEXT, players)
         tx.write(
             table + "UPDATE players SET stake_day = q.day, staked_cents = q.staked FROM q "
-            "WHERE players.id = q.id",
-            params,
+            f"WHERE players.id = q.id AND {among}",
+            params + more,
         )
         tx.write(*tx.append_sql("plays", _PLAY_ROW, batch.plays))
         self.ledger._log_many(tx, batch.entries, at=now)

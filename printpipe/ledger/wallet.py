@@ -105,11 +105,8 @@ class DatabaseAccounts:
         self.tx = tx
         self._sent: Callable[[], list[tuple[Any, ...]]] | None = None
         if players:
-            table, params = tx.rows_table("q", [("id", TEXT)], [(p,) for p in players])
-            self._sent = tx.send(
-                f"{table}SELECT id, balance_cents FROM players WHERE id IN (SELECT id FROM q)",
-                params,
-            )
+            among, params = tx.any_of("id", TEXT, players)
+            self._sent = tx.send(f"SELECT id, balance_cents FROM players WHERE {among}", params)
         self._balances: dict[str, int] | None = None
         self._moved: set[str] = set()
         self._entries: list[tuple[Any, ...]] = []
@@ -147,9 +144,11 @@ class DatabaseAccounts:
         balances = self.balances()
         moved = [(player, balances[player]) for player in sorted(self._moved)]
         table, params = self.tx.rows_table("q", [("id", TEXT), ("balance", BIGINT)], moved)
+        among, more = self.tx.any_of("players.id", TEXT, [player for player, _ in moved])
         self.tx.write(
-            table + "UPDATE players SET balance_cents = q.balance FROM q WHERE players.id = q.id",
-            params,
+            f"{table}UPDATE players SET balance_cents = q.balance FROM q WHERE players.id = q.id "
+            f"AND {among}",
+            params + more,
         )
         self.tx.write(*self.tx.append_sql("wallet_entries", WALLET_COLUMNS, self._entries))
         self._entries = []

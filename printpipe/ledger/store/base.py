@@ -93,6 +93,19 @@ class Tx(Protocol):
         schema); ``rows``: at least one."""
         ...
 
+    def by_keys_only(self) -> None:
+        """The rest of the transaction reads rows by their keys: never a whole table (on
+        PostgreSQL, ``enable_seqscan`` off for it: the planner, without statistics on tables
+        that grow as plays are made, scanned ``plays`` and ``units`` for a batch's few rows)."""
+        ...
+
+    def any_of(self, column: str, kind: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        """``column`` is one of ``values`` (of schema type ``kind``), as a condition an index
+        on the column serves, and its parameters: ``= ANY(array)`` (PostgreSQL), ``IN (?, ...)``
+        (SQLite).  (A join on an ``unnest``ed table let PostgreSQL's planner scan the whole
+        table.)  ``values``: at least one."""
+        ...
+
 
 def values_table(
     name: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]

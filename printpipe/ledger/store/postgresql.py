@@ -167,6 +167,12 @@ class PostgresTx:
         names = ", ".join(column for column, _ in columns)
         return f"WITH {name}({names}) AS (SELECT * FROM unnest({arrays}))\n", _columns(rows)
 
+    def by_keys_only(self) -> None:
+        self.write("SET LOCAL enable_seqscan = off")
+
+    def any_of(self, column: str, kind: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        return f"{column} = ANY(%b::{_ARRAY_TYPES[kind]}[])", [list(values)]
+
     def append_sql(
         self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
     ) -> tuple[str, list[Any]]:

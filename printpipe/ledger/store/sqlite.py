@@ -122,6 +122,12 @@ class SqliteTx:
     ) -> tuple[str, list[Any]]:
         return values_table(name, [column for column, _ in columns], rows)
 
+    def by_keys_only(self) -> None:
+        pass  # SQLite's planner takes the index for a key
+
+    def any_of(self, column: str, kind: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        return f"{column} IN ({', '.join('?' * len(values))})", list(values)
+
     def append_sql(
         self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
     ) -> tuple[str, list[Any]]:
