@@ -1,53 +1,81 @@
 """Benchmark of the game server: 64 players playing at once against one ``printpipe play``,
-on SQLite and on PostgreSQL.
+beside the validation floor server, on SQLite and on PostgreSQL.
 
 For each database: a Golden Animals block of ``--packs`` groups of 1,000 units, generated,
 countersigned and imported with its commitment; 64 players with a balance; a platform
-terminal; then ``printpipe play --workers 2`` (one per core) in a subprocess.  Each player
-sends ``--rounds`` plays one after the other on its own keep-alive connection, each signed by
-the platform (pre-signed before the clock starts, ``tests/storm.py``) with its own
-Idempotency-Key: a play is the whole path, debit, deal, credit and the durable commit.  The
-run is repeated ``--repeat`` times and the median quoted; after the last, the books are
-checked (no unit dealt twice, every debit with its play, money conserved).
+terminal; then ``printpipe play --workers 2`` (one per core) in a subprocess, and beside it,
+on the same database and with the same workers, **the floor** (``bench/floor_server.py``: a
+bare ASGI server that verifies the same signature profile, reads one row by its key, appends
+one log row and commits; here it reads the units' table).  Each player sends ``--rounds``
+plays one after the other on its own keep-alive connection, each signed by the platform
+(pre-signed before the clock starts, ``tests/storm.py``) with its own Idempotency-Key: a play
+is the whole path, debit, deal, credit and the durable commit.  The floor gets as many
+validations, signed by the same key, alternated with the plays.  The run is repeated
+``--repeat`` times and the medians quoted; after the last, the books are checked (no unit
+dealt twice, every debit with its play, money conserved) and ``verify-log`` passes.
 
 Two kinds of run: without pause (each player sends its next play as soon as the last is
 answered: the most the server answers; with 64 players always waiting, a play's latency is then
-64 / the rate, Little's law: 128 ms at 500/s whatever the code), and paced (``--rate`` plays/s
-offered, spread over the 64 players, each play sent when due and its latency counted from
-then: the latency at the target's rate).  A warm-up of 2 plays a player comes first, not
-counted (each worker's first requests load what it caches).
+64 / the rate, Little's law), and paced (``--rate`` a second offered, spread over the 64
+players, each request sent when due and its latency counted from then: the latency at that
+rate), each for the plays and for the floor.  A warm-up of 2 plays a player comes first.
 
-Reported per run: plays/s, p50 and p99 latency, the client's CPU over the wall time (its share
-of one core: it must not be what limits the server), the server side's CPU per play (the play
-server's processes and, on PostgreSQL, the database server's) and what 2 idle cores would
-answer at that cost.  Target (issue 21): >= 500 plays/s with p99 <= 100 ms on SQLite.
+Reported per run: requests a second, p50 and p99 latency, the client's CPU over the wall time,
+the server side's CPU per request (the server's processes and, on PostgreSQL, the database
+server's) and what 2 idle cores would answer at that cost.  Last, issue 25's targets, each met
+or NOT MET: plays a second without pause (PostgreSQL >= 1,500; SQLite no slower than issue 21's
+1,929), the plays' p99 at ``--rate`` offered <= 2 x the floor's p99 at that rate, and the
+server CPU a play <= 2 x the floor's a validation.  The load average is printed before and
+after: the machine is shared, compare the ratios of one run.
 
-Usage: ``python bench/bench_play.py [--db sqlite,postgresql] [--rounds 20] [--repeat 3]``.
+Usage: ``python bench/bench_play.py [--db sqlite,postgresql] [--rounds 20] [--repeat 3]
+[--rate 1000]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from printpipe.ledger import LOTTERY, configure
+from printpipe.ledger import LOTTERY, configure, location_argument
+from printpipe.ledger.store import ticket_of_key
 from tests.play_helpers import PlayWorld, make_block, make_world
-from tests.storm import Pace, ledger_location, measured_storm, print_median
+from tests.storm import (
+    Pace,
+    ledger_location,
+    measured_storm,
+    print_median,
+    start_floor,
+    validate_request,
+)
 
 PLAYERS = 64
 
 
-def run_once(
-    world: PlayWorld, rounds: int, pids: list[int], name: str, *, pace: Pace | None = None
-) -> dict[str, float]:
-    per_player = [[world.play_request(p) for _ in range(rounds)] for p in world.players]
-    return measured_storm(name, world.url, per_player, pids, ok=201, unit="play", pace=pace)
+@dataclass(frozen=True)
+class Target:
+    """Issue 25's targets for one database (``play --workers 2``, 64 players)."""
+
+    plays: int  # a second, without pause
+    p99_ratio: float = 2.0  # the plays' p99 at --rate offered, over the floor's
+    cpu_ratio: float = 2.0  # server CPU a play, over the floor's a validation
+
+
+TARGETS = {"sqlite": Target(1_929), "postgresql": Target(1_500)}
+
+
+def unit_codes(world: PlayWorld) -> list[str]:
+    """A validation code for each unit (its serial, any VIRN: the floor reads the row only)."""
+    rows = world.query("SELECT id FROM units ORDER BY id")
+    return [ticket_of_key(int(unit)).validation_code(12345) for (unit,) in rows]
 
 
 def run(backend: str, args: argparse.Namespace, root: Path) -> None:
@@ -60,42 +88,102 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
         )  # fmt: skip
         # every player plays more than the default daily limit allows: raised for the bench
         configure(location, terminal=LOTTERY, daily_stake_limit_eur=10_000)
+        codes = unit_codes(world)
         print(f"{backend}: {args.packs * 1000:,} units and {PLAYERS} players ready in "
               f"{time.perf_counter() - started:.0f} s", flush=True)  # fmt: skip
         world.start(workers=args.workers)
         assert world.process is not None
-        pids = [world.process.pid, *database_pids]
-        paced = f"plays offered at {args.rate:,}/s"
-        runs: dict[str, list[dict[str, float]]] = {"plays without pause": [], paced: []}
+        floor, floor_url = start_floor(
+            location_argument(world.location), root, args.workers, table="units"
+        )
+        pids, floor_pids = [world.process.pid, *database_pids], [floor.pid, *database_pids]
+        paced = f"offered at {args.rate:,}/s"
+        runs: dict[str, list[dict[str, float]]] = {
+            "plays without pause": [], "floor without pause": [],
+            f"plays {paced}": [], f"floor {paced}": [],
+        }  # fmt: skip
+        turn = [0]
+
+        def plays(name: str, rounds: int, pace: Pace | None = None) -> dict[str, float]:
+            per_player = [[world.play_request(p) for _ in range(rounds)] for p in world.players]
+            return measured_storm(name, world.url, per_player, pids, ok=201, unit="play",
+                                  pace=pace)  # fmt: skip
+
+        def validations(name: str, pace: Pace | None = None) -> dict[str, float]:
+            per_terminal = []
+            for _ in range(PLAYERS):
+                asked = []
+                for _ in range(args.rounds):
+                    turn[0] = (turn[0] + 7919) % len(codes)
+                    asked.append(validate_request(world.platform, floor_url, codes[turn[0]]))
+                per_terminal.append(asked)
+            return measured_storm(name, floor_url, per_terminal, floor_pids, ok=200,
+                                  unit="validation", pace=pace)  # fmt: skip
+
         try:
-            run_once(world, 2, pids, "warm-up (not counted: each worker's first requests)")
+            plays("warm-up (not counted: each worker's first requests)", 2)
+            validations("floor warm-up")
             for attempt in range(args.repeat):
-                runs["plays without pause"].append(
-                    run_once(world, args.rounds, pids, f"without pause #{attempt + 1}")
+                n = f"#{attempt + 1}"
+                runs["plays without pause"].append(plays(f"plays without pause {n}", args.rounds))
+                runs["floor without pause"].append(validations(f"floor without pause {n}"))
+                runs[f"plays {paced}"].append(
+                    plays(f"plays {paced} {n}", args.rounds, Pace(args.rate))
                 )
-                runs[paced].append(
-                    run_once(world, args.rounds, pids, f"{paced} #{attempt + 1}",
-                             pace=Pace(args.rate))
-                )  # fmt: skip
+                runs[f"floor {paced}"].append(validations(f"floor {paced} {n}", Pace(args.rate)))
         finally:
             world.stop()
+            floor.terminate()
+            floor.wait(timeout=60)
         totals = world.check_books(sum(world.players.values()))
-        for kind, measured in runs.items():
-            print_median(f"{backend} {kind}", measured, unit="play")
+        medians = {kind: print_median(f"{backend} {kind}", measured, unit="request")
+                   for kind, measured in runs.items()}  # fmt: skip
         print(
-            f"{backend}: books checked: {totals['plays']:,} plays, each unit once, "
-            f"{totals['stakes'] / 100:,.0f} EUR staked, {totals['lots'] / 100:,.0f} EUR won",
+            f"{backend}: books checked, verify-log passes: {totals['plays']:,} plays, each "
+            f"unit once, {totals['stakes'] / 100:,.0f} EUR staked, {totals['lots'] / 100:,.0f} "
+            "EUR won",
             flush=True,
         )
+        free, floor_free = runs["plays without pause"], runs["floor without pause"]
+        cpu = statistics.median(
+            a["cpu_us"] / b["cpu_us"] for a, b in zip(free, floor_free, strict=True)
+        )
+        at, floor_at = runs[f"plays {paced}"], runs[f"floor {paced}"]
+        p99 = statistics.median(a["p99"] / b["p99"] for a, b in zip(at, floor_at, strict=True))
+        target = TARGETS[backend]
+        rate = medians["plays without pause"]["rate"]
+        m = medians
+        rows = [
+            ("plays a second, 64 players without pause", f"{rate:,.0f}",
+             f">= {target.plays:,}", rate >= target.plays),
+            ("  the floor's validations, the same", f"{m['floor without pause']['rate']:,.0f}",
+             "", None),
+            (f"p99 {paced}: plays / floor",
+             f"{m[f'plays {paced}']['p99']:.1f} / {m[f'floor {paced}']['p99']:.1f} ms", "", None),
+            ("  ratio (median of the runs')", f"{p99:.2f} x", f"<= {target.p99_ratio:g} x",
+             p99 <= target.p99_ratio),
+            ("  plays answered a second at that rate", f"{m[f'plays {paced}']['rate']:,.0f}",
+             "", None),
+            ("server CPU a play / a floor validation",
+             f"{m['plays without pause']['cpu_us']:,.0f} / "
+             f"{m['floor without pause']['cpu_us']:,.0f} us", "", None),
+            ("  ratio (median of the runs')", f"{cpu:.2f} x", f"<= {target.cpu_ratio:g} x",
+             cpu <= target.cpu_ratio),
+        ]  # fmt: skip
+        print(f"{backend}: issue 25's targets (medians of {args.repeat} runs, load "
+              f"{os.getloadavg()[0]:.1f})")  # fmt: skip
+        for name, value, wanted, met in rows:
+            verdict = "" if met is None else "met" if met else "NOT MET"
+            print(f"  {name:<44} {value:>18}  {wanted:<10} {verdict}".rstrip(), flush=True)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--db", default="sqlite,postgresql")
     parser.add_argument("--packs", type=int, default=10, help="Groups of 1,000 units.")
-    parser.add_argument("--rounds", type=int, default=20, help="Plays per player per run.")
+    parser.add_argument("--rounds", type=int, default=20, help="Requests per player per run.")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--rate", type=int, default=500, help="Plays/s offered (paced runs).")
+    parser.add_argument("--rate", type=int, default=1000, help="Requests/s offered (paced).")
     parser.add_argument("--workers", type=int, default=2, help="printpipe play --workers")
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()[0]:.2f} (2 cores)", flush=True)

@@ -90,6 +90,7 @@ from tests.storm import (
     ledger_location,
     measured_storm,
     print_median,
+    start_floor,
     validate_request,
 )
 
@@ -183,24 +184,6 @@ def start(location: Location, keys: Path, root: Path, workers: int) -> tuple[sub
     return server, url_file.read_text().strip()
 
 
-def start_floor(location: Location, root: Path, workers: int) -> tuple[subprocess.Popen, str]:
-    url_file = root / "floor.url"
-    db = location_argument(location)
-    log = open(root / "floor.log", "ab")  # noqa: SIM115 - the server's
-    floor = subprocess.Popen(
-        [sys.executable, str(Path(__file__).parent / "floor_server.py"), db, str(url_file),
-         str(workers)],
-        stdout=log, stderr=log,
-    )  # fmt: skip
-    log.close()
-    while not url_file.exists():
-        if floor.poll() is not None:
-            raise SystemExit((root / "floor.log").read_text())
-        time.sleep(0.05)
-    time.sleep(1.0)  # its workers' start-up (the URL is written before uvicorn starts)
-    return floor, url_file.read_text().strip()
-
-
 def phase(
     name: str,
     url: str,
@@ -222,7 +205,7 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
         print(f"{backend}: ledger of {len(codes):,} tickets ready in "
               f"{time.perf_counter() - started:.0f} s", flush=True)  # fmt: skip
         server, url = start(location, keys, root, args.workers)
-        floor, floor_url = start_floor(location, root, args.workers)
+        floor, floor_url = start_floor(location_argument(location), root, args.workers)
         pids, floor_pids = [server.pid, *database_pids], [floor.pid, *database_pids]
         rng = random.Random(7)
         order = list(range(len(codes)))

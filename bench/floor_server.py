@@ -7,7 +7,8 @@ appends one row to a log table (no chain, no MAC) and commits, then answers a li
 No nonce, no counters, no framework, no rate limit, no request id.  What printpipe spends per
 validation above this is the price of everything else it does.
 
-Run by the bench: ``python bench/floor_server.py DB PORT_FILE WORKERS``.
+Run by the benches: ``python bench/floor_server.py DB PORT_FILE WORKERS [TABLE]`` (the table
+whose row is read by its key: ``tickets``, or ``units`` beside the game server).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from printpipe.ids import parse_validation_code
 from printpipe.service.signatures import public_key_from_raw, verify_request
 
 FLOOR_LOG = "floor_log"
+TABLE = os.environ.get("FLOOR_TABLE", "tickets")
 
 
 def _postgres(db: str) -> bool:
@@ -91,7 +93,7 @@ class Store:
         if _postgres(self.db):
             with self.pool.connection() as conn:
                 row = conn.execute(
-                    "SELECT prize_eur FROM tickets WHERE id = %s", (ticket,)
+                    f"SELECT prize_eur FROM {TABLE} WHERE id = %s", (ticket,)
                 ).fetchone()
                 answer = "UNKNOWN TICKET" if row is None else f"PRIZE {row[0]}"
                 conn.execute(
@@ -103,7 +105,7 @@ class Store:
         conn = self._sqlite()
         conn.execute("BEGIN IMMEDIATE")
         try:
-            row = conn.execute("SELECT prize_eur FROM tickets WHERE id = ?", (ticket,)).fetchone()
+            row = conn.execute(f"SELECT prize_eur FROM {TABLE} WHERE id = ?", (ticket,)).fetchone()
             answer = "UNKNOWN TICKET" if row is None else f"PRIZE {row[0]}"
             conn.execute(
                 f"INSERT INTO {FLOOR_LOG} (at, terminal, input, answer) "
@@ -177,6 +179,7 @@ def main() -> None:
     db, port_file, workers = sys.argv[1], Path(sys.argv[2]), int(sys.argv[3])
     prepare(db)
     os.environ["FLOOR_DB"] = db
+    os.environ["FLOOR_TABLE"] = sys.argv[4] if len(sys.argv) > 4 else "tickets"
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))

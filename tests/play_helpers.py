@@ -167,7 +167,10 @@ class PlayWorld:
             "SELECT COUNT(*), COALESCE(SUM(amount_cents), 0) FROM wallet_entries "
             "WHERE kind = 'credit'"
         )
-        (cursor,) = self.query("SELECT COALESCE(SUM(next_position), 0) FROM deal_orders")
+        (units,) = self.query("SELECT COALESCE(SUM(units), 0) FROM deal_orders")
+        (left,) = self.query(
+            "SELECT COALESCE(SUM(end_position - next_position), 0) FROM deal_ranges"
+        )
         return {
             "balances": int(balances[0]),
             "plays": int(plays[0]),
@@ -179,7 +182,7 @@ class PlayWorld:
             "debited": int(debits[1]),
             "credits": int(credits[0]),
             "credited": int(credits[1]),
-            "dealt": int(cursor[0]),
+            "dealt": int(units[0]) - int(left[0]),
         }
 
     def check_books(self, opening_cents: int) -> dict[str, int]:
@@ -196,7 +199,7 @@ class PlayWorld:
             "WHERE w.kind IN ('debit', 'credit') AND p.id IS NULL"
         )
         assert orphans[0][0] == 0
-        # the positions dealt are exactly 0 .. n-1: none skipped, none lost
+        # every position is dealt by a play or still to deal: none skipped, none lost
         assert t["dealt"] == t["plays"]
         # every play entered in the audit log, which binds it (sealed, or awaiting its seal)
         with Ledger(self.location, key=load_ledger_key(self.keys), read_only=True) as book:

@@ -20,6 +20,8 @@ import functools
 import json
 import os
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -263,6 +265,27 @@ def _summary(result: dict[str, float], unit: str) -> str:
         f"client CPU {result['client']:.0%} of a core, server {result['server']:.0%} "
         f"({result['cpu_us']:.0f} us a {unit}: {2e6 / result['cpu_us']:,.0f}/s on 2 idle cores)"
     )
+
+
+def start_floor(
+    db: str, root: Path, workers: int, *, table: str = "tickets"
+) -> tuple[subprocess.Popen, str]:
+    """The floor server (``bench/floor_server.py``) on the ledger ``db`` (its ``--db`` text),
+    reading ``table``'s rows, with ``workers``: its process and URL once it listens."""
+    url_file = root / "floor.url"
+    log = open(root / "floor.log", "ab")  # noqa: SIM115 - the server's
+    floor = subprocess.Popen(
+        [sys.executable, str(Path(__file__).parent.parent / "bench" / "floor_server.py"), db,
+         str(url_file), str(workers), table],
+        stdout=log, stderr=log,
+    )  # fmt: skip
+    log.close()
+    while not url_file.exists():
+        if floor.poll() is not None:
+            raise SystemExit((root / "floor.log").read_text())
+        time.sleep(0.05)
+    time.sleep(1.0)  # its workers' start-up (the URL is written before uvicorn starts)
+    return floor, url_file.read_text().strip()
 
 
 @contextlib.contextmanager

@@ -41,17 +41,23 @@ def _log(actions: list[tuple[str, int]], sealed: int):
             play = PlayRecord(f"{i:032x}", f"player-{i % 3}", i, 1, i - 1, 100, amount * 100,
                               1000 + amount, at.replace("Z", ".000000Z"))  # fmt: skip
             plays.append(play)
-            entries.append(Entry(i * 3, at, "session", "play", play.player, None,
-                                 play_answer(play)))  # fmt: skip
+            entries.append(_keyed(i * 3, at, "session", "play", play.player, None,
+                                  play_answer(play)))  # fmt: skip
             continue
         answer = f"PAID {amount}" if action == "claim" else "NO WIN"
-        entries.append(Entry(i * 3, at, f"T{i % 4}", action, "0412-000001-*", str(i), answer))
+        entries.append(_keyed(i * 3, at, f"T{i % 4}", action, "0412-000001-*", str(i), answer))
         if action == "claim":
             payments.append(
                 Payment(i, amount, at, f"T{i % 4}", KEY.payment_mac(i, amount, at, f"T{i % 4}"))
             )
     seals, seq, head = seal_batch(KEY, 0, GENESIS, entries[:sealed])
     return entries, seals, (seq, head, KEY.head_mac(seq, head)), payments, plays
+
+
+def _keyed(*fields) -> Entry:
+    """An entry as a process holding the key writes it: with its MAC."""
+    plain = Entry(*fields)
+    return dataclasses.replace(plain, mac=KEY.entry_mac(plain.canonical()))
 
 
 def _fields(entry: Entry) -> list:
@@ -79,7 +85,7 @@ def test_an_untouched_log_verifies_and_every_tampering_is_named(items, data):
     tamper = data.draw(st.sampled_from(
         ["edit", "insert", "delete sealed", "rewind", "rewrite", "edit payment",
          "delete payment", "insert payment", "edit play", "delete play",
-         "insert play", "log play twice"]))  # fmt: skip
+         "insert play", "log play twice", "insert unsealed"]))  # fmt: skip
     i = data.draw(st.integers(0, sealed - 1))
     if tamper == "edit":
         fields = _fields(entries[i])
@@ -92,6 +98,10 @@ def test_an_untouched_log_verifies_and_every_tampering_is_named(items, data):
         entries.append(forged)
         seals = seals[:i] + rows
         head = (seq, top, THIEF.head_mac(seq, top))
+    elif tamper == "insert unsealed":  # awaiting its seal, its MAC the thief's (or none)
+        forged = Entry(10_000, "2030-01-01T00:00:00Z", "T9", "validate", "x", None, "NO WIN")
+        mac = data.draw(st.sampled_from([None, THIEF.entry_mac(forged.canonical())]))
+        entries.append(dataclasses.replace(forged, mac=mac))
     elif tamper == "delete sealed":
         entries = [e for e in entries if e.id != seals[i][1]]
     elif tamper == "rewind":  # the tail deleted, the head set back to an earlier seal's

@@ -1,10 +1,13 @@
-"""``printpipe ledger upgrade``: a ledger of layout 5 or 6 brought to this printpipe's in place,
-its tickets, payments, log and plays kept (and the plays entered in the log); refused while a
-service or game server may still be running, and for anything else."""
+"""``printpipe ledger upgrade``: a ledger of layout 5, 6 or 7 brought to this printpipe's in
+place, its tickets, payments, log and plays kept (the plays entered in the log, every money row
+given its MAC, the deal order its keyed digest and its ranges), then checked whole; refused
+while a service or game server may still be running, for a ledger a database writer changed,
+and for anything else."""
 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import time
 
 import pytest
@@ -13,6 +16,7 @@ from printpipe.block import PackRange
 from printpipe.errors import PrintpipeError
 from printpipe.ledger import LOTTERY, Admission, Ledger, TerminalId, load_ledger_key
 from printpipe.ledger.store import LAYOUT, Location, PostgresLocation
+from printpipe.play.server import open_dealer
 from printpipe.service.signatures import key_id_of, raw_public_key
 from tests.ledger_helpers import (
     db_arg,
@@ -27,6 +31,40 @@ OLD_NONCES = (
     "PRIMARY KEY (key_id, nonce))"
 )
 """Layout 5's table, as that printpipe made it."""
+
+
+LAYOUT_7 = [
+    ("ALTER TABLE audit_log DROP COLUMN mac", ()),
+    ("ALTER TABLE units DROP COLUMN mac", ()),
+    ("ALTER TABLE plays DROP COLUMN mac", ()),
+    ("ALTER TABLE wallet_entries DROP COLUMN mac", ()),
+    ("ALTER TABLE players DROP COLUMN stake_day", ()),
+    ("ALTER TABLE players DROP COLUMN staked_cents", ()),
+    ("DROP TABLE deal_ranges", ()),
+    ("DROP TABLE deal_orders", ()),
+    ("CREATE TABLE deal_orders (commitment BIGINT PRIMARY KEY REFERENCES commitments(id), "
+     "units BIGINT NOT NULL, order_sha256 TEXT NOT NULL, next_position BIGINT NOT NULL "
+     "CHECK (next_position <= units))", ()),
+    ("CREATE INDEX plays_by_day ON plays (player, day)", ()),
+    ("DELETE FROM ledger_meta WHERE key IN ('ledger_id', 'ledger_id_mac')", ()),
+]  # fmt: skip
+"""This printpipe's tables taken back to layout 7's (what issue 21 and 20 made)."""
+
+
+def _to_layout(location: Location, layout: int, *more: tuple[str, tuple[object, ...]]) -> None:
+    """A ledger of this printpipe taken back to ``layout`` (7 or earlier: layout 7's tables),
+    the deal cursors at the plays made, and ``more`` statements run."""
+    with Ledger(location, read_only=True) as book:
+        blocks = book.query("SELECT commitment, units FROM deal_orders")
+        dealt = dict(book.query("SELECT commitment, COUNT(*) FROM plays GROUP BY commitment"))
+    cursors = [
+        ("INSERT INTO deal_orders VALUES (?, ?, ?, ?)", (c, n, "0" * 64, dealt.get(c, 0)))
+        for c, n in blocks
+    ]
+    mark = ("UPDATE ledger_meta SET value = ? WHERE key = 'layout'", (str(layout),))
+    _raw(location, *LAYOUT_7, *cursors, mark, *more)
+    if not isinstance(location, PostgresLocation):
+        _raw(location, (f"PRAGMA user_version={layout}", ()))
 
 
 def _raw(location: Location, *statements: tuple[str, tuple[object, ...]]) -> None:
@@ -65,31 +103,29 @@ def layout_5(tmp_path_factory, ledgers, game, keys_dir):
                           key_id=key_id_of(private.public_key()), retailer=None, role="office",
                           by=LOTTERY)  # fmt: skip
         assert book.claim(winner, terminal=LOTTERY, office=True).outcome == "PAID"
-    layout = "UPDATE ledger_meta SET value = '5' WHERE key = 'layout'"
     old = int(time.time()) - 1_000
-    _raw(db, ("DROP TABLE nonces", ()), (OLD_NONCES, ()), (layout, ()),
-         ("INSERT INTO nonces VALUES (?, ?, ?)", ("k", "an-old-nonce-0123", old)))  # fmt: skip
-    if not isinstance(db, PostgresLocation):
-        _raw(db, ("PRAGMA user_version=5", ()))
+    old_nonce = ("INSERT INTO nonces VALUES (?, ?, ?)", ("k", "an-old-nonce-0123", old))
+    _to_layout(db, 5, ("DROP TABLE nonces", ()), (OLD_NONCES, ()), old_nonce)
     return db, key, private, tickets
 
 
-def test_a_layout_5_ledger_is_upgraded_in_place_keeping_its_payments(layout_5):
+def test_a_layout_5_ledger_is_upgraded_in_place_keeping_its_payments(layout_5, keys_dir):
     db, key, private, tickets = layout_5
     with pytest.raises(PrintpipeError, match="printpipe ledger upgrade --db"):
         Ledger(db, key=key)
     recent = ("INSERT INTO nonces VALUES (?, ?, ?)", ("k", "a-recent-nonce-01", int(time.time())))
     _raw(db, recent)
-    refused = run_in_process("ledger", "upgrade", "--db", db_arg(db))
+    upgrade = ["ledger", "upgrade", "--db", db_arg(db), "--keys", str(keys_dir)]
+    refused = run_in_process(*upgrade)
     assert refused.returncode == 1 and "stop the service" in refused.stderr
     assert len(refused.stderr.strip().splitlines()) == 1
     with pytest.raises(PrintpipeError, match="layout 5"):  # nothing was changed
         Ledger(db, key=key)
     _raw(db, ("DELETE FROM nonces WHERE nonce = ?", ("a-recent-nonce-01",)))
 
-    done = run_in_process("ledger", "upgrade", "--db", db_arg(db))
+    done = run_in_process(*upgrade)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().endswith(f"upgraded from layout 5 to {LAYOUT}")
+    assert f"upgraded from layout 5 to {LAYOUT}: " in done.stdout
     with Ledger(db, key=key) as book:
         assert book.query("SELECT COUNT(*) FROM payments") == [(1,)]
         entry = book.query("SELECT terminal, action FROM audit_log WHERE action = 'upgrade'")
@@ -99,11 +135,11 @@ def test_a_layout_5_ledger_is_upgraded_in_place_keeping_its_payments(layout_5):
         code = next(code for _, code, _, prize in tickets if prize == 0)  # never paid
         assert book.validate(code, terminal=TerminalId("till-1"), admission=signed).ok
         assert book.query("SELECT COUNT(*) FROM nonces WHERE nonce = ?", (signed.nonce,)) == [(1,)]
-    again = run_in_process("ledger", "upgrade", "--db", db_arg(db))
+    again = run_in_process(*upgrade)
     assert again.returncode == 0 and "already layout" in again.stdout
 
 
-def test_a_ledger_of_an_older_layout_is_not_upgraded(tmp_path):
+def test_a_ledger_of_an_older_layout_is_not_upgraded(tmp_path, keys_dir):
     import sqlite3
 
     old = tmp_path / "old.sqlite"
@@ -114,28 +150,51 @@ def test_a_ledger_of_an_older_layout_is_not_upgraded(tmp_path):
     conn.execute("PRAGMA user_version=3")
     conn.close()
     before = old.read_bytes()
-    result = run_in_process("ledger", "upgrade", "--db", str(old))
+    result = run_in_process("ledger", "upgrade", "--db", str(old), "--keys", str(keys_dir))
     assert result.returncode == 1 and "rebuild it by importing" in result.stderr
     assert old.read_bytes() == before
 
 
 def _delete_play(location: Location, play_id: str) -> None:
+    _delete_appended(location, "plays", "id", play_id)
+
+
+def _delete_wallet_entry(location: Location, reference: str) -> None:
+    _delete_appended(location, "wallet_entries", "reference", reference)
+
+
+def _delete_appended(location: Location, table: str, column: str, value: str) -> None:
     """Past the append-only rule, which is put back."""
-    delete = ("DELETE FROM plays WHERE id = ?", (play_id,))
+    delete = (f"DELETE FROM {table} WHERE {column} = ?", (value,))
     if isinstance(location, PostgresLocation):
-        _raw(location, ("ALTER TABLE plays DISABLE TRIGGER USER", ()), delete,
-             ("ALTER TABLE plays ENABLE TRIGGER USER", ()))  # fmt: skip
+        _raw(location, (f"ALTER TABLE {table} DISABLE TRIGGER USER", ()), delete,
+             (f"ALTER TABLE {table} ENABLE TRIGGER USER", ()))  # fmt: skip
         return
     import sqlite3
 
     with contextlib.closing(sqlite3.connect(location)) as file:
-        (rule,) = file.execute("SELECT sql FROM sqlite_master WHERE name = 'plays_no_delete'")
-    _raw(location, ("DROP TRIGGER plays_no_delete", ()), delete, (rule[0], ()))
+        (rule,) = file.execute(f"SELECT sql FROM sqlite_master WHERE name = '{table}_no_delete'")
+    _raw(location, (f"DROP TRIGGER {table}_no_delete", ()), delete, (rule[0], ()))
 
 
 @pytest.fixture(scope="module")
 def online_block(tmp_path_factory):
     return make_block(tmp_path_factory.mktemp("upgrade-online"), packs=1)
+
+
+def _dealt_unit(db: Location, key, position: int) -> tuple[int, int, int]:
+    """The unit the deal order deals at ``position`` of the ledger's block: (id, block, lot)."""
+    from printpipe.ledger.units import deal_order_of
+
+    with Ledger(db, key=key) as book:
+        ((commitment,),) = book.query("SELECT commitment FROM deal_orders")
+        with book.db.snapshot() as tx:
+            loaded = book.commitments.by_id(tx, int(commitment))
+        leaf = deal_order_of(loaded, key).leaf(position)
+        ((unit, prize),) = book.query(
+            "SELECT id, prize_eur FROM units WHERE commitment = ? AND leaf = ?", (commitment, leaf)
+        )
+    return int(unit), int(commitment), int(prize)
 
 
 def test_a_layout_6_ledger_is_upgraded_its_plays_entered_in_the_log(
@@ -146,29 +205,75 @@ def test_a_layout_6_ledger_is_upgraded_its_plays_entered_in_the_log(
     play was made in the last 150 s (a game server of the old printpipe still running)."""
     world = make_world(online_block, ledgers.new(), tmp_path, players=1, balance_eur=5)
     db, key = world.location, load_ledger_key(world.keys)
-    with Ledger(db, key=key) as book:
-        (unit, commitment) = book.query("SELECT MIN(id), MIN(commitment) FROM units")[0]
+    (unit, commitment, lot), (other, _, other_lot) = (_dealt_unit(db, key, p) for p in (0, 1))
     columns = ("id, player, idempotency_key, fingerprint, unit, commitment, position, "
                "stake_cents, lot_cents, balance_cents, day, played_at")  # fmt: skip
     play = f"INSERT INTO plays ({columns}) VALUES ({', '.join('?' * 12)})"
-    old = ("a" * 32, "player-00", "old-play-key", b"f" * 32, unit, commitment, 0, 100, 0, 400,
-           "2026-06-01", "2026-06-01T10:00:00.000000Z")  # fmt: skip
+    balance = 400 + 100 * lot
+    old = ("a" * 32, "player-00", "old-play-key", b"f" * 32, unit, commitment, 0, 100, 100 * lot,
+           balance, "2026-06-01", "2026-06-01T10:00:00.000000Z")  # fmt: skip
     now = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime())
-    recent = ("b" * 32, "player-00", "new-play-key", b"f" * 32, unit + 1, commitment, 1, 100,
-              0, 300, now[:10], now)  # fmt: skip
-    layout = ("UPDATE ledger_meta SET value = '6' WHERE key = 'layout'", ())
-    _raw(db, (play, old), (play, recent), layout)
-    if not isinstance(db, PostgresLocation):
-        _raw(db, ("PRAGMA user_version=6", ()))
-    refused = run_in_process("ledger", "upgrade", "--db", db_arg(db))
+    recent = ("b" * 32, "player-00", "new-play-key", b"f" * 32, other, commitment, 1, 100,
+              100 * other_lot, balance - 100 + 100 * other_lot, now[:10], now)  # fmt: skip
+    wallet = "INSERT INTO wallet_entries (reference, kind, player, amount_cents, at) VALUES "
+    moves: list[tuple[str, tuple[object, ...]]] = [
+        (wallet + "(?, 'debit', 'player-00', 100, ?)", (old[0], old[-1]))
+    ]
+    if lot:
+        moves.append((wallet + "(?, 'credit', 'player-00', ?, ?)", (old[0], 100 * lot, old[-1])))
+    _raw(db, (play, old), *moves, ("UPDATE players SET balance_cents = ?", (balance,)))
+    _to_layout(db, 6)
+    _raw(db, (play, recent))  # made just now by the earlier printpipe: its cursor not moved
+    upgrade = ["ledger", "upgrade", "--db", db_arg(db), "--keys", str(world.keys)]
+    refused = run_in_process(*upgrade)
     assert refused.returncode == 1 and "1 signed requests or plays" in refused.stderr
     _delete_play(db, recent[0])  # as if made 150 s ago
 
-    done = run_in_process("ledger", "upgrade", "--db", db_arg(db))
+    done = run_in_process(*upgrade)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().endswith(f"upgraded from layout 6 to {LAYOUT}")
+    assert f"upgraded from layout 6 to {LAYOUT}: " in done.stdout
     with Ledger(db, key=key) as book:
         report = book.verify_log()
         assert report.ok and report.plays == 1, report.problems
         (entry,) = book.query("SELECT terminal, input, answer FROM audit_log WHERE action = 'play'")
         assert entry[:2] == ("lottery", "player-00") and entry[2].startswith(f"PLAY id={old[0]} ")
+
+
+def test_a_layout_7_ledger_is_upgraded_its_money_rows_bound(online_block, ledgers, tmp_path):
+    """A ledger of layout 7 with plays made (its deal cursor, unkeyed digest, no MAC on any
+    money row): the upgrade enters the keyed digest, the ranges left to deal, a MAC on every
+    unit, play and wallet entry and the stakes of the day, says so, and the ledger verifies
+    and deals on; one whose balance a database writer set is refused, nothing changed."""
+    world = make_world(online_block, ledgers.new(), tmp_path, players=2, balance_eur=5)
+    db, key = world.location, load_ledger_key(world.keys)
+    past = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=200)  # the old server stopped since
+    ledger, dealer = open_dealer(db, world.keys)
+    dealer.clock = lambda: past
+    with ledger:
+        made = [dealer.play(player=f"player-0{n % 2}", key=f"before-{n}", fingerprint=b"f" * 32)
+                for n in range(3)]  # fmt: skip
+    tampered = ledgers.copy(db)
+    _to_layout(db, 7)
+    _to_layout(tampered, 7, ("UPDATE players SET balance_cents = 99900 WHERE id = 'player-01'", ()))
+    refused = run_in_process("ledger", "upgrade", "--db", db_arg(tampered), "--keys",
+                             str(world.keys))  # fmt: skip
+    assert refused.returncode == 1 and "the balance of player-01" in refused.stderr, refused
+    assert "it was not upgraded" in refused.stderr
+    with pytest.raises(PrintpipeError, match="layout 7"):
+        Ledger(tampered, key=key)
+
+    done = run_in_process("ledger", "upgrade", "--db", db_arg(db), "--keys", str(world.keys))
+    assert done.returncode == 0, done.stderr
+    assert f"upgraded from layout 7 to {LAYOUT}: " in done.stdout
+    for entered in ("3 plays MACed", "1,000 units MACed", "1 deal orders given a keyed digest"):
+        assert entered in done.stdout, done.stdout
+    verified = run_in_process("ledger", "verify-log", "--db", db_arg(db), "--keys",
+                              str(world.keys))  # fmt: skip
+    assert verified.returncode == 0 and "1000 units to their committed leaves" in verified.stdout
+    ledger, dealer = open_dealer(db, world.keys)
+    with ledger:
+        after, _ = dealer.play(player="player-00", key="after-upgrade", fingerprint=b"f" * 32)
+        assert after.position == 3 and after.position not in [p.position for p, _ in made]
+        today = after.played_at[:10] == made[0][0].played_at[:10]
+        assert dealer.account(player="player-00")["staked_today_cents"] == 100 + 200 * today
+    world.check_books(sum(world.players.values()))

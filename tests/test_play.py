@@ -27,7 +27,7 @@ from printpipe.ledger import (
     load_ledger_key,
     parse_euros,
 )
-from printpipe.ledger.deal import DEAL_PURPOSE, DealOrder, deal_key, order_digest
+from printpipe.ledger.deal import DEAL_PURPOSE, DIGEST_PURPOSE, DealOrder, deal_key, order_mac
 from printpipe.ledger.plays import LoginExpired
 from printpipe.play.app import create_app
 from printpipe.play.server import open_dealer
@@ -51,8 +51,10 @@ def test_the_deal_order_is_a_permutation_and_its_inverse(units, key):
 def test_the_deal_order_depends_on_the_key():
     one, two = DealOrder(bytes(32), 1000), DealOrder(b"\x01" * 32, 1000)
     assert one.leaves(np.arange(20)).tolist() != two.leaves(np.arange(20)).tolist()
-    assert order_digest(one) != order_digest(two)
-    assert order_digest(one) == order_digest(DealOrder(bytes(32), 1000))
+    key, root = b"k" * 32, b"r" * 32
+    assert order_mac(one, key, root) != order_mac(two, key, root)
+    assert order_mac(one, key, root) == order_mac(DealOrder(bytes(32), 1000), key, root)
+    assert order_mac(one, key, root) != order_mac(one, b"x" * 32, root)
 
 
 @pytest.mark.parametrize("text", ["20", "20.5", "20,50", "0.05"])
@@ -90,11 +92,12 @@ def fingerprint(dealer, player: str) -> bytes:
 
 
 def test_the_import_fixes_and_records_the_deal_order(world):
-    (row,) = world.query("SELECT order_sha256, units, next_position FROM deal_orders")
+    (row,) = world.query("SELECT order_mac, units FROM deal_orders")
     commitment = load_commitment(world.block.commitment)
     key = load_ledger_key(world.keys)
     order = DealOrder(deal_key(key.derive(DEAL_PURPOSE), commitment.root), commitment.tickets)
-    assert row == (order_digest(order), 1000, row[2])  # an auditor with the key replays it
+    digest = order_mac(order, key.derive(DIGEST_PURPOSE), commitment.root)
+    assert row == (digest, 1000)  # an auditor with the key replays it
     (logged,) = world.query("SELECT answer FROM audit_log WHERE action = 'import'")
     assert row[0] in logged[0]
 
@@ -178,7 +181,8 @@ def test_a_sold_out_block_says_so_and_debits_nothing(world, ledgers, block, tmp_
     sold = make_world(block, ledgers.new(), tmp_path / "sold", players=1, balance_eur=5)
     ledger, dealer = open_dealer(sold.location, sold.keys)
     with ledger, ledger.db.transaction() as tx:  # as if 999 units had been dealt
-        tx.execute("UPDATE deal_orders SET next_position = units - 1")
+        tx.execute("DELETE FROM deal_ranges WHERE end_position < 1000")
+        tx.execute("UPDATE deal_ranges SET next_position = 999")
     ledger, dealer = open_dealer(sold.location, sold.keys)
     with ledger:
         fp = fingerprint(dealer, "player-00")
@@ -196,8 +200,8 @@ def _play_row(book, play_id: str) -> tuple:
 
 
 PLAY_COLUMNS = ("id, player, idempotency_key, fingerprint, unit, commitment, position, "
-                "stake_cents, lot_cents, balance_cents, day, played_at")  # fmt: skip
-PUT_BACK = f"INSERT INTO plays ({PLAY_COLUMNS}) VALUES ({', '.join('?' * 12)})"
+                "stake_cents, lot_cents, balance_cents, day, played_at, mac")  # fmt: skip
+PUT_BACK = f"INSERT INTO plays ({PLAY_COLUMNS}) VALUES ({', '.join('?' * 13)})"
 
 
 def test_verify_log_names_a_play_edited_deleted_or_inserted_by_a_database_writer(world, ledgers):

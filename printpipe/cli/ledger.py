@@ -282,19 +282,24 @@ def ledger_config(
 
 @ledger.command("upgrade")
 @db_option
+@keys_option
 @terminal_option("lottery", "The office terminal that upgrades, for the log")
 @_database_errors
-def ledger_upgrade(db_path: Location, terminal: TerminalId) -> None:
+def ledger_upgrade(db_path: Location, keys_dir: Path, terminal: TerminalId) -> None:
     """Bring a ledger of an earlier printpipe to this one's layout, in place: its tickets,
-    payments, plays, log and terminals kept, the plays entered in the log (stop the service
-    and the game server first)."""
+    payments, plays, log and terminals kept, what the new layout binds entered with the ledger
+    key (KEYS/ledger.key), then the whole ledger checked (stop the service and the game server
+    first)."""
     from printpipe.ledger import upgrade
 
-    before, after = upgrade(db_path, terminal=terminal)
-    if before == after:
-        click.echo(f"validation database {db_path} is already layout {after}: nothing to do")
+    done = upgrade(db_path, terminal=terminal, key=_ledger_key(keys_dir))
+    if done.before == done.after:
+        click.echo(f"validation database {db_path} is already layout {done.after}: nothing to do")
     else:
-        click.echo(f"validation database {db_path} upgraded from layout {before} to {after}")
+        click.echo(
+            f"validation database {db_path} upgraded from layout {done.before} to {done.after}: "
+            f"{done.describe()}; the whole ledger checked as verify-log does"
+        )
 
 
 @ledger.command("locks")
@@ -349,20 +354,33 @@ def ledger_unlock(
     type=click.Path(path_type=Path, dir_okay=False, exists=True),
     help="A checkpoint (printpipe ledger checkpoint) the log must still hold; repeatable.",
 )  # fmt: skip
+@click.option(
+    "--witness", "witness_dir", type=click.Path(path_type=Path, file_okay=False), default=None,
+    help="Where the servers keep the ledger's witness (their --witness; default: KEYS/witness).",
+)  # fmt: skip
+@click.option("--no-witness", is_flag=True, help="Do not check the servers' witness.")
 @_database_errors
 def ledger_verify_log(
-    db_path: Location, keys_dir: Path, checkpoint_files: tuple[Path, ...]
+    db_path: Location,
+    keys_dir: Path,
+    checkpoint_files: tuple[Path, ...],
+    witness_dir: Path | None,
+    no_witness: bool,
 ) -> None:
-    """Check the audit log (read-only) under the ledger key: every sealed entry chained to the
-    one before, the head, every payment bound to its entry, and the given checkpoints; exit 0,
-    else name what was edited, inserted, deleted or rewound."""
+    """Check the ledger (read-only) under the ledger key: every sealed entry chained to the
+    one before, the head, every payment and play bound to its entry, every money row of the
+    online game bound (MACs, balances, the deal order, each unit's committed lot), the newest
+    witness the servers kept and the given checkpoints; exit 0, else name what was edited,
+    inserted, deleted or rewound."""
     from printpipe.keys import LOTTERY_SIGNING_PUB, load_public_key
     from printpipe.ledger import (
         CheckpointRefused,
         Ledger,
         checkpoint_order_problem,
+        default_witness_folder,
         describe,
         read_checkpoint,
+        read_witness,
     )
 
     Ledger(db_path, read_only=True).close()  # a file that is no ledger: said before the key
@@ -378,15 +396,28 @@ def ledger_verify_log(
         problem = checkpoint_order_problem(checkpoints)
         if problem is not None:
             raise PrintpipeError(f"checkpoint refused: {problem}")
-    with Ledger(db_path, read_only=True, key=_ledger_key(keys_dir)) as book:
-        fingerprint = book.key.fingerprint if book.key else ""
+    key = _ledger_key(keys_dir)
+    with Ledger(db_path, read_only=True, key=key) as book:
         for checkpoint in checkpoints:
-            if checkpoint.ledger != fingerprint:
+            if checkpoint.ledger != key.fingerprint:
                 raise PrintpipeError(f"checkpoint refused: {checkpoint.source} is another ledger's")
+        witnessed = ""
+        if not no_witness:
+            folder = witness_dir or default_witness_folder(keys_dir)
+            ledger_id = book.query("SELECT value FROM ledger_meta WHERE key = 'ledger_id'")
+            try:
+                witness = read_witness(folder, str(ledger_id[0][0]), key) if ledger_id else None
+            except CheckpointRefused as exc:
+                raise PrintpipeError(f"witness refused: {exc}") from None
+            if witness is None:
+                witnessed = f"; no witness of this ledger in {folder}"
+            else:
+                checkpoints.append(witness)
+                witnessed = f"; {witness.source} (entry {witness.seq}, {witness.at}) holds"
         report = book.verify_log(checkpoints=checkpoints)
     if not report.ok:
         raise PrintpipeError(f"audit log of {db_path} broken: {describe(report)}")
-    click.echo(f"audit log of {db_path}: {describe(report)}")
+    click.echo(f"audit log of {db_path}: {describe(report)}{witnessed}")
 
 
 @ledger.command("checkpoint")

@@ -35,6 +35,7 @@ def play(
     workers: int,
     url_file: Path | None,
     access_log: bool,
+    witness: Path | None,
     detach: bool,
     pid_file: Path | None,
     log_file: Path | None,
@@ -55,6 +56,7 @@ def play(
         demo=demo,
         url_file=url_file,
         access_log=access_log,
+        witness=witness,
     )
 
 

@@ -39,7 +39,6 @@ if TYPE_CHECKING:
         configure,
         publish_remaining,
         record_refusal,
-        upgrade,
         write_ticket_proof,
     )
     from printpipe.ledger.core import Admission, RequestRefused
@@ -65,6 +64,7 @@ if TYPE_CHECKING:
         read_checkpoint,
         write_checkpoint,
     )
+    from printpipe.ledger.migration import Upgraded, upgrade
     from printpipe.ledger.packs import ForeignPack, NoSuchPack
     from printpipe.ledger.plays import (
         DailyLimitReached,
@@ -87,6 +87,13 @@ if TYPE_CHECKING:
         Wallet,
         parse_euros,
     )
+    from printpipe.ledger.witness import (
+        WITNESS_INTERVAL_S,
+        default_witness_folder,
+        read_witness,
+        witness_path,
+        write_witness,
+    )
 
 _HOMES = {
     "Batcher": "batch",
@@ -100,7 +107,13 @@ _HOMES = {
     "publish_remaining": "book",
     "record_refusal": "book",
     "Validation": "book",
-    "upgrade": "book",
+    "upgrade": "migration",
+    "Upgraded": "migration",
+    "WITNESS_INTERVAL_S": "witness",
+    "default_witness_folder": "witness",
+    "read_witness": "witness",
+    "witness_path": "witness",
+    "write_witness": "witness",
     "write_ticket_proof": "book",
     "Admission": "core",
     "RequestRefused": "core",
@@ -153,6 +166,7 @@ _HOMES = {
 __all__ = [
     "LOTTERY",
     "SEAL_DELAY_S",
+    "WITNESS_INTERVAL_S",
     "Admission",
     "Answer",
     "Batcher",
@@ -184,6 +198,7 @@ __all__ = [
     "SoldOut",
     "Terminal",
     "TerminalId",
+    "Upgraded",
     "Validation",
     "Wallet",
     "audit_text",
@@ -192,6 +207,7 @@ __all__ = [
     "close_block",
     "configure",
     "database_errors",
+    "default_witness_folder",
     "describe",
     "format_time",
     "import_manifest",
@@ -206,10 +222,13 @@ __all__ = [
     "parse_time",
     "publish_remaining",
     "read_checkpoint",
+    "read_witness",
     "record_refusal",
     "upgrade",
+    "witness_path",
     "write_checkpoint",
     "write_ticket_proof",
+    "write_witness",
 ]
 
 

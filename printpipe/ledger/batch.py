@@ -24,10 +24,12 @@ O = TypeVar("O")  # noqa: E741 - the outcome
 
 
 class Batcher(Generic[R, O]):
-    """Runs ``run`` on ``executor`` over the requests asked, at most ``most`` at a time, one
-    batch at a time.  A request asked while a batch runs waits for the next one; otherwise it
-    goes at once, alone.  (Two batches at once on PostgreSQL, one answered while the next is
-    sent, measured slower: smaller batches, more transactions.)
+    """Runs ``run`` on ``executor`` over the requests asked, at most ``most`` at a time, at
+    most ``concurrency`` batches at a time (default one).  A request asked while as many
+    batches run waits for the next one; otherwise it goes at once, alone.  (Two batches at
+    once on PostgreSQL measured slower for validations: smaller batches, more transactions; the
+    game server's plays, whose batches wait mostly for their durable commit and touch rows of
+    their own, run two: one is built while the other commits.)
 
     A batch's outcomes are handed back to the event loop that asked, in one call (one wake-up
     of the loop for the batch, not one a request; a server has one loop, tests several)."""
@@ -38,13 +40,15 @@ class Batcher(Generic[R, O]):
         executor: Executor,
         *,
         most: int = 128,
+        concurrency: int = 1,
     ) -> None:
         self.run = run
         self.executor = executor
         self.most = most
+        self.concurrency = concurrency
         self._pending: list[tuple[R, asyncio.Future[O]]] = []
         self._lock = threading.Lock()
-        self._running = False
+        self._running = 0
 
     async def ask(self, request: R) -> O:
         """The outcome of ``request``, run with the others asked meanwhile (its exception
@@ -53,8 +57,9 @@ class Batcher(Generic[R, O]):
         future: asyncio.Future[O] = loop.create_future()
         with self._lock:
             self._pending.append((request, future))
-            start = not self._running
-            self._running = True
+            start = self._running < self.concurrency
+            if start:
+                self._running += 1
         if start:
             self.executor.submit(self._run)
         return await future
@@ -63,7 +68,7 @@ class Batcher(Generic[R, O]):
         while True:
             with self._lock:
                 if not self._pending:
-                    self._running = False
+                    self._running -= 1
                     return
                 batch, self._pending = self._pending[: self.most], self._pending[self.most :]
             try:

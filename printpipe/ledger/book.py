@@ -50,15 +50,11 @@ from printpipe.ledger.rules import (
     pack_key,
     parse_time,
     read_code,
-    utc_now,
 )
 from printpipe.ledger.store import (
-    LAYOUT,
     Location,
     Tx,
-    Upgrade,
     ticket_key,
-    upgrade_layout,
     values_table,
 )
 from printpipe.ledger.terminals import TerminalAdministration
@@ -805,26 +801,6 @@ def _entry(
     kind = "refuse" if answer.outcome == "NOT_YOUR_PACK" else action
     request = admission.request if admission else None
     return (terminal.value, kind, logged_input(code), answer.serial, answer.text, request)
-
-
-def upgrade(location: Location, *, terminal: TerminalId) -> tuple[int, int]:
-    """Bring the ledger at ``location`` to this printpipe's layout in place, audited as done by
-    ``terminal`` (:func:`printpipe.ledger.store.upgrade_layout`); the layout it had and the
-    one it has (the same: there was nothing to do).  Refused while signed requests were
-    recorded or plays made in the last :data:`NONCE_TTL_S` seconds: a nonce the upgrade drops
-    must be past the time its signature is accepted, and no game server of the earlier
-    printpipe may still be dealing plays the log would not hold."""
-    require_terminal(terminal)
-    at = utc_now()
-    change = (
-        f"layout {LAYOUT}: signed requests' nonces kept by their signature's time (6), every "
-        "play entered in the audit log (7)"
-    )
-    before = upgrade_layout(
-        location,
-        Upgrade(format_time(at), terminal.value, change, int(at.timestamp()), NONCE_TTL_S),
-    )
-    return before, LAYOUT
 
 
 def record_refusal(

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
+import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -20,15 +22,18 @@ from printpipe.errors import PrintpipeError
 from printpipe.ids import TicketId
 from printpipe.ledger.key import LedgerKey
 from printpipe.ledger.log import (
-    APPEND_ENTRY,
+    ENTRY_FIELDS,
     LOG_PURPOSE,
     PLAY_COLUMNS,
     Checkpoint,
     Entry,
     LogKey,
     LogReport,
+    MoneyRows,
     Payment,
     PlayRecord,
+    WalletEntry,
+    canonical_entry,
     seal_batch,
 )
 from printpipe.ledger.log import verify_log as verify_sealed_log
@@ -69,11 +74,20 @@ SEAL_BATCH = 20_000
 """Entries a seal takes in one transaction at most (the rest: the next seal)."""
 _SEAL_STATEMENT_ROWS = 300
 """Seals written (and marks deleted) by one statement (SQLite binds at most 32,766 values)."""
-_ENTRY_COLUMNS = "l.id, l.at, l.terminal, l.action, l.input, l.ticket, l.answer, l.request"
+_ENTRY_COLUMNS = "l.id, l.at, l.terminal, l.action, l.input, l.ticket, l.answer, l.request, l.mac"
+log = logging.getLogger("printpipe.ledger")
 
 
 def _bytes(value: Any) -> bytes | None:
     return None if value is None else bytes(value)
+
+
+def _entry(row: Sequence[Any]) -> Entry:
+    """A row of ``SELECT {_ENTRY_COLUMNS}``."""
+    entry_id, at, terminal, action, given, ticket, answer, request, mac = row
+    return Entry(int(entry_id), str(at), str(terminal), str(action), str(given),
+                 None if ticket is None else str(ticket), str(answer),
+                 None if request is None else str(request), _bytes(mac))  # fmt: skip
 
 
 def _play_record(row: Sequence[Any]) -> PlayRecord:
@@ -142,6 +156,8 @@ class LedgerCore:
         self.key = key
         self.log_key = LogKey(key.derive(LOG_PURPOSE)) if key is not None else None
         self.commitments = Commitments()
+        self._refused: set[int] = set()
+        """Entries the sealer refused (and said so once)."""
         try:
             self.settings = Settings() if empty else self._read_settings()
             if key is not None and not empty:
@@ -226,11 +242,12 @@ class LedgerCore:
         if not entries:
             return
         stamp = format_time(at or self.clock())
-        rows = ", ".join(["(?, ?, ?, ?, ?, ?, ?)"] * len(entries))
-        tx.write(
-            f"{APPEND_ENTRY} VALUES {rows}",
-            [value for entry in entries for value in (stamp, *entry)],
-        )
+        key = self.log_key
+        rows = [
+            (stamp, *entry, None if key is None else key.entry_mac(canonical_entry(stamp, *entry)))
+            for entry in entries
+        ]
+        tx.write(*tx.append_sql("audit_log", ENTRY_FIELDS, rows))
 
     def _log_key(self) -> LogKey:
         if self.log_key is None:
@@ -240,36 +257,11 @@ class LedgerCore:
     def seal(self, *, limit: int = SEAL_BATCH, wait: bool = False) -> int:
         """Chain the entries written since the last seal (at most ``limit``); how many.  One
         sealer at a time: the head row's lock (on PostgreSQL another sealer skips a round,
-        unless ``wait``: then it waits for the other's round and seals what is left)."""
+        unless ``wait``: then it waits for the other's round and seals what is left).  An
+        entry whose MAC does not verify is not sealed (and said once in the log)."""
         key = self._log_key()
         with self.db.transaction() as tx:
-            lock = tx.lock_rows if wait else tx.skip_locked
-            head = tx.one("SELECT seq, hash, mac FROM audit_head WHERE id = 1" + lock)
-            if head is None:
-                return 0
-            rows = tx.execute(
-                f"SELECT {_ENTRY_COLUMNS} FROM audit_pending p JOIN audit_log l ON l.id = "
-                f"p.entry ORDER BY p.entry LIMIT {int(limit)}"
-            )
-            if not rows and head[2] is not None:
-                return 0
-            entries = [Entry(*row) for row in rows]
-            seals, seq, top = seal_batch(key, int(head[0]), bytes(head[1]), entries)
-            for at in range(0, len(seals), _SEAL_STATEMENT_ROWS):  # a few statements, not 2N
-                rows_now = seals[at : at + _SEAL_STATEMENT_ROWS]
-                marks = ", ".join(["(?, ?, ?)"] * len(rows_now))
-                tx.execute(
-                    f"INSERT INTO audit_seal VALUES {marks}", [v for row in rows_now for v in row]
-                )
-                ids = [row[1] for row in rows_now]
-                tx.execute(
-                    f"DELETE FROM audit_pending WHERE entry IN ({', '.join('?' * len(ids))})", ids
-                )
-            tx.execute(
-                "UPDATE audit_head SET seq = ?, hash = ?, mac = ? WHERE id = 1",
-                (seq, top, key.head_mac(seq, top)),
-            )
-        return len(entries)
+            return seal_in(tx, key, limit=limit, wait=wait, refused=self._refused)
 
     def seal_all(self) -> None:
         """Seal every entry written so far, this process's included, waiting for a sealer at
@@ -278,28 +270,36 @@ class LedgerCore:
         while self.seal(wait=True) == SEAL_BATCH:
             pass
 
-    def verify_log(self, *, checkpoints: Sequence[Checkpoint] = ()) -> LogReport:
-        """Check the sealed log, the entries awaiting their seal, every payment and the
-        ``checkpoints`` (read-only): :func:`printpipe.ledger.log.verify_log`."""
+    def verify_log(
+        self, *, checkpoints: Sequence[Checkpoint] = (), units: bool = True
+    ) -> LogReport:
+        """Check the sealed log, the entries awaiting their seal, every payment, every money
+        row of the online game (``units``: and every unit against its commitment and every play
+        against the deal order) and the ``checkpoints`` (read-only): :func:`verify_ledger`."""
+        with self.db.snapshot() as tx:
+            return verify_ledger(
+                tx, self._require_key(), self.commitments, checkpoints=checkpoints, units=units
+            )
+
+    def ledger_id(self) -> str:
+        """The ledger's id (what its witnesses are kept by), checked; made if it has none."""
         key = self._log_key()
         with self.db.snapshot() as tx:
-            head = tx.one("SELECT seq, hash, mac FROM audit_head WHERE id = 1")
-            seals = tx.execute("SELECT seq, entry, hash FROM audit_seal ORDER BY seq")
-            rows = tx.execute(f"SELECT {_ENTRY_COLUMNS} FROM audit_log l")
-            paid = tx.execute("SELECT ticket, amount_eur, paid_at, terminal, mac FROM payments")
-            played = tx.execute(f"SELECT {PLAY_COLUMNS} FROM plays")
-        return verify_sealed_log(
-            key,
-            head=None if head is None else (int(head[0]), bytes(head[1]), _bytes(head[2])),
-            seals=((int(q), int(e), bytes(h)) for q, e, h in seals),
-            entries=[Entry(*row) for row in rows],
-            payments=[
-                Payment(int(t), int(a), str(w), str(by), bytes(m)) for t, a, w, by, m in paid
-            ],
-            ticket_of_serial=_ticket_of_serial,
-            plays=[_play_record(row) for row in played],
-            checkpoints=checkpoints,
-        )
+            row = tx.one("SELECT value FROM ledger_meta WHERE key = 'ledger_id'")
+            problem = ledger_id_problem(tx, key, sealed=True)
+        if problem is not None and row is None and not self.read_only:
+            with self.db.transaction() as tx:
+                make_ledger_id(tx, key)
+            return self.ledger_id()
+        if problem is not None or row is None:
+            raise PrintpipeError(f"validation database {self.location}: {problem}")
+        return str(row[0])
+
+    def sealed_hash(self, seq: int) -> bytes | None:
+        """The hash of seal ``seq`` (None: no such seal)."""
+        with self.db.snapshot() as tx:
+            row = tx.one("SELECT hash FROM audit_seal WHERE seq = ?", (seq,))
+        return None if row is None else bytes(row[0])
 
     def head(self) -> tuple[int, bytes]:
         """The sealed log's head, its last ``seq`` and hash, after sealing what is pending."""
@@ -369,3 +369,131 @@ class LedgerCore:
             return refusals
 
         return outcomes
+
+
+# -- sealing and verifying, in a transaction of the caller's -------------------------------------
+
+
+def seal_in(
+    tx: Tx, key: LogKey, *, limit: int = SEAL_BATCH, wait: bool = False,
+    refused: set[int] | None = None, trusted: bool = False,
+) -> int:  # fmt: skip
+    """Seal in ``tx`` what is pending (at most ``limit``): how many.  An entry that is not
+    sealable (its MAC does not verify) is left pending, and logged once (``refused``: the ids
+    said already); ``trusted``: every entry is sealed as it is (the upgrade, which seals what
+    an earlier printpipe wrote, before entries had MACs)."""
+    lock = tx.lock_rows if wait else tx.skip_locked
+    head = tx.one("SELECT seq, hash, mac FROM audit_head WHERE id = 1" + lock)
+    if head is None:
+        return 0
+    rows = tx.execute(
+        f"SELECT {_ENTRY_COLUMNS} FROM audit_pending p JOIN audit_log l ON l.id = "
+        f"p.entry ORDER BY p.entry LIMIT {int(limit)}"
+    )
+    if head[2] is None:  # the first seal of a new ledger: its id, made once
+        make_ledger_id(tx, key)
+    entries = [_entry(row) for row in rows]
+    if not trusted:
+        sealable = [entry for entry in entries if entry.sealable(key)]
+        for entry in entries:  # inserted without the key: never chained, named by verify-log
+            if not entry.sealable(key) and (refused is None or entry.id not in refused):
+                if refused is not None:
+                    refused.add(entry.id)
+                log.error(
+                    "entry %d (%s %s) was inserted without the ledger key: not sealed",
+                    entry.id, entry.action, entry.terminal,
+                )  # fmt: skip
+        entries = sealable
+    if not entries and head[2] is not None:
+        return 0
+    seals, seq, top = seal_batch(key, int(head[0]), bytes(head[1]), entries)
+    for at in range(0, len(seals), _SEAL_STATEMENT_ROWS):  # a few statements, not 2N
+        rows_now = seals[at : at + _SEAL_STATEMENT_ROWS]
+        marks = ", ".join(["(?, ?, ?)"] * len(rows_now))
+        tx.execute(f"INSERT INTO audit_seal VALUES {marks}", [v for row in rows_now for v in row])
+        ids = [row[1] for row in rows_now]
+        tx.execute(f"DELETE FROM audit_pending WHERE entry IN ({', '.join('?' * len(ids))})", ids)
+    tx.execute(
+        "UPDATE audit_head SET seq = ?, hash = ?, mac = ? WHERE id = 1",
+        (seq, top, key.head_mac(seq, top)),
+    )
+    return len(entries)
+
+
+def make_ledger_id(tx: Tx, key: LogKey) -> None:
+    """Give the ledger its id, with its MAC, unless it has one (the first keyed seal)."""
+    if tx.one("SELECT value FROM ledger_meta WHERE key = 'ledger_id'") is None:
+        ledger_id = secrets.token_hex(16)
+        tx.executemany(
+            "INSERT INTO ledger_meta VALUES (?, ?)",
+            [("ledger_id", ledger_id), ("ledger_id_mac", key.ledger_id_mac(ledger_id).hex())],
+        )
+
+
+def ledger_id_problem(tx: Tx, key: LogKey, *, sealed: bool) -> str | None:
+    """What is wrong with the ledger's id (None: nothing; a ledger never sealed has none)."""
+    meta = dict(
+        tx.execute("SELECT key, value FROM ledger_meta WHERE key IN ('ledger_id', 'ledger_id_mac')")
+    )
+    if "ledger_id" not in meta:
+        return "the ledger's id was deleted" if sealed else None
+    if meta.get("ledger_id_mac") != key.ledger_id_mac(str(meta["ledger_id"])).hex():
+        return "the ledger's id was changed: its MAC does not verify"
+    return None
+
+
+def verify_ledger(
+    tx: Tx, ledger_key: LedgerKey, commitments: Commitments, *,
+    checkpoints: Sequence[Checkpoint] = (), units: bool = True, money: bool = True,
+) -> LogReport:  # fmt: skip
+    """Everything ``ledger verify-log`` checks, in ``tx``: the log (:func:`printpipe.ledger.
+    log.verify_log`), the ledger's id, the money rows (``money``: the upgrade checks a ledger
+    before its rows have MACs without them) and every online block's units and plays
+    (``units``)."""
+    key = LogKey(ledger_key.derive(LOG_PURPOSE))
+    head = tx.one("SELECT seq, hash, mac FROM audit_head WHERE id = 1")
+    seals = tx.execute("SELECT seq, entry, hash FROM audit_seal ORDER BY seq")
+    rows = tx.execute(f"SELECT {_ENTRY_COLUMNS} FROM audit_log l")
+    paid = tx.execute("SELECT ticket, amount_eur, paid_at, terminal, mac FROM payments")
+    played = tx.execute(f"SELECT {PLAY_COLUMNS}, mac FROM plays")
+    report = verify_sealed_log(
+        key,
+        head=None if head is None else (int(head[0]), bytes(head[1]), _bytes(head[2])),
+        seals=((int(q), int(e), bytes(h)) for q, e, h in seals),
+        entries=[_entry(row) for row in rows],
+        payments=[Payment(int(t), int(a), str(w), str(by), bytes(m)) for t, a, w, by, m in paid],
+        ticket_of_serial=_ticket_of_serial,
+        plays=[_play_record(row[:-1]) for row in played],
+        checkpoints=checkpoints,
+        money=_money_rows(tx, played) if money else None,
+    )
+    if money:
+        problem = ledger_id_problem(tx, key, sealed=head is not None and head[2] is not None)
+        if problem:
+            report.add(problem)
+    if units:
+        from printpipe.ledger.units import check_units
+
+        for (commitment,) in tx.execute("SELECT commitment FROM deal_orders ORDER BY 1"):
+            loaded = commitments.by_id(tx, int(commitment))
+            counted, problems = check_units(
+                tx, loaded=loaded, ledger_key=ledger_key, log_key=key, macs=money
+            )
+            report.units += counted
+            for problem in problems:
+                report.add(problem)
+    return report
+
+
+def _money_rows(tx: Tx, played: list[tuple[Any, ...]]) -> MoneyRows:
+    wallet = tx.execute("SELECT reference, kind, player, amount_cents, at, mac FROM wallet_entries")
+    players = tx.execute("SELECT id, balance_cents, stake_day, staked_cents FROM players")
+    return MoneyRows(
+        play_macs={str(row[0]): _bytes(row[-1]) for row in played},
+        wallet=[
+            (WalletEntry(str(r), str(k), str(p), int(a), str(at)), _bytes(m))
+            for r, k, p, a, at, m in wallet
+        ],
+        balances={str(p): int(b) for p, b, _, _ in players},
+        stakes={str(p): (None if d is None else str(d), int(c)) for p, _, d, c in players},
+    )

@@ -9,10 +9,15 @@ a lottery secret held outside the database (``KEYS/ledger.key``), one order per 
 
 - **Fixed before sale**: it follows from the key and the commitment alone, both fixed when the
   block is loaded (``ledger import --commitment``), before the first play.
-- **Recorded**: the import writes the SHA-256 of the whole order (each leaf index as 4 bytes
-  big-endian, in deal order) to the ledger and its audit log; an auditor holding the ledger
-  key recomputes it (:func:`order_digest`), and every play records its position and its leaf.
-- **Unpredictable**: without the key, the next position's leaf is any undealt leaf.
+- **Recorded**: the import writes a keyed digest of the whole order (:func:`order_mac`: an
+  HMAC-SHA256, under another sub-key of the ledger key, of the commitment root then each leaf
+  index as 4 bytes big-endian, in deal order) to the ledger and its audit log; an auditor
+  holding the ledger key recomputes it, and every play records its position and its leaf
+  (``ledger verify-log`` checks each play's unit against the order at its position).
+- **Unpredictable**: without the key, the next position's leaf is any undealt leaf.  Nothing
+  stored narrows it: a plain hash of the order would (with the positions dealt and every
+  unit's place in clear, the last units' order is found by trying each arrangement against
+  it: 10! tries for the last 10); the keyed digest tells nothing to whoever lacks the key.
 
 The permutation: a 10-round Feistel network over AES-256 on ``2k`` bits (the smallest even
 width holding the block), cycle-walked into ``[0, n)``: a bijection by construction (the
@@ -30,6 +35,7 @@ import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 
 DEAL_PURPOSE = b"printpipe ledger: deal order"
+DIGEST_PURPOSE = b"printpipe ledger: deal order digest"
 ROUNDS = 10
 MAX_UNITS = 1 << 32
 
@@ -107,10 +113,12 @@ class DealOrder:
         return self._walk(leaves, inverse=True)
 
 
-def order_digest(order: DealOrder, *, batch: int = 1 << 18) -> str:
-    """SHA-256 of the whole order (each leaf index, 4 bytes big-endian, in deal order): what
-    the ledger records at import, and an auditor recomputes with the ledger key."""
-    digest = hashlib.sha256()
+def order_mac(order: DealOrder, digest_key: bytes, root: bytes, *, batch: int = 1 << 18) -> str:
+    """HMAC-SHA256 under ``digest_key`` (the ledger key's :data:`DIGEST_PURPOSE` sub-key) of
+    ``root`` then the whole order (each leaf index, 4 bytes big-endian, in deal order): what
+    the ledger records at import, and an auditor recomputes with the ledger key.  Keyed, so
+    that it cannot be used to test a guess of the order."""
+    digest = hmac.new(digest_key, b"deal order of root " + root, hashlib.sha256)
     for start in range(0, order.units, batch):
         stop = min(order.units, start + batch)
         digest.update(order.leaves(np.arange(start, stop)).astype(">u4").tobytes())

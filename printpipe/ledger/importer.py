@@ -237,6 +237,7 @@ def _load(
                         + parsed.ticket,
                         prizes=parsed.prize_eur,
                         symbols=parsed.symbols,
+                        log_key=book._log_key(),
                     )
                     stats["new"] += len(parsed.keys)
 
@@ -255,7 +256,7 @@ def _load(
                 digest = record_deal_order(tx, loaded=load.loaded, ledger_key=key)
                 with_tree = (
                     f"; its commitment (root {commitment.root.hex()}) and tree; units dealt "
-                    f"in the order of SHA-256 {digest}, fixed now (printpipe play deals them)"
+                    f"in a keyed order fixed now, its HMAC {digest} (printpipe play deals them)"
                 )
             else:
                 with_tree = f"; its commitment (root {commitment.root.hex()}) and tree: every " + (

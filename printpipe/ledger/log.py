@@ -24,9 +24,21 @@ commands given ``--keys``), never the database.
   entry whose answer is the play's row (:func:`play_answer`: id, unit, place in the deal order,
   stake, lot, balance after, time), so that the sealed entry binds the row: a play edited,
   deleted or inserted (a unit dealt twice, a lot raised, a balance set) is named.
+- **An entry** written by a process that holds the key carries ``HMAC(K_log, "entry" ||
+  canonical(entry))``, and **sealing checks what it seals**: an entry whose MAC does not verify
+  is never chained (it stays awaiting its seal, and ``verify-log`` names it as inserted).  Only
+  the office's commands that run without the key (:data:`KEYLESS_ACTIONS`: settings, packs,
+  terminals, unlocks, closures, refusals, none of which moves money) write entries without one.
+- **The money rows** of the online game carry their own MACs, made in the transaction that
+  writes them: each play (:meth:`LogKey.play_mac`), each entry of the built-in wallet
+  (:meth:`LogKey.wallet_mac`), each unit at its import (:meth:`LogKey.unit_mac`, after its lot
+  was checked against the committed leaf).  ``verify-log`` checks them, every balance against
+  its wallet entries, and every play against its debit and credit.
 - **A checkpoint** (``ledger checkpoint``) is the head (``seq``, ``h``) signed with the
   lottery's Ed25519 signing key, kept by an outside witness: even whoever holds the ledger key
   cannot change the log before a checkpoint without ``verify-log --checkpoint`` naming it.
+  **A witness** (``printpipe.ledger.witness``) is the same, written by the servers themselves
+  every minute outside the database, so that a rewind is named without anyone's action.
 
 **A crash between write and seal** leaves committed entries with their marks in
 ``audit_pending``, unsealed; the next sealer seals them (a restarted server within
@@ -60,9 +72,20 @@ CHECKPOINT_FORMAT = "printpipe-log-checkpoint/1"
 MAX_PROBLEMS = 20
 
 
-APPEND_ENTRY = "INSERT INTO audit_log (at, terminal, action, input, ticket, answer, request)"
-"""The start of the statement that appends entries: their fields in :func:`canonical_entry`'s
-order (the rows, ``VALUES`` or ``SELECT``, follow)."""
+ENTRY_FIELDS = ("at", "terminal", "action", "input", "ticket", "answer", "request", "mac")
+"""The columns of an entry as it is appended: its fields in :func:`canonical_entry`'s order,
+then its MAC."""
+APPEND_ENTRY = f"INSERT INTO audit_log ({', '.join(ENTRY_FIELDS)})"
+"""The start of the statement that appends entries (the rows, ``VALUES`` or ``SELECT``,
+follow)."""
+
+KEYLESS_ACTIONS = frozenset(
+    {"configure", "unlock", "activate", "settle", "ship", "terminal-add", "terminal-revoke",
+     "refuse", "close"}
+)  # fmt: skip
+"""The actions of the office's commands that may run without the ledger key: their entries
+carry no MAC and are sealed as written (a database writer could add one; none moves money).
+Every other entry is sealed only if its MAC verifies."""
 
 _CANONICAL_JSON = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"))
 """``json.dumps(fields, ensure_ascii=True, separators=(",", ":"))``, made once."""
@@ -84,6 +107,10 @@ def canonical_entry(
 
 def canonical_payment(ticket: int, amount_eur: int, paid_at: str, terminal: str) -> bytes:
     return json.dumps([ticket, amount_eur, paid_at, terminal], separators=(",", ":")).encode()
+
+
+def _canonical(*fields: object) -> bytes:
+    return _CANONICAL_JSON.encode(list(fields)).encode("ascii")
 
 
 class LogKey:
@@ -113,6 +140,28 @@ class LogKey:
     def payment_mac(self, ticket: int, amount_eur: int, paid_at: str, terminal: str) -> bytes:
         return self._mac(b"payment\0", canonical_payment(ticket, amount_eur, paid_at, terminal))
 
+    def entry_mac(self, canonical: bytes) -> bytes:
+        """An entry's, over :func:`canonical_entry` (its row id is not known yet)."""
+        return self._mac(b"entry\0", canonical)
+
+    def play_mac(self, play: PlayRecord) -> bytes:
+        return self._mac(b"play\0", play.canonical())
+
+    def wallet_mac(self, entry: WalletEntry) -> bytes:
+        return self._mac(b"wallet\0", entry.canonical())
+
+    def unit_mac(
+        self, unit: int, commitment: int, leaf: int, prize_eur: int, symbols: bytes
+    ) -> bytes:
+        """An online unit's, made at its import once its lot was checked against the leaf."""
+        return self._mac(b"unit\0", _canonical(unit, commitment, leaf, prize_eur), symbols)
+
+    def ledger_id_mac(self, ledger_id: str) -> bytes:
+        return self._mac(b"ledger id\0", ledger_id.encode("ascii"))
+
+    def macs_verify(self, mac: bytes | None, expected: bytes) -> bool:
+        return mac is not None and hmac.compare_digest(bytes(mac), expected)
+
 
 @dataclass(frozen=True, slots=True)
 class Entry:
@@ -126,11 +175,18 @@ class Entry:
     ticket: str | None
     answer: str
     request: str | None = None
+    mac: bytes | None = None
 
     def canonical(self) -> bytes:
         return canonical_entry(
             self.at, self.terminal, self.action, self.given, self.ticket, self.answer, self.request
         )
+
+    def sealable(self, key: LogKey) -> bool:
+        """Written by a process that held the key (its MAC verifies), or a keyless command's."""
+        if self.mac is None:
+            return self.action in KEYLESS_ACTIONS
+        return hmac.compare_digest(bytes(self.mac), key.entry_mac(self.canonical()))
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +211,27 @@ class PlayRecord:
     lot_cents: int
     balance_cents: int
     played_at: str
+
+    def canonical(self) -> bytes:
+        return _canonical(
+            self.id, self.player, self.unit, self.commitment, self.position,
+            self.stake_cents, self.lot_cents, self.balance_cents, self.played_at,
+        )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class WalletEntry:
+    """A movement of the built-in wallet (``wallet_entries``): a deposit, a play's debit or its
+    credit, idempotent by (reference, kind); the reference of a play's is the play's id."""
+
+    reference: str
+    kind: str
+    player: str
+    amount_cents: int
+    at: str
+
+    def canonical(self) -> bytes:
+        return _canonical(self.reference, self.kind, self.player, self.amount_cents, self.at)
 
 
 PLAY_COLUMNS = ", ".join(field.name for field in fields(PlayRecord))
@@ -193,19 +270,56 @@ def _play_of_entry(entry: Entry) -> PlayRecord | None:
     return PlayRecord(values["id"], entry.given, played_at=values["played_at"], **numbers)
 
 
+REGISTERED = "registered with "
+"""The start of a ``player`` entry's answer: ``registered with 20.00 EUR`` (the opening deposit)."""
+
+
+def registered_answer(cents: int) -> str:
+    return f"{REGISTERED}{cents // 100}.{cents % 100:02d} EUR"
+
+
+def _registered_cents(answer: str) -> int | None:
+    if not (answer.startswith(REGISTERED) and answer.endswith(" EUR")):
+        return None
+    euros, _, cents = answer[len(REGISTERED) : -4].partition(".")
+    if not (euros.isdigit() and cents.isdigit() and len(cents) == 2):
+        return None
+    return int(euros) * 100 + int(cents)
+
+
+def opening_reference(player: str) -> str:
+    """The reference of a player's opening deposit in the built-in wallet."""
+    return f"opening:{player}"
+
+
+@dataclass
+class MoneyRows:
+    """The online game's money rows as stored, for :func:`verify_log`: each play row's MAC (by
+    play id), each wallet entry with its MAC, and each player's balance (the built-in wallet)
+    and stake counter (its day and what was staked that day)."""
+
+    play_macs: dict[str, bytes | None] = field(default_factory=dict)
+    wallet: list[tuple[WalletEntry, bytes | None]] = field(default_factory=list)
+    balances: dict[str, int] = field(default_factory=dict)
+    stakes: dict[str, tuple[str | None, int]] = field(default_factory=dict)
+
+
 @dataclass(frozen=True)
 class Checkpoint:
-    """A signed head: ``seq`` and ``head`` at ``at`` (UTC text), for the ledger whose key has
-    ``ledger`` as fingerprint."""
+    """A signed head: ``seq`` and ``head`` at ``at`` (UTC text), for the ledger ``ledger``
+    names: a checkpoint (``ledger checkpoint``: the fingerprint of the ledger's key, signed
+    with the lottery's key) or, of format ``printpipe-log-witness/1``, a server's witness (the
+    ledger's id, signed with the witness key: ``printpipe.ledger.witness``)."""
 
     ledger: str
     seq: int
     head: bytes
     at: str
     source: str = ""
+    format: str = CHECKPOINT_FORMAT
 
     def payload(self) -> bytes:
-        data = {"format": CHECKPOINT_FORMAT, "ledger": self.ledger, "seq": self.seq,
+        data = {"format": self.format, "ledger": self.ledger, "seq": self.seq,
                 "head": self.head.hex(), "at": self.at}  # fmt: skip
         return json.dumps(data, sort_keys=True, separators=(",", ":")).encode()
 
@@ -221,12 +335,21 @@ class CheckpointRefused(ValueError):
     """Not a checkpoint, or not signed by the lottery's key."""
 
 
-def read_checkpoint(data: bytes, public_key: Ed25519PublicKey, *, source: str = "") -> Checkpoint:
-    """A checkpoint whose signature verifies under the lottery's key, or CheckpointRefused."""
+def read_checkpoint(
+    data: bytes,
+    public_key: Ed25519PublicKey,
+    *,
+    source: str = "",
+    format: str = CHECKPOINT_FORMAT,
+    signer: str = "the lottery's",
+) -> Checkpoint:
+    """A checkpoint of ``format`` whose signature verifies under ``public_key`` (``signer``'s),
+    or CheckpointRefused."""
+    what = "a log checkpoint" if format == CHECKPOINT_FORMAT else "a witness of the log"
     try:
         fields = json.loads(data)
         signature = base64.b64decode(fields.pop("signature"), validate=True)
-        if fields.pop("format") != CHECKPOINT_FORMAT or set(fields) != {
+        if fields.pop("format") != format or set(fields) != {
             "ledger",
             "seq",
             "head",
@@ -235,15 +358,15 @@ def read_checkpoint(data: bytes, public_key: Ed25519PublicKey, *, source: str = 
             raise ValueError
         checkpoint = Checkpoint(
             str(fields["ledger"]), int(fields["seq"]), bytes.fromhex(fields["head"]),
-            str(fields["at"]), source,
+            str(fields["at"]), source, format,
         )  # fmt: skip
     except (ValueError, KeyError, TypeError, AttributeError):
-        raise CheckpointRefused(f"{source or 'checkpoint'}: not a log checkpoint") from None
+        raise CheckpointRefused(f"{source or 'checkpoint'}: not {what}") from None
     try:
         public_key.verify(signature, checkpoint.payload())
     except InvalidSignature:
         raise CheckpointRefused(
-            f"{source or 'checkpoint'}: its signature is not the lottery's (forged or edited)"
+            f"{source or 'checkpoint'}: its signature is not {signer} (forged or edited)"
         ) from None
     return checkpoint
 
@@ -269,6 +392,9 @@ class LogReport:
     unsealed: int = 0
     payments: int = 0
     plays: int = 0
+    wallet: int = 0
+    balances: int = 0
+    units: int = 0
     head: bytes = GENESIS
     checkpoints: int = 0
     problems: list[str] = field(default_factory=list)
@@ -303,10 +429,12 @@ def verify_log(
     ticket_of_serial: Callable[[str], int | None],
     plays: Iterable[PlayRecord] = (),
     checkpoints: Sequence[Checkpoint] = (),
+    money: MoneyRows | None = None,
 ) -> LogReport:
     """Check everything the module docstring promises.  ``head``: (seq, hash, mac), mac None
     for a ledger never sealed; ``seals``: (seq, entry id, hash) in seq order; ``entries``: every
-    row of the log; ``payments``: every payment row; ``plays``: every play row."""
+    row of the log; ``payments``: every payment row; ``plays``: every play row; ``money``: the
+    MACs of the plays and the wallet's rows (None: not checked)."""
     report = LogReport()
     by_id = {entry.id: entry for entry in entries}
     previous, expected, sealed_ids = GENESIS, 1, set()
@@ -362,11 +490,22 @@ def verify_log(
             report.add(f"seals {head_seq + 1} to {last} are past the head (inserted)")
         elif not hmac.compare_digest(head_hash, previous):
             report.add(f"the head is not seal {last}'s hash (rewritten)")
-    report.unsealed = len(set(by_id) - sealed_ids)
+    unsealed = sorted(set(by_id) - sealed_ids)
+    report.unsealed = len(unsealed)
+    for entry_id in unsealed:
+        entry = by_id[entry_id]
+        if not entry.sealable(key):
+            report.add(
+                f"entry {entry_id} ({entry.at} {entry.action} {entry.terminal}) was inserted "
+                "without the ledger key: its MAC does not verify, and it is never sealed"
+            )
+    plays = list(plays)
     _check_payments(key, report, by_id.values(), payments, ticket_of_serial)
     _check_plays(report, by_id.values(), plays)
+    if money is not None:
+        _check_money(key, report, by_id.values(), plays, money)
     for checkpoint in checkpoints:
-        report.checkpoints += 1
+        report.checkpoints += checkpoint.format == CHECKPOINT_FORMAT  # a witness is said apart
         name = checkpoint.source or f"the checkpoint of entry {checkpoint.seq}"
         kept = at_seq.get(checkpoint.seq)
         if kept is None:
@@ -457,15 +596,96 @@ def _check_plays(report: LogReport, entries: Iterable[Entry], plays: Iterable[Pl
             )
 
 
+def _check_money(
+    key: LogKey,
+    report: LogReport,
+    entries: Iterable[Entry],
+    plays: Sequence[PlayRecord],
+    money: MoneyRows,
+) -> None:
+    """Each play row's MAC; each wallet entry's; each balance against its entries; each play
+    against its debit and credit and each of those against its play; each opening deposit
+    against its registration's entry; each stake counter against the day's plays."""
+    for play in plays:
+        if not key.macs_verify(money.play_macs.get(play.id), key.play_mac(play)):
+            report.add(f"the play {play.id} of {play.player} was edited or inserted: its MAC "
+                       "does not verify")  # fmt: skip
+    sums: dict[str, int] = {}
+    moves: dict[tuple[str, str], WalletEntry] = {}
+    for entry, mac in money.wallet:
+        report.wallet += 1
+        if not key.macs_verify(mac, key.wallet_mac(entry)):
+            report.add(
+                f"the wallet entry {entry.kind} {entry.reference} of {entry.player} was edited "
+                "or inserted: its MAC does not verify"
+            )
+        sign = -1 if entry.kind == "debit" else 1
+        sums[entry.player] = sums.get(entry.player, 0) + sign * entry.amount_cents
+        moves[(entry.reference, entry.kind)] = entry
+    for player, balance in sorted(money.balances.items()):
+        report.balances += 1
+        if balance != sums.get(player, 0):
+            report.add(
+                f"the balance of {player} is {balance} cents, its wallet entries give "
+                f"{sums.get(player, 0)} (set by a database writer)"
+            )
+    by_play = {play.id: play for play in plays}
+    for play in plays:
+        for kind, amount in (("debit", play.stake_cents), ("credit", play.lot_cents)):
+            move = moves.get((play.id, kind))
+            if move is None and amount:
+                report.add(f"the play {play.id} of {play.player} has no {kind} of {amount} "
+                           "cents in the wallet (deleted)")  # fmt: skip
+            elif move is not None and (move.player, move.amount_cents) != (play.player, amount):
+                report.add(f"the {kind} of the play {play.id} does not match the play")
+    registered: dict[str, int] = {}
+    for logged in entries:
+        if logged.action == "player":
+            cents = _registered_cents(logged.answer)
+            if cents is not None:
+                registered[logged.given] = cents
+    for (reference, kind), move in moves.items():
+        if kind in ("debit", "credit") and reference not in by_play:
+            report.add(f"the wallet's {kind} {reference} of {move.player} has no play (inserted)")
+        elif (
+            kind == "deposit"
+            and reference == opening_reference(move.player)
+            and registered.get(move.player) != move.amount_cents
+        ):
+            report.add(f"the opening deposit of {move.player} does not match its "
+                       "registration in the log")  # fmt: skip
+    for player, cents in registered.items():
+        if cents and (opening_reference(player), "deposit") not in moves:
+            report.add(f"the opening deposit of {player} ({cents} cents) was deleted")
+    staked: dict[tuple[str, str], int] = {}
+    for play in plays:
+        day = play.played_at[:10]
+        staked[(play.player, day)] = staked.get((play.player, day), 0) + play.stake_cents
+    for player, (stake_day, cents) in sorted(money.stakes.items()):
+        if stake_day is not None and staked.get((player, stake_day), 0) != cents:
+            report.add(
+                f"the stake counter of {player} says {cents} cents on {stake_day}, its plays "
+                f"{staked.get((player, stake_day), 0)} (set by a database writer)"
+            )
+
+
 def describe(report: LogReport) -> str:
     """One line: what was checked, or the first problem (and how many more)."""
     if report.ok:
         unsealed = f", {report.unsealed} awaiting their seal" if report.unsealed else ""
         witnessed = f", {report.checkpoints} checkpoint(s) kept" if report.checkpoints else ""
+        money = (
+            f", {report.wallet} wallet entries and {report.balances} balances to the plays "
+            "and deposits"
+            if report.wallet or report.balances
+            else ""
+        )
+        if report.units:
+            money += f", {report.units} units to their committed leaves"
         return (
             f"{report.sealed} entries, every one chained to the one before under the ledger "
             f"key{unsealed}; {report.payments} payments bound to their entries, "
-            f"{report.plays} plays to theirs{witnessed}; "
+            f"{report.plays} plays to theirs{money}{witnessed}; "
             f"head {report.head.hex()}"
         )
     more = len(report.problems) - 1 + report.more

@@ -1,50 +1,78 @@
 """The game server's transactions: deal a unit to a player, once, against the stake.
 
-A play is one transaction of the ledger's database (SQLite ``BEGIN IMMEDIATE``; PostgreSQL
-READ COMMITTED), so it happens whole or not at all, whatever crashes:
+Plays go in batches (group commit, :mod:`printpipe.ledger.batch`), a batch in one durable
+transaction (SQLite ``BEGIN IMMEDIATE``; PostgreSQL READ COMMITTED, its statements pipelined:
+three round trips a batch whatever its size), so each play happens whole or not at all:
 
-1. the request's nonce is admitted (a signed request from the operator's platform; a replay
-   rolls everything back);
-2. the ``Idempotency-Key`` is looked up in ``plays``: a play already made under it is answered
-   again as it was (same unit, nothing debited), another request under it is refused (422);
-3. the daily stake limit is checked (``daily_stake_limit_eur``, ``ledger config``);
-4. the wallet debits the stake (reference: the play's id);
-5. the deal cursor of the first block not sold out moves one position on
-   (``UPDATE deal_orders SET next_position = next_position + 1 WHERE ... AND next_position <
-   units RETURNING``: one statement that checks and moves, so two plays never get one
-   position), and the position's leaf (:mod:`printpipe.ledger.deal`) is the unit dealt;
-6. the wallet credits the unit's lot; the play is written (``plays``: unique per unit, per
-   position and per (player, key): the database itself refuses a second deal of a unit), and
-   its entry in the audit log, which binds the row once sealed (``printpipe.ledger.log``).
+1. the requests' nonces are admitted (signed by the operator's platform; a replay is refused);
+2. **the batch's players are locked**, in the order of their names (``SELECT ... ORDER BY id
+   FOR UPDATE``): from here on no other transaction plays, debits or counts a stake for them;
+3. each ``Idempotency-Key`` is looked up in ``plays`` (after the lock: a play committed under
+   it meanwhile is found): a play already made under it is answered again as it was (same
+   unit, nothing debited), another request under it is refused (422);
+4. the daily stake limit: the player's row counts what it staked on its day
+   (``stake_day``, ``staked_cents``), read under the lock and written in the same
+   transaction, so no interleaving of batches on any number of workers exceeds the limit;
+5. positions are taken from the block's **deal ranges** (``deal_ranges``, ranges of
+   :data:`printpipe.ledger.units.DEAL_RANGE` positions): the first ranges nobody holds
+   (``FOR UPDATE SKIP LOCKED``), so two workers' batches deal from two ranges at once and never
+   wait on one shared cursor; the position's leaf (:mod:`printpipe.ledger.deal`) is the unit
+   dealt, and **its row must verify** (its MAC, made at import once its lot was checked
+   against the committed leaf): a unit that does not is not dealt, its play refused (503,
+   nothing debited) and the server says so in its log;
+6. in the batch's order, each play: the wallet debits the stake (reference: the play's id),
+   the unit's lot is credited, the play is written (``plays``: unique per unit, per position
+   and per (player, key)) with its MAC, and its entry in the audit log
+   (:mod:`printpipe.ledger.log`).
 
-Two requests with one key at once: the second waits on the player's row, then its insert
-meets the first's key and is rolled back whole; it is run again and answers the first's play.
+**The lock order**, the same in every transaction that touches players, deal ranges or units,
+so that none waits on another in a circle: nonces (inserted), then players (by name), then deal
+ranges (by block and start: a range another batch holds is skipped, never waited for, except
+when every range left is held: then the batch waits only for ranges after the last it holds),
+then the rows it appends (plays, wallet entries, log entries), which no other play waits on.
+Units are only read.  (``players add`` inserts a new player; the sealer locks only the log's
+head; a deposit would lock its one player.)
 """
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import hashlib
+import hmac
 import json
+import logging
 import secrets
-import sqlite3
-from collections.abc import Callable
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from printpipe.commitment.inclusion import InclusionProof, TicketOpening, make_proof
 from printpipe.errors import InvalidInput, PrintpipeError
 from printpipe.games.base import OnlineGame
 from printpipe.ledger.book import Ledger
-from printpipe.ledger.core import Admission, RequestRefused
-from printpipe.ledger.deal import DEAL_PURPOSE, DealOrder, deal_key
-from printpipe.ledger.log import PLAY_ACTION, PLAY_COLUMNS, PlayRecord, play_answer
+from printpipe.ledger.core import Admission
+from printpipe.ledger.deal import DealOrder
+from printpipe.ledger.log import (
+    PLAY_ACTION,
+    PLAY_COLUMNS,
+    LogKey,
+    PlayRecord,
+    opening_reference,
+    play_answer,
+    registered_answer,
+)
 from printpipe.ledger.proofs import LoadedCommitment
 from printpipe.ledger.store import Tx, ticket_of_key
+from printpipe.ledger.store.schema import BIGINT, TEXT
 from printpipe.ledger.tree import read_leaf_and_path, read_salt
-from printpipe.ledger.wallet import DatabaseWallet, Wallet
+from printpipe.ledger.units import deal_order_of
+from printpipe.ledger.wallet import Accounts, DatabaseWallet, NoSuchPlayer, Wallet
 from printpipe.merkle import leaf_hash, root_from_audit_path
+
+log = logging.getLogger("printpipe.play")
 
 PLAYER_SESSION = "session"
 """Who asked for a play in its log entry when no platform signed it: the player's session."""
@@ -52,6 +80,11 @@ PLAYER_RULE = "1 to 64 of A-Z a-z 0-9 . _ @ -"
 LOGIN_TTL_S = 24 * 3600
 SESSION_TTL_S = 12 * 3600
 HISTORY_LIMIT = 100
+RANGES_TAKEN = 3
+"""Deal ranges a batch locks at first (skipping those others hold): a batch of up to 128 plays
+finds its positions in them (the first may have few left), without a second round trip."""
+BAD_RANGE_RETRY_S = 60.0
+"""How long a worker leaves aside a range whose next unit did not verify before trying again."""
 
 
 class PlayRefused(PrintpipeError):
@@ -88,6 +121,14 @@ class LoginUsed(LoginRefused):
 
 class LoginExpired(LoginRefused):
     kind = "login_expired"
+
+
+class PlayUnavailable(PlayRefused):
+    """The play could not be dealt now (a unit whose row does not verify, or every range
+    left held by other batches): nothing debited, retry."""
+
+    status = 503
+    kind = "unavailable"
 
 
 class NoSuchPlay(PrintpipeError):
@@ -146,14 +187,16 @@ class PlayRequest:
     """The platform terminal that signed the request; None: the player's own (demo) session."""
 
 
+_PLAY_ROW = (*PLAY_COLUMNS.split(", "), "idempotency_key", "fingerprint", "day", "mac")
+"""The columns of a play's row as a batch writes it."""
 _PLAY_COLUMNS = (
-    "p.id, p.player, p.unit, p.commitment, p.position, u.leaf, p.stake_cents, u.prize_eur, "
+    "p.id, p.player, p.unit, p.commitment, p.position, u.leaf, p.stake_cents, p.lot_cents, "
     "p.balance_cents, p.played_at, u.symbols"
 )
 
 
 def _play_of(row: tuple[Any, ...]) -> Play:
-    (play_id, player, unit, commitment, position, leaf, stake, prize, balance, at, symbols) = row
+    (play_id, player, unit, commitment, position, leaf, stake, lot, balance, at, symbols) = row
     return Play(
         str(play_id),
         str(player),
@@ -162,22 +205,45 @@ def _play_of(row: tuple[Any, ...]) -> Play:
         int(position),
         int(leaf),
         int(stake),
-        int(prize),
+        int(lot) // 100,
         int(balance),
         str(at),
         bytes(symbols),
     )
 
 
-def _unique_violations() -> tuple[type[BaseException], ...]:
-    errors: tuple[type[BaseException], ...] = (sqlite3.IntegrityError,)
-    try:
-        from psycopg.errors import UniqueViolation
+@dataclass
+class _Range:
+    """A deal range a batch holds: its block, start, next position and end."""
 
-        errors += (UniqueViolation,)
-    except ImportError:  # pragma: no cover - installed without PostgreSQL support
-        pass
-    return errors
+    commitment: int
+    start: int
+    next: int
+    end: int
+    used: int = 0
+    stopped: bool = False
+    """Its next unit did not verify: nothing more is dealt from it in this batch."""
+
+    @property
+    def left(self) -> int:
+        return 0 if self.stopped else self.end - self.next - self.used
+
+
+def _range_of(row: tuple[Any, ...]) -> _Range:
+    commitment, start, next_position, end = row
+    return _Range(int(commitment), int(start), int(next_position), int(end))
+
+
+@dataclass
+class _Batch:
+    """One batch's state while it is decided: outcomes by request, the players' stake counters
+    (day, cents) as locked, the rows to append."""
+
+    outcomes: list[Any]
+    stakes: dict[str, list[Any]]
+    ranges: list[_Range] = field(default_factory=list)
+    plays: list[tuple[Any, ...]] = field(default_factory=list)
+    entries: list[tuple[str, str, str, str | None, str, str | None]] = field(default_factory=list)
 
 
 def _hash_token(token: str) -> bytes:
@@ -199,11 +265,13 @@ class Dealer:
         self.ledger = ledger
         self.db = ledger.db
         self.game = game
-        self.wallet: Wallet = wallet or DatabaseWallet()
+        self.key: LogKey = ledger._log_key()
+        self.wallet: Wallet = wallet or DatabaseWallet(self.key)
         self.clock = clock or ledger.clock
         self.stake = game.offer_price_cents
         self._orders: dict[int, tuple[DealOrder, LoadedCommitment]] = {}
-        self._unique = _unique_violations()
+        self._bad_ranges: dict[tuple[int, int], float] = {}
+        """Ranges whose next unit did not verify, and until when (monotonic) they are left."""
 
     # -- the deal order of each block ----------------------------------------------------------
 
@@ -211,8 +279,7 @@ class Dealer:
         known = self._orders.get(commitment)
         if known is None:
             loaded = self.ledger.commitments.by_id(tx, commitment)
-            key = deal_key(self.ledger._require_key().derive(DEAL_PURPOSE), loaded.commitment.root)
-            known = (DealOrder(key, loaded.commitment.tickets), loaded)
+            known = (deal_order_of(loaded, self.ledger._require_key()), loaded)
             self._orders[commitment] = known
         return known
 
@@ -228,113 +295,317 @@ class Dealer:
             raise outcome
         return outcome
 
-    def play_batch(self, requests: list[PlayRequest]) -> list[tuple[Play, bool] | BaseException]:
+    def play_batch(
+        self, requests: Sequence[PlayRequest]
+    ) -> list[tuple[Play, bool] | BaseException]:
         """Several plays in one durable transaction (group commit: one disk flush for all),
-        each in its own savepoint, so that a refused play changes nothing and the others stand.
-        Each outcome is a play or the exception that refused it; a failure of the database
-        itself raises (then none of them happened)."""
+        decided in their order (the module's steps); each outcome is a play (and whether it
+        is an earlier one answered again) or the exception that refused it alone, having
+        changed nothing; a failure of the database itself raises (then none of them
+        happened)."""
         now = self.clock()
-        outcomes: list[tuple[Play, bool] | BaseException] = []
-        with self.db.transaction(durable=True) as tx:
-            for request in requests:
-                for attempt in range(2):
-                    tx.execute("SAVEPOINT play")
-                    try:
-                        outcome: tuple[Play, bool] | BaseException = self._play(
-                            tx, request, now, admit=attempt == 0
-                        )
-                    except self._unique:
-                        # PostgreSQL: another worker's play under this key committed first;
-                        # run again, it is found and answered (never on the second attempt)
-                        tx.execute("ROLLBACK TO SAVEPOINT play")
-                        if attempt:
-                            raise
-                        continue
-                    except (PrintpipeError, RequestRefused) as exc:
-                        tx.execute("ROLLBACK TO SAVEPOINT play")
-                        outcome = exc
-                    else:
-                        tx.execute("RELEASE SAVEPOINT play")
-                    outcomes.append(outcome)
-                    break
-        return outcomes
+        stamp = now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        with self.db.transaction(durable=True, pipelined=True) as tx:
+            tx.by_keys_only()
+            admitted = self.ledger._admit_later(tx, [r.admission for r in requests])
+            names = sorted({r.player for r in requests})
+            among, params = tx.any_of("id", TEXT, names)
+            locked = tx.send(
+                f"SELECT id, stake_day, staked_cents FROM players WHERE {among} ORDER BY id"
+                + tx.lock_rows,
+                params,
+            )
+            pairs = sorted({(r.player, r.key) for r in requests})
+            table, params = tx.rows_table("q", [("player", TEXT), ("key", TEXT)], pairs)
+            earlier = tx.send(  # each pair one search of the (player, key) index
+                f"{table}SELECT {_PLAY_COLUMNS}, p.idempotency_key, p.fingerprint FROM q "
+                "JOIN plays p ON p.player = q.player AND p.idempotency_key = q.key "
+                "JOIN units u ON u.id = p.unit",
+                params,
+            )
+            accounts = self.wallet.accounts(tx, names)
+            ranges = self._send_claim(tx, after=None, most=RANGES_TAKEN, wait=False)
+            batch = _Batch(
+                outcomes=list(admitted()),
+                stakes={str(n): [d, int(c)] for n, d, c in locked()},
+            )
+            found = {(row[1], row[-2]): row for row in earlier()}
+            candidates = self._admit_plays(requests, batch, found, now)
+            batch.ranges = [_range_of(row) for row in ranges()]
+            self._deal(tx, requests, candidates, batch, accounts, stamp)
+            accounts.finish()
+            self._write(tx, batch, now)
+        return batch.outcomes
 
-    def _play(
-        self, tx: Tx, request: PlayRequest, now: dt.datetime, *, admit: bool
-    ) -> tuple[Play, bool]:
-        player, key, fingerprint = request.player, request.key, request.fingerprint
-        stamp, day = now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"), now.date().isoformat()
-        if admit:
-            self.ledger._admit(tx, request.admission)
-        earlier = tx.one(
-            f"SELECT {_PLAY_COLUMNS}, p.fingerprint FROM plays p "
-            "JOIN units u ON u.id = p.unit WHERE p.player = ? AND p.idempotency_key = ?",
-            (player, key),
-        )
-        if earlier is not None:
-            if bytes(earlier[-1]) != fingerprint:
-                raise KeyReused("this Idempotency-Key was used for another request")
-            return _play_of(earlier[:-1]), True
-        self.wallet.balance(tx, player=player)  # NoSuchPlayer
-        staked = tx.one(
-            "SELECT COALESCE(SUM(stake_cents), 0) FROM plays WHERE player = ? AND day = ?",
-            (player, day),
-        )
+    def _admit_plays(
+        self, requests: Sequence[PlayRequest], batch: _Batch, found: dict[Any, Any],
+        now: dt.datetime,
+    ) -> list[int]:  # fmt: skip
+        """Steps 3 and 4: the requests that go on to be dealt (their indexes), the others'
+        outcomes set: refused, or answered with the play made earlier under their key.  A
+        request repeating one of the same batch is answered with that one's outcome."""
+        day = now.date().isoformat()
         limit = self.ledger.settings.daily_stake_limit_eur * 100
-        if staked is not None and int(staked[0]) + self.stake > limit:
-            raise DailyLimitReached(
-                f"daily stake limit reached: {int(staked[0]) / 100:.2f} EUR staked today, "
-                f"the limit is {limit / 100:.2f} EUR"
-            )
-        play_id = secrets.token_hex(16)
-        self.wallet.debit(tx, player=player, amount_cents=self.stake, reference=play_id)
-        commitment, position = self._next_position(tx)
-        order, loaded = self._order(tx, commitment)
-        leaf = order.leaf(position)
-        unit = tx.one(
-            "SELECT id, prize_eur, symbols FROM units WHERE commitment = ? AND leaf = ?",
-            (commitment, leaf),
+        staked = {
+            name: (int(cents) if stake_day == day else 0)
+            for name, (stake_day, cents) in batch.stakes.items()
+        }
+        first: dict[tuple[str, str], int] = {}
+        candidates = []
+        for index, request in enumerate(requests):
+            if batch.outcomes[index] is not None:  # a refused nonce
+                continue
+            pair = (request.player, request.key)
+            prior = found.get(pair)
+            if prior is not None:
+                if bytes(prior[-1]) != request.fingerprint:
+                    batch.outcomes[index] = KeyReused(
+                        "this Idempotency-Key was used for another request"
+                    )
+                else:
+                    batch.outcomes[index] = (_play_of(prior[:-2]), True)
+                continue
+            if pair in first:
+                batch.outcomes[index] = ("same", first[pair])  # settled once it is dealt
+                continue
+            if request.player not in staked:
+                batch.outcomes[index] = NoSuchPlayer(f"no player {request.player!r}")
+                continue
+            if staked[request.player] + self.stake > limit:
+                batch.outcomes[index] = DailyLimitReached(
+                    f"daily stake limit reached: {staked[request.player] / 100:.2f} EUR staked "
+                    f"today, the limit is {limit / 100:.2f} EUR"
+                )
+                continue
+            staked[request.player] += self.stake  # counted as if it were dealt: never over
+            first[pair] = index
+            candidates.append(index)
+        return candidates
+
+    def _send_claim(
+        self, tx: Tx, *, after: tuple[int, int] | None, most: int, wait: bool
+    ) -> Callable[[], list[tuple[Any, ...]]]:
+        """Lock deal ranges after ``after`` (block, start), in their order: the first ``most``
+        no other batch holds, or (``wait``) the first, waiting for it."""
+        now = time.monotonic()
+        conditions, params = ["1 = 1"], []
+        if after is not None:
+            conditions.append("(commitment > ? OR (commitment = ? AND start > ?))")
+            params += [after[0], after[0], after[1]]
+        for (commitment, start), until in list(self._bad_ranges.items()):
+            if until < now:
+                del self._bad_ranges[(commitment, start)]
+                continue
+            conditions.append("NOT (commitment = ? AND start = ?)")
+            params += [commitment, start]
+        return tx.send(
+            "SELECT commitment, start, next_position, end_position FROM deal_ranges WHERE "
+            f"{' AND '.join(conditions)} ORDER BY commitment, start LIMIT {int(most)}"
+            + (tx.lock_rows if wait else tx.skip_locked),
+            params,
         )
-        if unit is None:
-            raise PrintpipeError(f"the ledger holds no unit at leaf {leaf} of {loaded.name}")
-        unit_id, prize, symbols = int(unit[0]), int(unit[1]), bytes(unit[2])
-        balance = self.wallet.balance(tx, player=player)
-        if prize:
-            balance = self.wallet.credit(
-                tx, player=player, amount_cents=prize * 100, reference=play_id
+
+    def _more_ranges(self, tx: Tx, batch: _Batch) -> bool:
+        """Lock more ranges, after those held (the lock order); whether any was found."""
+        held = max(((r.commitment, r.start) for r in batch.ranges), default=None)
+        rows = self._send_claim(tx, after=held, most=RANGES_TAKEN, wait=False)()
+        if not rows:
+            rows = self._send_claim(tx, after=held, most=1, wait=True)()
+        batch.ranges += [_range_of(row) for row in rows]
+        return bool(rows)
+
+    def _positions(self, tx: Tx, batch: _Batch, wanted: int) -> list[tuple[_Range, int]]:
+        """Up to ``wanted`` positions from the ranges held, in order (more ranges locked if
+        those held fall short): (range, position)."""
+        taken: list[tuple[_Range, int]] = []
+        while True:
+            for held in batch.ranges:
+                reserved = sum(1 for r, _ in taken if r is held)
+                while held.left - reserved > 0 and len(taken) < wanted:
+                    taken.append((held, held.next + held.used + reserved))
+                    reserved += 1
+            if len(taken) >= wanted or not self._more_ranges(tx, batch):
+                return taken
+
+    def _units(
+        self, tx: Tx, positions: list[tuple[_Range, int]]
+    ) -> list[tuple[int, int, int, bytes, bool]]:
+        """The unit at each position: (id, leaf, lot in EUR, symbols, whether its row
+        verifies), read in one statement."""
+        leaves: list[tuple[int, int]] = []
+        by_block: dict[int, list[int]] = {}
+        for held, position in positions:
+            by_block.setdefault(held.commitment, []).append(position)
+        dealt: dict[tuple[int, int], int] = {}
+        for commitment, wanted in by_block.items():
+            order, _ = self._order(tx, commitment)
+            for position, leaf in zip(wanted, order.leaves(np.array(wanted)).tolist(), strict=True):
+                dealt[(commitment, position)] = int(leaf)
+        leaves = [(held.commitment, dealt[(held.commitment, p)]) for held, p in positions]
+        conditions, params = [], []
+        for commitment in sorted(by_block):
+            among, values = tx.any_of(
+                "leaf", BIGINT, sorted({f for c, f in leaves if c == commitment})
             )
-        record = PlayRecord(play_id, player, unit_id, commitment, position, self.stake,
+            conditions.append(f"(commitment = ? AND {among})")
+            params += [commitment, *values]
+        rows = {
+            (int(c), int(leaf)): (int(unit), int(prize), bytes(symbols), mac)
+            for c, leaf, unit, prize, symbols, mac in tx.execute(
+                "SELECT commitment, leaf, id, prize_eur, symbols, mac FROM units WHERE "
+                + " OR ".join(conditions),
+                params,
+            )
+        }
+        units = []
+        for commitment, leaf in leaves:
+            row = rows.get((commitment, leaf))
+            if row is None:
+                units.append((0, leaf, 0, b"", False))
+                continue
+            unit, prize, symbols, mac = row
+            expected = self.key.unit_mac(unit, commitment, leaf, prize, symbols)
+            good = mac is not None and hmac.compare_digest(bytes(mac), expected)
+            units.append((unit, leaf, prize, symbols, good))
+        return units
+
+    def _deal(
+        self, tx: Tx, requests: Sequence[PlayRequest], candidates: list[int], batch: _Batch,
+        accounts: Accounts, stamp: str,
+    ) -> None:  # fmt: skip
+        """Steps 5 and 6, in the batch's order: each candidate dealt the next position's
+        unit, debited and credited, or refused (nothing debited, its position left to the
+        next play)."""
+        day = stamp[:10]
+        pending = list(candidates)
+        while pending:
+            positions = self._positions(tx, batch, len(pending))
+            if not positions:
+                self._refuse_unplaced(tx, batch, pending)
+                return
+            units = self._units(tx, positions)
+            at = 0  # the next position of ``positions`` to deal
+            while pending and at < len(positions):
+                index = pending[0]
+                held, position = positions[at]
+                if held.stopped:
+                    at += 1
+                    continue
+                request = requests[index]
+                unit, leaf, prize, symbols, good = units[at]
+                if not good:
+                    self._refuse_unit(batch, held, position, unit, leaf, prize, index)
+                    pending.pop(0)
+                    at += 1
+                    continue
+                play_id = secrets.token_hex(16)
+                try:
+                    balance = accounts.debit(player=request.player, amount_cents=self.stake,
+                                             reference=play_id, at=stamp)  # fmt: skip
+                except PrintpipeError as exc:  # InsufficientFunds: the position stays free
+                    batch.outcomes[index] = exc
+                    pending.pop(0)
+                    continue
+                if prize:
+                    balance = accounts.credit(player=request.player, amount_cents=prize * 100,
+                                              reference=play_id, at=stamp)  # fmt: skip
+                held.used += 1
+                at += 1
+                stake_state = batch.stakes[request.player]
+                if stake_state[0] != day:
+                    stake_state[:] = [day, 0]
+                stake_state[1] += self.stake
+                self._record(request, batch, held.commitment, position, unit, leaf, prize,
+                             symbols, balance, play_id, stamp, index)  # fmt: skip
+                pending.pop(0)
+
+    def _refuse_unit(
+        self, batch: _Batch, held: _Range, position: int, unit: int, leaf: int, prize: int,
+        index: int,
+    ) -> None:  # fmt: skip
+        """A unit whose row does not verify: not dealt, nor anything after it in its range
+        (its position stays next), its play refused; the range left aside for a while."""
+        held.stopped = True
+        self._bad_ranges[(held.commitment, held.start)] = time.monotonic() + BAD_RANGE_RETRY_S
+        _, loaded = self._orders[held.commitment]
+        what = ticket_of_key(unit).serial if unit else f"leaf {leaf}"
+        log.error(
+            "refused to deal %s of %s at position %d: its row does not verify (lot %d EUR): "
+            "a database writer changed it; restore it from the manifest",
+            what, loaded.name, position, prize,
+        )  # fmt: skip
+        batch.outcomes[index] = PlayUnavailable(
+            "the next unit to deal does not verify against its commitment: not dealt, nothing "
+            "debited; retry"
+        )
+
+    def _refuse_unplaced(self, tx: Tx, batch: _Batch, pending: list[int]) -> None:
+        """Plays left with no position: sold out, unless ranges are still held by others (or
+        left aside): then retry."""
+        left = tx.one("SELECT COUNT(*) FROM deal_ranges")
+        held = sum(1 for r in batch.ranges)
+        for index in pending:
+            if left is not None and int(left[0]) > held:
+                batch.outcomes[index] = PlayUnavailable(
+                    "every unit left is being dealt or held back: retry"
+                )
+            else:
+                batch.outcomes[index] = SoldOut(
+                    f"sold out: every unit of {self.game.definition.id} has been dealt"
+                )
+
+    def _record(
+        self, request: PlayRequest, batch: _Batch, commitment: int, position: int, unit: int,
+        leaf: int, prize: int, symbols: bytes, balance: int, play_id: str, stamp: str,
+        index: int,
+    ) -> None:  # fmt: skip
+        record = PlayRecord(play_id, request.player, unit, commitment, position, self.stake,
                             prize * 100, balance, stamp)  # fmt: skip
-        row = (*dataclasses.astuple(record), key, fingerprint, day)
-        tx.execute(
-            f"INSERT INTO plays ({PLAY_COLUMNS}, idempotency_key, fingerprint, day) "
-            f"VALUES ({', '.join('?' * len(row))})",
-            row,
-        )
-        serial = ticket_of_key(unit_id).serial
+        batch.plays.append((play_id, request.player, unit, commitment, position, self.stake,
+                            prize * 100, balance, stamp, request.key, request.fingerprint,
+                            stamp[:10], self.key.play_mac(record)))  # fmt: skip
         asked = request.admission.request if request.admission else None
-        entry = (request.terminal or PLAYER_SESSION, PLAY_ACTION, player, serial,
-                 play_answer(record), asked)  # fmt: skip
-        self.ledger._log_many(tx, [entry], at=now)
-        return (
-            Play(play_id, player, serial, commitment, position, leaf, self.stake, prize,
-                 balance, stamp, symbols),
+        batch.entries.append((request.terminal or PLAYER_SESSION, PLAY_ACTION, request.player,
+                              ticket_of_key(unit).serial, play_answer(record), asked))  # fmt: skip
+        batch.outcomes[index] = (
+            Play(play_id, request.player, ticket_of_key(unit).serial, commitment, position, leaf,
+                 self.stake, prize, balance, stamp, symbols),
             False,
         )  # fmt: skip
 
-    def _next_position(self, tx: Tx) -> tuple[int, int]:
-        rows = tx.execute(
-            "SELECT commitment FROM deal_orders WHERE next_position < units ORDER BY commitment"
+    def _write(self, tx: Tx, batch: _Batch, now: dt.datetime) -> None:
+        """The batch's rows, appended (plays, log entries), and the ranges and counters moved
+        (pipelined: sent with the commit)."""
+        for index, outcome in enumerate(batch.outcomes):  # the repeats of a play of the batch
+            if isinstance(outcome, tuple) and outcome[0] == "same":
+                made = batch.outcomes[outcome[1]]
+                batch.outcomes[index] = (made[0], True) if isinstance(made, tuple) else made
+        for held in batch.ranges:
+            if not held.used:
+                continue
+            if held.next + held.used == held.end:
+                tx.write("DELETE FROM deal_ranges WHERE commitment = ? AND start = ?",
+                         (held.commitment, held.start))  # fmt: skip
+            else:
+                tx.write(
+                    "UPDATE deal_ranges SET next_position = ? WHERE commitment = ? AND start = ?",
+                    (held.next + held.used, held.commitment, held.start),
+                )
+        if not batch.plays:
+            return
+        players = sorted({row[1] for row in batch.plays})
+        table, params = tx.rows_table(
+            "q", [("id", TEXT), ("day", TEXT), ("staked", BIGINT)],
+            [(p, *batch.stakes[p]) for p in players],
+        )  # fmt: skip
+        among, more = tx.any_of("players.id", TEXT, players)
+        tx.write(
+            table + "UPDATE players SET stake_day = q.day, staked_cents = q.staked FROM q "
+            f"WHERE players.id = q.id AND {among}",
+            params + more,
         )
-        for (commitment,) in rows:
-            moved = tx.one(
-                "UPDATE deal_orders SET next_position = next_position + 1 "
-                "WHERE commitment = ? AND next_position < units RETURNING next_position - 1",
-                (commitment,),
-            )
-            if moved is not None:
-                return int(commitment), int(moved[0])
-        raise SoldOut(f"sold out: every unit of {self.game.definition.id} has been dealt")
+        tx.write(*tx.append_sql("plays", _PLAY_ROW, batch.plays))
+        self.ledger._log_many(tx, batch.entries, at=now)
 
     # -- what a player sees again --------------------------------------------------------------
 
@@ -363,10 +634,9 @@ class Dealer:
         with self.db.snapshot() as tx:
             balance = self.wallet.balance(tx, player=player)
             staked = tx.one(
-                "SELECT COALESCE(SUM(stake_cents), 0) FROM plays WHERE player = ? AND day = ?",
-                (player, day),
+                "SELECT staked_cents FROM players WHERE id = ? AND stake_day = ?", (player, day)
             )
-            left = tx.one("SELECT COALESCE(SUM(units - next_position), 0) FROM deal_orders")
+            left = tx.one("SELECT COALESCE(SUM(end_position - next_position), 0) FROM deal_ranges")
         return {
             "player": player,
             "balance_cents": balance,
@@ -432,19 +702,18 @@ class Dealer:
             if created is None:
                 raise PrintpipeError(f"player {player} exists already")
             if balance_cents:
-                DatabaseWallet().deposit(
+                DatabaseWallet(self.key).deposit(
                     tx,
                     player=player,
                     amount_cents=balance_cents,
-                    reference=f"opening:{player}",
+                    reference=opening_reference(player),
+                    at=stamp,
                 )
             tx.execute(
                 "INSERT INTO player_logins (token_hash, player, expires_at) VALUES (?, ?, ?)",
                 (_hash_token(token), player, int(now.timestamp()) + LOGIN_TTL_S),
             )
-            self.ledger._log(
-                tx, by, "player", player, None, f"registered with {balance_cents / 100:.2f} EUR"
-            )
+            self.ledger._log(tx, by, "player", player, None, registered_answer(balance_cents))
         return token
 
     def start_session(self, *, login_token: str) -> tuple[str, str]:

@@ -204,6 +204,47 @@ def read_salt(tx: Tx, *, commitment: int, index: int, key: LedgerKey, salt_nonce
     return plain[at : at + LEAF_SALT_SIZE]
 
 
+def read_salts(
+    tx: Tx, *, commitment: int, size: int, key: LedgerKey, salt_nonce: bytes
+) -> np.ndarray:
+    """Every leaf salt of a commitment, unsealed: a ``(size, 32)`` uint8 array in leaf order."""
+    cipher = salt_cipher(key)
+    out = bytearray()
+    rows = tx.execute(
+        "SELECT chunk, sealed FROM sealed_salts WHERE commitment = ? ORDER BY chunk", (commitment,)
+    )
+    for expected, (chunk, sealed) in enumerate(rows):
+        try:
+            if int(chunk) != expected:
+                raise InvalidTag
+            out += cipher.decrypt(
+                _nonce(salt_nonce, expected), bytes(sealed), _associated(commitment, expected)
+            )
+        except InvalidTag:
+            raise PrintpipeError(
+                f"the sealed salts of commitment {commitment} do not open with this ledger key "
+                f"(row {expected}): the ledger is damaged"
+            ) from None
+    if len(out) != size * LEAF_SALT_SIZE:
+        raise PrintpipeError(
+            f"the ledger holds {len(out) // LEAF_SALT_SIZE} salts of commitment {commitment}, "
+            f"not {size}: it is damaged"
+        )
+    return np.frombuffer(bytes(out), dtype=np.uint8).reshape(size, LEAF_SALT_SIZE)
+
+
+def read_leaf_level(tx: Tx, *, commitment: int, size: int) -> np.ndarray | None:
+    """The stored leaf hashes of a commitment (level 0), or None if rows are missing."""
+    rows = tx.execute(
+        "SELECT hashes FROM merkle_nodes WHERE commitment = ? AND level = 0 ORDER BY chunk",
+        (commitment,),
+    )
+    data = b"".join(bytes(row[0]) for row in rows)
+    if len(data) != size * HASH_SIZE:
+        return None
+    return np.frombuffer(data, dtype=np.uint8).reshape(size, HASH_SIZE)
+
+
 def node_rows(tickets: int) -> int:
     """How many ``merkle_nodes`` rows a tree of ``tickets`` leaves takes."""
     return sum(-(-width // NODES_PER_ROW) for width in level_widths(tickets))

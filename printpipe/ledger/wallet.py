@@ -1,26 +1,38 @@
 """The player's money: the interface an operator's wallet implements, and the built-in one.
 
 In production the player's account lives at the operator (the lottery's platform): the game
-server asks it to debit the stake and to credit the lot.  Every call names a ``reference``
-(the play's id) and is idempotent by it: a call repeated after a lost answer (a timeout, a
-crash of the game server) moves no money twice, and answers as the first did.  The order is
-fixed: the debit first, the unit dealt only once the debit is accepted, the credit after; a
-play whose credit was not confirmed is credited again under the same reference.
+server asks it to debit the stake and to credit the lot.  Every movement names a
+``reference`` (the play's id) and a kind, and is idempotent by them: a call repeated after a
+lost answer (a timeout, a crash of the game server) moves no money twice.  The order is fixed:
+the debit first, the unit dealt only once the debit is accepted, the credit after.
+
+The game server asks a batch of plays at a time (one transaction): :meth:`Wallet.accounts`
+opens the accounts of the batch's players, whose rows the dealer holds locked; the batch's
+debits and credits are decided in order, in memory (a play's credit counts for the same
+player's next play), and written together by :meth:`Accounts.finish`.
 
 :class:`DatabaseWallet` is the built-in wallet: balances in the ledger's own database
 (``players.balance_cents``), each movement a row of ``wallet_entries`` keyed by (reference,
-kind), written in the play's own transaction, so a play's debit, unit and credit are one
-atomic change and the references make retries harmless.
+kind) and carrying a MAC under the ledger key (:meth:`LogKey.wallet_mac`), written in the play's
+own transaction.  ``verify-log`` checks every entry's MAC and every balance against the sum of
+its entries (its opening deposit, credits, less debits), so a balance set, an entry edited,
+inserted or deleted by a database writer is named.  An operator's wallet (over HTTP, with its
+own durable outbox of credits) keeps the same entries as its record of what was asked, with
+the same reference and kind: only the balances are then the operator's, not checked here.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
 from printpipe.errors import PrintpipeError
+from printpipe.ledger.log import LogKey, WalletEntry
 from printpipe.ledger.store import Tx
+from printpipe.ledger.store.schema import BIGINT, TEXT
 
 KINDS = ("deposit", "debit", "credit")
+WALLET_COLUMNS = ("reference", "kind", "player", "amount_cents", "at", "mac")
 
 
 class InsufficientFunds(PrintpipeError):
@@ -31,16 +43,28 @@ class NoSuchPlayer(PrintpipeError):
     """No account of that name."""
 
 
-class Wallet(Protocol):
-    """What the game server asks of a wallet; each call idempotent by ``reference``."""
+class Accounts(Protocol):
+    """The accounts of a batch's players, in one transaction."""
 
-    def debit(self, tx: Tx, *, player: str, amount_cents: int, reference: str) -> int:
+    def debit(self, *, player: str, amount_cents: int, reference: str, at: str) -> int:
         """Take ``amount_cents`` from the player (raises :class:`InsufficientFunds`,
         :class:`NoSuchPlayer`); returns the balance after."""
         ...
 
-    def credit(self, tx: Tx, *, player: str, amount_cents: int, reference: str) -> int:
+    def credit(self, *, player: str, amount_cents: int, reference: str, at: str) -> int:
         """Give ``amount_cents`` to the player; returns the balance after."""
+        ...
+
+    def finish(self) -> None:
+        """Write the batch's movements (in the transaction)."""
+        ...
+
+
+class Wallet(Protocol):
+    """What the game server asks of a wallet."""
+
+    def accounts(self, tx: Tx, players: Sequence[str]) -> Accounts:
+        """The accounts of ``players`` for a batch of plays (the dealer holds their rows)."""
         ...
 
     def balance(self, tx: Tx, *, player: str) -> int:
@@ -49,51 +73,85 @@ class Wallet(Protocol):
 
 
 class DatabaseWallet:
-    """Balances in the ledger's database, moved in the caller's transaction."""
+    """Balances in the ledger's database, moved in the caller's transaction, each movement
+    MACed under ``key`` (the ledger's log key)."""
 
-    def _move(self, tx: Tx, kind: str, player: str, amount: int, reference: str, at: str) -> int:
-        done = tx.one(
-            "SELECT amount_cents FROM wallet_entries WHERE reference = ? AND kind = ?",
-            (reference, kind),
-        )
-        if done is not None:
-            return self.balance(tx, player=player)
-        sign = -1 if kind == "debit" else 1
-        row = tx.one(
-            "UPDATE players SET balance_cents = balance_cents + ? "
-            "WHERE id = ? AND balance_cents + ? >= 0 RETURNING balance_cents",
-            (sign * amount, player, sign * amount),
-        )
-        if row is None:
-            self.balance(tx, player=player)  # NoSuchPlayer first
-            raise InsufficientFunds(
-                f"the balance of {player} does not cover {amount / 100:.2f} EUR"
-            )
-        tx.execute(
-            "INSERT INTO wallet_entries (reference, kind, player, amount_cents, at) "
-            "VALUES (?, ?, ?, ?, ?)",
-            (reference, kind, player, amount, at),
-        )
-        return int(row[0])
+    def __init__(self, key: LogKey) -> None:
+        self.key = key
 
-    def debit(self, tx: Tx, *, player: str, amount_cents: int, reference: str, at: str = "") -> int:
-        return self._move(tx, "debit", player, amount_cents, reference, at)
+    def accounts(self, tx: Tx, players: Sequence[str]) -> DatabaseAccounts:
+        return DatabaseAccounts(self.key, tx, players)
 
-    def credit(
-        self, tx: Tx, *, player: str, amount_cents: int, reference: str, at: str = ""
-    ) -> int:
-        return self._move(tx, "credit", player, amount_cents, reference, at)
-
-    def deposit(
-        self, tx: Tx, *, player: str, amount_cents: int, reference: str, at: str = ""
-    ) -> int:
-        return self._move(tx, "deposit", player, amount_cents, reference, at)
+    def deposit(self, tx: Tx, *, player: str, amount_cents: int, reference: str, at: str) -> int:
+        """Credit a deposit (an opening balance) to ``player``: the balance after."""
+        accounts = self.accounts(tx, [player])
+        balance = accounts.move("deposit", player, amount_cents, reference, at)
+        accounts.finish()
+        return balance
 
     def balance(self, tx: Tx, *, player: str) -> int:
         row = tx.one("SELECT balance_cents FROM players WHERE id = ?", (player,))
         if row is None:
             raise NoSuchPlayer(f"no player {player!r}")
         return int(row[0])
+
+
+class DatabaseAccounts:
+    """A batch's accounts of the built-in wallet: balances read once (sent with the batch's
+    first statements), moved in memory, written by :meth:`finish` in two statements."""
+
+    def __init__(self, key: LogKey, tx: Tx, players: Sequence[str]) -> None:
+        self.key = key
+        self.tx = tx
+        self._sent: Callable[[], list[tuple[Any, ...]]] | None = None
+        if players:
+            among, params = tx.any_of("id", TEXT, players)
+            self._sent = tx.send(f"SELECT id, balance_cents FROM players WHERE {among}", params)
+        self._balances: dict[str, int] | None = None
+        self._moved: set[str] = set()
+        self._entries: list[tuple[Any, ...]] = []
+
+    def balances(self) -> dict[str, int]:
+        if self._balances is None:
+            rows = self._sent() if self._sent is not None else []
+            self._balances = {str(player): int(balance) for player, balance in rows}
+        return self._balances
+
+    def move(self, kind: str, player: str, amount: int, reference: str, at: str) -> int:
+        balances = self.balances()
+        if player not in balances:
+            raise NoSuchPlayer(f"no player {player!r}")
+        after = balances[player] + (-amount if kind == "debit" else amount)
+        if after < 0:
+            raise InsufficientFunds(
+                f"the balance of {player} does not cover {amount / 100:.2f} EUR"
+            )
+        balances[player] = after
+        self._moved.add(player)
+        entry = WalletEntry(reference, kind, player, amount, at)
+        self._entries.append((reference, kind, player, amount, at, self.key.wallet_mac(entry)))
+        return after
+
+    def debit(self, *, player: str, amount_cents: int, reference: str, at: str) -> int:
+        return self.move("debit", player, amount_cents, reference, at)
+
+    def credit(self, *, player: str, amount_cents: int, reference: str, at: str) -> int:
+        return self.move("credit", player, amount_cents, reference, at)
+
+    def finish(self) -> None:
+        if not self._entries:
+            return
+        balances = self.balances()
+        moved = [(player, balances[player]) for player in sorted(self._moved)]
+        table, params = self.tx.rows_table("q", [("id", TEXT), ("balance", BIGINT)], moved)
+        among, more = self.tx.any_of("players.id", TEXT, [player for player, _ in moved])
+        self.tx.write(
+            f"{table}UPDATE players SET balance_cents = q.balance FROM q WHERE players.id = q.id "
+            f"AND {among}",
+            params + more,
+        )
+        self.tx.write(*self.tx.append_sql("wallet_entries", WALLET_COLUMNS, self._entries))
+        self._entries = []
 
 
 MAX_BALANCE_CENTS = 10**11

@@ -102,10 +102,14 @@ def json_response(
 class PlayService(Service):
     """The application's state: the ledger, its dealer and thread pool, the platform's keys."""
 
-    def __init__(self, ledger: Any, dealer: Dealer, *, threads: int, demo: bool) -> None:
-        super().__init__(ledger, threads=threads, rate_limit=PLATFORM_RATE)
+    def __init__(
+        self, ledger: Any, dealer: Dealer, *, threads: int, demo: bool, witness: Path | None
+    ) -> None:
+        super().__init__(ledger, threads=threads, rate_limit=PLATFORM_RATE, witness=witness)
         self.dealer = dealer
-        self.batcher = Batcher(dealer.play_batch, self.executor)
+        self.batcher = Batcher(
+            dealer.play_batch, self.executor, concurrency=min(2, ledger.db.threads)
+        )
         self.screen = ScreenMaker(dealer.game)
         self.demo = demo
 
@@ -365,9 +369,12 @@ async def static(request: Request) -> Response:
     return error_response(404, "not_found", f"GET {request.url.path}: not_found")
 
 
-def create_app(ledger: Any, dealer: Dealer, *, threads: int, demo: bool) -> ASGIApp:
-    """The game server's ASGI application over an open ledger and its dealer."""
-    service = PlayService(ledger, dealer, threads=threads, demo=demo)
+def create_app(
+    ledger: Any, dealer: Dealer, *, threads: int, demo: bool, witness: Path | None = None
+) -> ASGIApp:
+    """The game server's ASGI application over an open ledger and its dealer (its witness
+    kept in ``witness``)."""
+    service = PlayService(ledger, dealer, threads=threads, demo=demo, witness=witness)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

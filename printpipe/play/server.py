@@ -25,6 +25,7 @@ class PlayConfig:
     keys_dir: str
     demo: bool = False
     workers: int = 1
+    witness: str | None = None
 
     @property
     def location(self) -> Location:
@@ -66,7 +67,8 @@ def create_app_from_environment() -> Any:
     ledger, dealer = open_dealer(
         config.location, Path(config.keys_dir), pool=POOL_CONNECTIONS, shared=config.workers > 1
     )
-    return create_app(ledger, dealer, threads=ledger.db.threads, demo=config.demo)
+    witness = Path(config.witness) if config.witness else None
+    return create_app(ledger, dealer, threads=ledger.db.threads, demo=config.demo, witness=witness)
 
 
 def play(
@@ -79,17 +81,26 @@ def play(
     demo: bool = False,
     url_file: Path | None = None,
     access_log: bool = False,
+    witness: Path | None = None,
 ) -> None:
-    """Run the game server until SIGINT or SIGTERM."""
+    """Run the game server until SIGINT or SIGTERM; its witness kept in ``witness`` (default
+    ``KEYS/witness``: :mod:`printpipe.ledger.witness`)."""
+    from printpipe.ledger import default_witness_folder
+
     ledger, dealer = open_dealer(location, keys_dir)
     with ledger:
         dialect, game = ledger.db.dialect, dealer.game.definition.id
     sock = bind(host, port)
     url = url_of(sock)
     db = location_argument(location)
-    os.environ[CONFIG_ENV] = json.dumps(
-        asdict(PlayConfig(db=db, keys_dir=str(keys_dir), demo=demo, workers=workers))
+    config = PlayConfig(
+        db=db,
+        keys_dir=str(keys_dir),
+        demo=demo,
+        workers=workers,
+        witness=str(witness or default_witness_folder(keys_dir)),
     )
+    os.environ[CONFIG_ENV] = json.dumps(asdict(config))
     if url_file is not None:
         with atomic_file(url_file) as handle:
             handle.write(f"{url}\n".encode())

@@ -34,6 +34,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequen
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any, TypeVar
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -47,6 +48,7 @@ from printpipe import __version__
 from printpipe.errors import InvalidInput, PrintpipeError
 from printpipe.ledger import (
     SEAL_DELAY_S,
+    WITNESS_INTERVAL_S,
     Admission,
     Answer,
     Batcher,
@@ -63,6 +65,7 @@ from printpipe.ledger import (
     database_errors,
     parse_pack_ref,
     parse_time,
+    write_witness,
 )
 from printpipe.service.openapi import openapi_document
 from printpipe.service.problems import PROBLEM_JSON, REQUEST_ID, json_line, problem_bytes
@@ -181,8 +184,12 @@ class Caller:
 class Service:
     """The application's state: the ledger, its thread pool, the terminals' keys."""
 
-    def __init__(self, ledger: Ledger, *, threads: int, rate_limit: RateLimit) -> None:
+    def __init__(
+        self, ledger: Ledger, *, threads: int, rate_limit: RateLimit, witness: Path | None = None
+    ) -> None:
         self.ledger = ledger
+        self.witness = witness
+        """Where the ledger's witness is kept (``printpipe.ledger.witness``), if anywhere."""
         self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="ledger")
         self._keys: dict[str, tuple[Ed25519PublicKey, Terminal]] = {}
         self.rate_limit = rate_limit
@@ -197,13 +204,18 @@ class Service:
         meanwhile; then they stop, the ledger's threads end and the ledger is closed (sealing
         what is left)."""
         tasks = [asyncio.create_task(self.maintain()), asyncio.create_task(self.seal())]
+        if self.witness is not None:
+            tasks.append(asyncio.create_task(self.keep_witness()))
         try:
             yield
         finally:
             for task in tasks:
                 task.cancel()
             self.executor.shutdown(wait=True)
-            self.ledger.close()
+            try:
+                self.write_witness()
+            finally:
+                self.ledger.close()
 
     async def run(self, function: Callable[..., T], /, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
@@ -228,6 +240,24 @@ class Service:
                 await self.run(self.ledger.seal)
             except Exception as exc:  # a database restarting: the next round seals it
                 log.warning("sealing the log failed: %s", " ".join(str(exc).split())[:200])
+
+    async def keep_witness(self) -> None:
+        """Keep the witness of the log's head, every :data:`WITNESS_INTERVAL_S`."""
+        while True:
+            await asyncio.sleep(WITNESS_INTERVAL_S)
+            await self.run(self.write_witness)
+
+    def write_witness(self) -> None:
+        """Seal and keep the head in the witness folder; a rewind found is logged, one line."""
+        if self.witness is None:
+            return
+        try:
+            problem = write_witness(self.ledger, self.witness)
+        except Exception as exc:  # a database restarting: the next round keeps it
+            log.warning("keeping the witness failed: %s", " ".join(str(exc).split())[:200])
+            return
+        if problem is not None:
+            log.error("witness %s: %s", self.witness, problem)
 
     # -- authentication ----------------------------------------------------------------------
 
@@ -660,9 +690,17 @@ class Router:
         await send({"type": "lifespan.shutdown.complete"})
 
 
-def create_app(ledger: Ledger, *, threads: int, rate_limit: RateLimit | None = None) -> ASGIApp:
-    """The service's ASGI application over an open ledger."""
-    service = Service(ledger, threads=threads, rate_limit=rate_limit or RateLimit())
+def create_app(
+    ledger: Ledger,
+    *,
+    threads: int,
+    rate_limit: RateLimit | None = None,
+    witness: Path | None = None,
+) -> ASGIApp:
+    """The service's ASGI application over an open ledger (its witness kept in ``witness``)."""
+    service = Service(
+        ledger, threads=threads, rate_limit=rate_limit or RateLimit(), witness=witness
+    )
     router = Router(ROUTES, service.running)
     router.state.service = service
     return Guard(router)

@@ -49,6 +49,7 @@ class ServeConfig:
     workers: int = 1
     limits: dict[str, Any] = field(default_factory=dict)
     rate_limit: dict[str, Any] = field(default_factory=dict)
+    witness: str | None = None
 
     @property
     def location(self) -> Location:
@@ -65,7 +66,12 @@ def create_app_from_environment() -> Any:
     BoundedHttpToolsProtocol.limits = ConnectionLimits(**config.limits)
     key = load_ledger_key(Path(config.keys_dir))
     ledger = Ledger(config.location, key=key, pool_size=POOL_CONNECTIONS, shared=config.workers > 1)
-    return create_app(ledger, threads=ledger.db.threads, rate_limit=RateLimit(**config.rate_limit))
+    return create_app(
+        ledger,
+        threads=ledger.db.threads,
+        rate_limit=RateLimit(**config.rate_limit),
+        witness=Path(config.witness) if config.witness else None,
+    )
 
 
 def check_ledger(location: Location, keys_dir: Path) -> str:
@@ -107,8 +113,12 @@ def serve(
     access_log: bool = False,
     limits: ConnectionLimits | None = None,
     rate_limit: RateLimit | None = None,
+    witness: Path | None = None,
 ) -> None:
-    """Run the service until SIGINT or SIGTERM."""
+    """Run the service until SIGINT or SIGTERM; its witness kept in ``witness`` (default
+    ``KEYS/witness``: :mod:`printpipe.ledger.witness`)."""
+    from printpipe.ledger import default_witness_folder
+
     limits = limits or ConnectionLimits()
     dialect = check_ledger(location, keys_dir)
     sock = bind(host, port)
@@ -119,6 +129,7 @@ def serve(
         workers=workers,
         limits=asdict(limits),
         rate_limit=asdict(rate_limit or RateLimit()),
+        witness=str(witness or default_witness_folder(keys_dir)),
     )
     os.environ[CONFIG_ENV] = json.dumps(asdict(config_text))
     if url_file is not None:

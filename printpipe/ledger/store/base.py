@@ -10,7 +10,7 @@ here, and a database is opened or created by :mod:`printpipe.ledger.store`'s fun
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,7 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 from printpipe.errors import PrintpipeError
 from printpipe.ids import TicketId
 from printpipe.ledger.log import APPEND_ENTRY, GENESIS, PLAY_ACTION, play_answer_sql
-from printpipe.ledger.store.schema import LAYOUT, UPGRADABLE
+from printpipe.ledger.store.schema import LAYOUT, LAYOUT_8_COLUMNS, UPGRADABLE
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 T = TypeVar("T")
@@ -75,6 +75,37 @@ class Tx(Protocol):
         SQLite's one writer already holds everything)."""
         ...
 
+    def rows_table(
+        self, name: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[Any]]
+    ) -> tuple[str, list[Any]]:
+        """``WITH name(columns) AS (...)`` and its parameters: a batch's rows as a table one
+        statement reads; ``columns``: (name, schema type: ``schema.TEXT``, ...).  SQLite: a
+        ``VALUES`` list (:func:`values_table`); PostgreSQL: one array a column, ``unnest``ed
+        (a statement's text, and its parameters, do not grow with the batch).  ``rows``: at
+        least one."""
+        ...
+
+    def append_sql(
+        self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+    ) -> tuple[str, list[Any]]:
+        """An ``INSERT`` of ``rows`` into ``table`` (in their order) and its parameters, in one
+        statement of the same text whatever their count on PostgreSQL (arrays, typed by the
+        schema); ``rows``: at least one."""
+        ...
+
+    def by_keys_only(self) -> None:
+        """The rest of the transaction reads rows by their keys: never a whole table (on
+        PostgreSQL, ``enable_seqscan`` off for it: the planner, without statistics on tables
+        that grow as plays are made, scanned ``plays`` and ``units`` for a batch's few rows)."""
+        ...
+
+    def any_of(self, column: str, kind: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        """``column`` is one of ``values`` (of schema type ``kind``), as a condition an index
+        on the column serves, and its parameters: ``= ANY(array)`` (PostgreSQL), ``IN (?, ...)``
+        (SQLite).  (A join on an ``unnest``ed table let PostgreSQL's planner scan the whole
+        table.)  ``values``: at least one."""
+        ...
+
 
 def values_table(
     name: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
@@ -126,7 +157,7 @@ def old_layout_message(location: object, layout: int) -> str:
         return (
             f"validation database {location} has layout {layout} of an earlier printpipe; "
             f"this printpipe reads layout {LAYOUT}: upgrade it in place, its payments, plays and "
-            f"log kept (printpipe ledger upgrade --db {location}); it was not changed"
+            f"log kept (printpipe ledger upgrade --db {location} --keys KEYS); it was not changed"
         )
     if layout > LAYOUT:
         return (
@@ -159,49 +190,60 @@ def initialise(tx: Tx, settings: Sequence[tuple[str, str]]) -> None:
     tx.execute("INSERT INTO audit_head VALUES (1, 0, ?, NULL)", (GENESIS,))
 
 
+Migrate = Callable[[Tx, Mapping[int, int], Callable[[str], AbstractContextManager[None]]], None]
+"""What the ledger enters, with its key, in the upgrade's transaction once the tables have
+layout 8's columns: given the deal cursors of layout 7 (block -> next position) and a way to
+write past a table's append-only rule (``unguarded(table)``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Upgrade:
     """What :func:`printpipe.ledger.store.upgrade_layout` does to a ledger of an earlier
-    layout: the log entry it appends (at, terminal, action, answer), and since when (Unix
-    seconds) no nonce may have been recorded and no play made (:func:`run_upgrade`)."""
+    layout: the log entry's time and terminal, since when (Unix seconds) no nonce may have
+    been recorded and no play made (:func:`run_upgrade`), and what the ledger enters with its
+    key (``migrate``)."""
 
     at: str
     terminal: str
-    answer: str
     now: int
     quiet_s: int
+    migrate: Migrate
 
     @property
     def quiet_since(self) -> int:
         return self.now - self.quiet_s
 
-    def entry(self) -> tuple[str, str, str, str, None, str, None]:
-        """The audit log row, as :data:`UPGRADE_ENTRY` takes it."""
-        return (self.at, self.terminal, "upgrade", "", None, self.answer, None)
 
-
-UPGRADE_ENTRY = f"{APPEND_ENTRY} VALUES (?, ?, ?, ?, ?, ?, ?)"
 RECENT_NONCES = {
     5: "SELECT COUNT(*) FROM nonces WHERE seen_at >= ?",  # by the time they were seen
     6: "SELECT COUNT(*) FROM nonces WHERE created >= ?",  # by their signature's time
+    7: "SELECT COUNT(*) FROM nonces WHERE created >= ?",
 }
 RECENT_PLAYS = "SELECT COUNT(*) FROM plays WHERE played_at >= ?"
 PLAYS_ENTERED = (
-    f"{APPEND_ENTRY} SELECT ?, ?, '{PLAY_ACTION}', player, NULL, {play_answer_sql()}, NULL "
-    "FROM plays ORDER BY played_at, id"
+    f"{APPEND_ENTRY} SELECT ?, ?, '{PLAY_ACTION}', player, NULL, {play_answer_sql()}, NULL, "
+    "NULL FROM plays ORDER BY played_at, id"
 )
 """Each play made before layout 7, entered in the log as the database holds it at the upgrade
 (by the upgrade, at its time)."""
 
 
 def run_upgrade(
-    tx: Tx, layout: int, upgrade: Upgrade, *, make_table: Callable[[str], None], location: object
+    tx: Tx,
+    layout: int,
+    upgrade: Upgrade,
+    *,
+    make_table: Callable[[str], None],
+    add_column: Callable[[str, str], None],
+    unguarded: Callable[[str], AbstractContextManager[None]],
+    location: object,
 ) -> None:
     """Bring the ledger ``tx`` writes from ``layout`` (one of :data:`UPGRADABLE`) to
     :data:`LAYOUT`, its layout mark aside (each engine keeps one more); refused, nothing
     changed, while a service or game server may still be running: requests signed, or plays
     made, in the last ``upgrade.quiet_s`` seconds (a nonce dropped could be replayed, a play
-    made meanwhile by the old printpipe would not be entered in the log)."""
+    made meanwhile by the old printpipe would not be entered in the log).  The tables get
+    layout 8's columns and deal tables, then ``upgrade.migrate`` enters what needs the key."""
     since = datetime.fromtimestamp(upgrade.quiet_since, UTC).strftime("%Y-%m-%dT%H:%M:%S")
     ((signed,),) = tx.execute(RECENT_NONCES[layout], (upgrade.quiet_since,))
     # no Z after the seconds: a play made in that very second (...:SS.ffffffZ) sorts after it
@@ -218,8 +260,17 @@ def run_upgrade(
     for table in UPGRADABLE[layout]:
         tx.execute(f"DROP TABLE {table}")
         make_table(table)
-    tx.execute(PLAYS_ENTERED, (upgrade.at, upgrade.terminal))
-    tx.execute(UPGRADE_ENTRY, upgrade.entry())
+    for table, column in LAYOUT_8_COLUMNS:
+        add_column(table, column)
+    if layout < 7:
+        tx.execute(PLAYS_ENTERED, (upgrade.at, upgrade.terminal))
+    cursors = {int(c): int(n) for c, n in tx.execute("SELECT commitment, next_position FROM "
+                                                      "deal_orders")}  # fmt: skip
+    tx.execute("DROP TABLE deal_orders")
+    make_table("deal_orders")
+    make_table("deal_ranges")
+    tx.execute("DROP INDEX plays_by_day")  # a player's stakes of the day are on its row now
+    upgrade.migrate(tx, cursors, unguarded)
     tx.execute("UPDATE ledger_meta SET value = ? WHERE key = 'layout'", (str(LAYOUT),))
 
 

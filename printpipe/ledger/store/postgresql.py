@@ -34,12 +34,14 @@ from printpipe.ledger.store.base import (
 from printpipe.ledger.store.schema import (
     BIGINT,
     BYTES,
+    COLUMN_TYPES,
     IDENTITY,
     INT,
     LAYOUT,
     TABLES,
     TEXT,
     UPGRADABLE,
+    column_sql,
     render,
     table_sql,
 )
@@ -92,7 +94,8 @@ _COPY_TYPES = {
     "tickets": ("int8", "bytea", "int4", "int8", "bytea"),
     "merkle_nodes": ("int8", "int4", "int8", "bytea"),
     "sealed_salts": ("int8", "int8", "bytea"),
-    "units": ("int8", "int8", "int8", "int4", "bytea"),
+    "units": ("int8", "int8", "int8", "int4", "bytea", "bytea"),
+    "deal_ranges": ("int8", "int8", "int8", "int8"),
 }
 
 
@@ -156,6 +159,34 @@ class PostgresTx:
         if ordered:
             calls = ", ".join("pg_advisory_xact_lock(%s)" for _ in ordered)
             self._run(f"SELECT {calls}", ordered)
+
+    def rows_table(
+        self, name: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[Any]]
+    ) -> tuple[str, list[Any]]:
+        arrays = ", ".join(f"%b::{_ARRAY_TYPES[kind]}[]" for _, kind in columns)
+        names = ", ".join(column for column, _ in columns)
+        return f"WITH {name}({names}) AS (SELECT * FROM unnest({arrays}))\n", _columns(rows)
+
+    def by_keys_only(self) -> None:
+        self.write("SET LOCAL enable_seqscan = off")
+
+    def any_of(self, column: str, kind: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        return f"{column} = ANY(%b::{_ARRAY_TYPES[kind]}[])", [list(values)]
+
+    def append_sql(
+        self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+    ) -> tuple[str, list[Any]]:
+        arrays = ", ".join(f"%b::{_ARRAY_TYPES[COLUMN_TYPES[table, c]]}[]" for c in columns)
+        sql = f"INSERT INTO {table} ({', '.join(columns)}) SELECT * FROM unnest({arrays})"
+        return sql, _columns(rows)
+
+
+_ARRAY_TYPES = {INT: "int4", BIGINT: "int8", TEXT: "text", BYTES: "bytea"}
+
+
+def _columns(rows: Sequence[Sequence[Any]]) -> list[Any]:
+    """The rows' values, one list a column (what ``unnest`` takes back to rows)."""
+    return [list(column) for column in zip(*rows, strict=True)]
 
 
 def _configure(conn: Any) -> None:
@@ -337,6 +368,15 @@ def upgrade_layout(location: PostgresLocation, upgrade: Upgrade) -> int:
     def make_table(table: str) -> None:
         conn.execute(table_sql(_RENDERED, table))
 
+    def add_column(table: str, column: str) -> None:
+        conn.execute(column_sql(_TYPES, table, column))
+
+    @contextmanager
+    def unguarded(table: str) -> Iterator[None]:
+        conn.execute(f"ALTER TABLE {table} DISABLE TRIGGER {table}_append_only")
+        yield
+        conn.execute(f"ALTER TABLE {table} ENABLE TRIGGER {table}_append_only")
+
     try:
         with conn.transaction():
             tx = PostgresTx(conn)
@@ -356,7 +396,10 @@ def upgrade_layout(location: PostgresLocation, upgrade: Upgrade) -> int:
                 return layout
             if layout not in UPGRADABLE:
                 raise PrintpipeError(old_layout_message(location, layout))
-            run_upgrade(tx, layout, upgrade, make_table=make_table, location=location)
+            run_upgrade(
+                tx, layout, upgrade, make_table=make_table, add_column=add_column,
+                unguarded=unguarded, location=location,
+            )  # fmt: skip
     except psycopg.Error as exc:
         raise PrintpipeError(f"validation database {location}: {one_line(exc)}") from None
     finally:

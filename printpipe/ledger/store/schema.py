@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-LAYOUT = 7
+LAYOUT = 8
 """The ledger's layout: 2 = VIRNs as HMACs, hash-chained audit log, terminals (issue 12);
 3 = the blocks' public commitments, their trees and sealed salts, each payment's inclusion
 proof (issue 14); 4 = the online game server's units, deal orders, players, wallet and plays,
@@ -19,13 +19,16 @@ and the operator's platform terminals (issue 21), or, apart, the audit log seale
 the database does not hold with payments bound to it (issue 20); 5 = both; 6 = signed
 requests' nonces kept by their signature's time (issue 20: a batch of them is written at the
 end of one index, not on as many pages); 7 = every play entered in the audit log, which binds
-it (the tables are 6's)."""
+it (the tables are 6's); 8 = every money row bound (issue 25): entries, plays, wallet entries
+and units MACed, the deal order's digest keyed and its positions in ranges, each player's
+stakes of the day counted on its row."""
 
-UPGRADABLE: dict[int, tuple[str, ...]] = {5: ("nonces",), 6: ()}
+UPGRADABLE: dict[int, tuple[str, ...]] = {5: ("nonces",), 6: (), 7: ()}
 """The layouts a ledger is brought to :data:`LAYOUT` from in place (``printpipe ledger
 upgrade``), and the tables made anew (the signed requests' nonces, which only a running
-service needs): every other table is kept.  Every one of them also gets the log entries of
-the plays made before layout 7 (``store.base.run_upgrade``)."""
+service needs): every other table is kept, and given what layout 8 adds
+(``store.base.run_upgrade``).  Every one of them also gets the log entries of the plays made
+before layout 7."""
 
 INT = "int"  # fits 32 bits
 BIGINT = "bigint"
@@ -213,24 +216,39 @@ TABLES: tuple[Table, ...] = (
             _c("leaf", BIGINT),  # its place in the block
             _c("prize_eur", INT),
             _c("symbols", BYTES),  # one byte a symbol, both grids
+            _c("mac", BYTES, ""),  # under the ledger key, made at import (ledger/units.py)
         ),
         keys=("UNIQUE (commitment, leaf)",),
     ),
     Table(
-        "deal_orders",  # per online block: its order fixed at import, and the deal cursor
+        "deal_orders",  # per online block: its order fixed at import (its keyed digest)
         (
             _c("commitment", BIGINT, "PRIMARY KEY REFERENCES commitments(id)"),
             _c("units", BIGINT),
-            _c("order_sha256", TEXT),
-            _c("next_position", BIGINT, "NOT NULL CHECK (next_position <= units)"),
+            _c("order_mac", TEXT),
         ),
     ),
     Table(
-        "players",  # the built-in wallet's accounts
+        "deal_ranges",  # the positions left to deal, in ranges (ledger/units.py, plays.py)
+        (
+            _c("commitment", BIGINT, "NOT NULL REFERENCES deal_orders(commitment)"),
+            _c("start", BIGINT),
+            _c("next_position", BIGINT),
+            _c("end_position", BIGINT),
+        ),
+        keys=(
+            "PRIMARY KEY (commitment, start)",
+            "CHECK (start <= next_position AND next_position < end_position)",
+        ),
+    ),
+    Table(
+        "players",  # the game server's players: the built-in wallet's balance, today's stakes
         (
             _c("id", TEXT, "PRIMARY KEY"),
             _c("balance_cents", BIGINT, "NOT NULL CHECK (balance_cents >= 0)"),
             _c("added_at", TEXT),
+            _c("stake_day", TEXT, ""),  # the UTC day of staked_cents (none before a play)
+            _c("staked_cents", BIGINT, "NOT NULL DEFAULT 0"),
         ),
     ),
     Table(
@@ -241,6 +259,7 @@ TABLES: tuple[Table, ...] = (
             _c("player", TEXT, "NOT NULL REFERENCES players(id)"),
             _c("amount_cents", BIGINT),
             _c("at", TEXT),
+            _c("mac", BYTES, ""),  # every MAC column may be NULL (ledger upgrade adds them)
         ),
         keys=("PRIMARY KEY (reference, kind)",),
         append_only="wallet entries are",
@@ -260,12 +279,10 @@ TABLES: tuple[Table, ...] = (
             _c("balance_cents", BIGINT),
             _c("day", TEXT),
             _c("played_at", TEXT),
+            _c("mac", BYTES, ""),
         ),
         keys=("UNIQUE (player, idempotency_key)", "UNIQUE (commitment, position)"),
-        indexes=(
-            ("plays_by_day", "player, day"),
-            ("plays_by_player", "player, commitment, position"),
-        ),
+        indexes=(("plays_by_player", "player, commitment, position"),),
         append_only="plays are",
     ),
     Table(
@@ -296,6 +313,7 @@ TABLES: tuple[Table, ...] = (
             _c("ticket", TEXT, ""),
             _c("answer", TEXT),
             _c("request", TEXT, ""),
+            _c("mac", BYTES, ""),  # none for a keyless command's entry (log.KEYLESS_ACTIONS)
         ),
         append_only="audit_log is",
     ),
@@ -319,6 +337,29 @@ TABLES: tuple[Table, ...] = (
         ),
     ),
 )
+
+
+LAYOUT_8_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("audit_log", "mac"),
+    ("units", "mac"),
+    ("plays", "mac"),
+    ("wallet_entries", "mac"),
+    ("players", "stake_day"),
+    ("players", "staked_cents"),
+)
+"""The columns layout 8 adds to tables a layout-7 ledger has (``store.base.run_upgrade``)."""
+
+
+COLUMN_TYPES: dict[tuple[str, str], str] = {
+    (table.name, column.name): column.type for table in TABLES for column in table.columns
+}
+"""Each column's type in the description, by (table, column)."""
+
+
+def column_sql(types: dict[str, str], table: str, name: str) -> str:
+    """``ALTER TABLE ... ADD COLUMN`` for one column of the description, in a dialect."""
+    (column,) = [c for t in TABLES if t.name == table for c in t.columns if c.name == name]
+    return f"ALTER TABLE {table} ADD COLUMN {column.name} {types[column.type]} {column.rule}"
 
 
 def table_sql(rendered: list[tuple[Table, str]], name: str) -> str:

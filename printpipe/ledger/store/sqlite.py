@@ -29,6 +29,7 @@ from printpipe.ledger.store.base import (
     initialise,
     old_layout_message,
     run_upgrade,
+    values_table,
 )
 from printpipe.ledger.store.schema import (
     BIGINT,
@@ -36,8 +37,10 @@ from printpipe.ledger.store.schema import (
     IDENTITY,
     INT,
     LAYOUT,
+    TABLES,
     TEXT,
     UPGRADABLE,
+    column_sql,
     render,
     table_sql,
 )
@@ -51,17 +54,21 @@ _TYPES = {INT: "INTEGER", BIGINT: "INTEGER", TEXT: "TEXT", BYTES: "BLOB", IDENTI
 _RENDERED = render(_TYPES, clustered=" WITHOUT ROWID")
 
 
+def _append_only_trigger(table: str, event: str) -> str:
+    """The trigger that refuses an ``event`` (UPDATE, DELETE) on an append-only table."""
+    (what,) = [t.append_only for t in TABLES if t.name == table]
+    return (
+        f"CREATE TRIGGER {table}_no_{event.lower()} BEFORE {event} ON {table}\n"
+        f"BEGIN SELECT RAISE(ABORT, '{what} append-only'); END;\n"
+    )
+
+
 def _schema() -> str:
     statements = []
     for table, sql in _RENDERED:
         statements.append(sql)
         if table.append_only is not None:
-            for event in ("UPDATE", "DELETE"):
-                statements.append(
-                    f"CREATE TRIGGER {table.name}_no_{event.lower()} BEFORE {event} ON "
-                    f"{table.name}\nBEGIN SELECT RAISE(ABORT, '{table.append_only} "
-                    "append-only'); END;\n"
-                )
+            statements += [_append_only_trigger(table.name, e) for e in ("UPDATE", "DELETE")]
     statements.append(PENDING_TRIGGER)
     return "".join(statements)
 
@@ -109,6 +116,24 @@ class SqliteTx:
 
     def lock(self, *keys: int) -> None:
         pass
+
+    def rows_table(
+        self, name: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[Any]]
+    ) -> tuple[str, list[Any]]:
+        return values_table(name, [column for column, _ in columns], rows)
+
+    def by_keys_only(self) -> None:
+        pass  # SQLite's planner takes the index for a key
+
+    def any_of(self, column: str, kind: str, values: Sequence[Any]) -> tuple[str, list[Any]]:
+        return f"{column} IN ({', '.join('?' * len(values))})", list(values)
+
+    def append_sql(
+        self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]
+    ) -> tuple[str, list[Any]]:
+        row = f"({', '.join('?' * len(columns))})"
+        sql = f"INSERT INTO {table} ({', '.join(columns)}) VALUES {', '.join([row] * len(rows))}"
+        return sql, [value for values in rows for value in values]
 
 
 def check_sqlite_header(path: Path) -> None:
@@ -171,7 +196,19 @@ def upgrade_layout(path: Path, upgrade: Upgrade) -> int:
                     if statement.strip():
                         conn.execute(statement)
 
-            run_upgrade(SqliteTx(conn), layout, upgrade, make_table=make_table, location=path)
+            def add_column(table: str, column: str) -> None:
+                conn.execute(column_sql(_TYPES, table, column))
+
+            @contextmanager
+            def unguarded(table: str) -> Iterator[None]:
+                conn.execute(f"DROP TRIGGER {table}_no_update")
+                yield
+                conn.execute(_append_only_trigger(table, "UPDATE"))
+
+            run_upgrade(
+                SqliteTx(conn), layout, upgrade, make_table=make_table, add_column=add_column,
+                unguarded=unguarded, location=path,
+            )  # fmt: skip
             conn.execute(f"PRAGMA user_version={LAYOUT}")
         except BaseException:
             conn.execute("ROLLBACK")
