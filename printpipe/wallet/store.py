@@ -98,18 +98,12 @@ class WalletStore:
     # -- opening -----------------------------------------------------------------------------
 
     def _open_sqlite(self, path: Path) -> None:
-        new = not path.exists()
-        if not new:
+        not_mine = PrintpipeError(f"{path} is not a printpipe wallet database; it was not changed")
+        if path.exists():
             with open(path, "rb") as handle:
-                header = handle.read(100)
-            if header and (
-                len(header) < 100
-                or not header.startswith(b"SQLite format 3\x00")
-                or int.from_bytes(header[68:72]) != APPLICATION_ID
-            ):
-                raise PrintpipeError(
-                    f"{path} is not a printpipe wallet database; it was not changed"
-                )
+                header = handle.read(16)
+            if header and header != b"SQLite format 3\x00":
+                raise not_mine
         else:
             try:  # 0600 from its first byte: balances are the players' business
                 os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
@@ -121,16 +115,29 @@ class WalletStore:
             conn = sqlite3.connect(
                 path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_S
             )
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=FULL")
-            conn.execute("BEGIN IMMEDIATE")
-            (application,) = conn.execute("PRAGMA application_id").fetchone()
-            if application == 0:
-                conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
-                for statement in SCHEMA:
-                    conn.execute(statement)
-                conn.execute("INSERT INTO wallet_meta VALUES ('application', ?)", (APPLICATION,))
-            conn.execute("COMMIT")
+            try:
+                (application,) = conn.execute("PRAGMA application_id").fetchone()
+                if application not in (0, APPLICATION_ID):
+                    raise not_mine
+                conn.execute("BEGIN IMMEDIATE")  # read again under the lock: one creator
+                (application,) = conn.execute("PRAGMA application_id").fetchone()
+                if application == 0:
+                    if conn.execute("SELECT 1 FROM sqlite_master").fetchone() is not None:
+                        raise not_mine
+                    conn.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                    for statement in SCHEMA:
+                        conn.execute(statement)
+                    conn.execute(
+                        "INSERT INTO wallet_meta VALUES ('application', ?)", (APPLICATION,)
+                    )
+                elif application != APPLICATION_ID:
+                    raise not_mine
+                conn.execute("COMMIT")
+                conn.execute("PRAGMA journal_mode=WAL")
+                conn.execute("PRAGMA synchronous=FULL")
+            except BaseException:
+                conn.close()
+                raise
         except sqlite3.Error as exc:
             raise PrintpipeError(f"wallet database {path}: {exc}") from None
         self._conn = conn
