@@ -56,6 +56,7 @@ if TYPE_CHECKING:
         parse_ticket_ref,
     )
     from printpipe.ledger.key import LedgerKey, load_ledger_key
+    from printpipe.ledger.launches import start_launched_session
     from printpipe.ledger.log import (
         SEAL_DELAY_S,
         Checkpoint,
@@ -116,6 +117,7 @@ _HOMES = {
     "parse_ticket_ref": "inputs",
     "LedgerKey": "key",
     "load_ledger_key": "key",
+    "start_launched_session": "launches",
     "ForeignPack": "packs",
     "NoSuchPack": "packs",
     "SEAL_DELAY_S": "log",
@@ -207,6 +209,7 @@ __all__ = [
     "publish_remaining",
     "read_checkpoint",
     "record_refusal",
+    "start_launched_session",
     "upgrade",
     "write_checkpoint",
     "write_ticket_proof",

@@ -38,6 +38,7 @@ from starlette.types import ASGIApp
 from printpipe import __version__
 from printpipe.errors import InvalidInput
 from printpipe.ledger import (
+    Admission,
     Batcher,
     Dealer,
     InsufficientFunds,
@@ -48,6 +49,13 @@ from printpipe.ledger import (
     PlayRequest,
     RequestRefused,
     check_player,
+    start_launched_session,
+)
+from printpipe.play.launch import (
+    MAX_TOKEN_CHARS,
+    LaunchRefused,
+    read_launch_token,
+    token_key_id,
 )
 from printpipe.play.openapi import openapi_document
 from printpipe.play.screen import ScreenMaker
@@ -65,6 +73,8 @@ from printpipe.service.app import (
     read_body,
     unexpected,
 )
+from printpipe.service.problems import REQUEST_ID
+from printpipe.service.signatures import public_key_from_raw
 
 PLATFORM_RATE = RateLimit(rate=5000.0, burst=10000)
 """The operator's platform signs every player's requests with its one key: its limit is the
@@ -161,7 +171,7 @@ async def _caller(
             raise Refusal(403, "not_platform", "only a platform terminal acts for players")
         return caller
     session = request.cookies.get(SESSION_COOKIE)
-    if not service.demo or session is None:
+    if session is None:  # a session: a demo login's, or a launch's
         raise Refusal(401, "unauthorized", "sign the request (RFC 9421) or log in")
     if len(session) > 128:
         raise Refusal(401, "unauthorized", "no such session")
@@ -287,17 +297,18 @@ async def sessions(request: Request) -> Response:
             response = json_response({"logged_out": True})
             response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
             return response
-        try:
-            data = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
-            raise Refusal(400, "bad_request", 'the body must be {"token": "..."}') from None
-        token = data.get("token") if isinstance(data, dict) and set(data) == {"token"} else None
-        if not isinstance(token, str) or not 16 <= len(token) <= 128:
+        token = _token_of(body)
+        if len(token) > 128:
             raise Refusal(400, "bad_request", 'the body must be {"token": "..."}')
         with _refusals():
             session, player = await service.run(service.dealer.start_session, login_token=token)
     except Refusal as refusal:
         return refusal.response()
+    return _session_started(request, player, session)
+
+
+def _session_started(request: Request, player: str, session: str) -> Response:
+    """201 and the session cookie (a demo login's or a launch's)."""
     response = json_response({"player": player}, status=201)
     response.set_cookie(
         SESSION_COOKIE,
@@ -311,12 +322,58 @@ async def sessions(request: Request) -> Response:
     return response
 
 
+def _token_of(body: bytes) -> str:
+    """The ``token`` of a body ``{"token": "..."}`` (a login's or a launch's)."""
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise Refusal(400, "bad_request", 'the body must be {"token": "..."}') from None
+    token = data.get("token") if isinstance(data, dict) and set(data) == {"token"} else None
+    if not isinstance(token, str) or not 16 <= len(token) <= MAX_TOKEN_CHARS:
+        raise Refusal(400, "bad_request", 'the body must be {"token": "..."}')
+    return token
+
+
+async def launches(request: Request) -> Response:
+    """``POST /v1/launches {"token": ...}``: spend the operator's launch token (once) for a
+    session cookie; a player launched for the first time is introduced by it."""
+    service: PlayService = request.app.state.service
+    try:
+        body = await read_body(request)
+        _same_site(request)
+        token = _token_of(body)
+        key_id = token_key_id(token)
+        terminal = await service.run(service.ledger.terminal_by_key_id, key_id=key_id)
+        if terminal is None or terminal.revoked_at is not None:
+            raise LaunchRefused("no active platform has this token's key (unknown or revoked)")
+        if terminal.role != "platform":
+            raise Refusal(403, "not_platform", "only a platform terminal launches players")
+        key = public_key_from_raw(terminal.public_key)
+        launch = read_launch_token(token, public_key={key_id: key}.get)
+        admission = Admission(key_id, launch.nonce, launch.issued_at, request=REQUEST_ID.get())
+        session, _ = await service.run(
+            start_launched_session,
+            ledger=service.ledger,
+            player=launch.player,
+            operator_session=launch.session,
+            admission=admission,
+            terminal=terminal.id,
+        )
+    except Refusal as refusal:
+        return refusal.response()
+    except LaunchRefused as exc:
+        return error_response(401, "unauthorized", str(exc))
+    except RequestRefused:  # its nonce spent: the link was opened before
+        return error_response(401, "unauthorized", "this launch link was used already")
+    return _session_started(request, launch.player, session)
+
+
 async def me(request: Request) -> Response:
     """Which player the session cookie is (the page asks first)."""
     service: PlayService = request.app.state.service
     session = request.cookies.get(SESSION_COOKIE)
     player = None
-    if service.demo and session is not None and len(session) <= 128:
+    if session is not None and len(session) <= 128:
         player = await service.run(service.dealer.session_player, session=session)
     if player is None:
         return error_response(401, "unauthorized", "not logged in: open your login link")
@@ -384,6 +441,7 @@ def create_app(ledger: Any, dealer: Dealer, *, threads: int, demo: bool) -> ASGI
             Route("/v1/game", game, methods=["GET"]),
             Route("/v1/commitments", commitments, methods=["GET"]),
             Route("/v1/sessions", sessions, methods=["POST", "DELETE"]),
+            Route("/v1/launches", launches, methods=["POST"]),
             Route("/v1/me", me, methods=["GET"]),
             Route(player, account, methods=["GET"]),
             Route(f"{player}/plays", plays, methods=["GET", "POST"]),

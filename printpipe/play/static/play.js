@@ -331,11 +331,14 @@ async function loadAccount() {
 // -- start ----------------------------------------------------------------------------------
 
 async function login() {
-  const match = location.hash.match(/^#login=([A-Za-z0-9_-]{16,128})$/);
+  // a demo login link (#login=) or the operator's launch link (#launch=, a signed JWT)
+  const match = location.hash.match(/^#login=([A-Za-z0-9_-]{16,128})$/)
+    || location.hash.match(/^#launch=([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/);
   if (!match) return;
+  const path = location.hash.startsWith("#launch=") ? "/v1/launches" : "/v1/sessions";
   history.replaceState(null, "", location.pathname); // the token is spent: off the address bar
   try {
-    await api("/v1/sessions", { method: "POST", body: { token: match[1] } });
+    await api(path, { method: "POST", body: { token: match[1] } });
   } catch (error) {
     say("Ce lien de connexion a déjà servi ou a expiré.");
   }
