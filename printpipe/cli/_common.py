@@ -41,9 +41,10 @@ F = TypeVar("F", bound=Callable[..., object])
 
 
 def server_options(*, default_port: int) -> Callable[[F], F]:
-    """The options a server command (``serve``, ``play``) takes to listen and to run in the
-    background: ``--host``, ``--port``, ``--workers``, ``--url-file``, ``--access-log``,
-    ``--detach``, ``--pid-file``, ``--log``."""
+    """The options a server command (``serve``, ``play``, ``wallet serve``) takes to listen,
+    to log and to run in the background: ``--host``, ``--port``, ``--workers``,
+    ``--url-file``, ``--access-log``, ``--log-format``, ``--detach``, ``--pid-file``,
+    ``--log``."""
     options = (
         click.option(
             "--host", default="127.0.0.1", show_default=True, help="Address to listen on."
@@ -61,6 +62,10 @@ def server_options(*, default_port: int) -> Callable[[F], F]:
             help="Write the server's URL there once it accepts connections.",
         ),
         click.option("--access-log", is_flag=True, help="Log one line per request."),
+        click.option(
+            "--log-format", type=click.Choice(["text", "json"]), default="text",
+            show_default=True, help="json: one JSON object a line, for a log shipper.",
+        ),
         click.option(
             "--detach", is_flag=True,
             help="Run in the background; return once it listens (needs --url-file, --pid-file, "

@@ -42,6 +42,7 @@ def play(
     workers: int,
     url_file: Path | None,
     access_log: bool,
+    log_format: str,
     detach: bool,
     pid_file: Path | None,
     log_file: Path | None,
@@ -67,6 +68,7 @@ def play(
         demo=demo,
         url_file=url_file,
         access_log=access_log,
+        log_format=log_format,
     )
 
 

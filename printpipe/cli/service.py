@@ -71,6 +71,7 @@ def serve(
     workers: int,
     url_file: Path | None,
     access_log: bool,
+    log_format: str,
     detach: bool,
     pid_file: Path | None,
     log_file: Path | None,
@@ -98,6 +99,7 @@ def serve(
         workers=workers,
         url_file=url_file,
         access_log=access_log,
+        log_format=log_format,
         limits=ConnectionLimits(
             header_timeout_s=header_timeout,
             keep_alive_timeout_s=keep_alive_timeout,

@@ -77,6 +77,7 @@ def wallet_serve(
     workers: int,
     url_file: Path | None,
     access_log: bool,
+    log_format: str,
     detach: bool,
     pid_file: Path | None,
     log_file: Path | None,
@@ -99,6 +100,7 @@ def wallet_serve(
         workers=workers,
         url_file=url_file,
         access_log=access_log,
+        log_format=log_format,
         faults=injected,
     )
 

@@ -35,7 +35,6 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
-from printpipe import __version__
 from printpipe.errors import InvalidInput
 from printpipe.ledger import (
     Admission,
@@ -60,6 +59,7 @@ from printpipe.play.launch import (
 from printpipe.play.openapi import openapi_document
 from printpipe.play.screen import ScreenMaker
 from printpipe.render.fonts import FONTS_DIR
+from printpipe.service import metrics
 from printpipe.service.app import (
     IDEMPOTENCY_KEY,
     Caller,
@@ -69,7 +69,9 @@ from printpipe.service.app import (
     Service,
     _json_line,
     error_response,
+    health_answer,
     http_error,
+    metrics_page,
     read_body,
     unexpected,
 )
@@ -115,7 +117,7 @@ class PlayService(Service):
     def __init__(self, ledger: Any, dealer: Dealer, *, threads: int, demo: bool) -> None:
         super().__init__(ledger, threads=threads, rate_limit=PLATFORM_RATE)
         self.dealer = dealer
-        self.batcher = Batcher(dealer.play_batch, self.executor)
+        self.batcher = Batcher(metrics.batched("plays", dealer.play_batch), self.executor)
         self.screen = ScreenMaker(dealer.game)
         self.demo = demo
 
@@ -233,9 +235,24 @@ async def plays(
     fingerprint = service.ledger.request_fingerprint("POST", request.url.path, body.strip())
     admission, by = (caller.admission, caller.terminal.id) if caller else (None, None)
     asked = PlayRequest(player, key, fingerprint, admission, by)
-    play, replayed = await service.batcher.ask(asked)
+    try:
+        play, replayed = await service.batcher.ask(asked)
+    except (PlayRefused, InsufficientFunds) as exc:
+        metrics.PLAYS.labels(getattr(exc, "kind", "insufficient_funds")).inc()
+        raise
+    _count(play, replayed)
     headers = {"Idempotent-Replayed": "true"} if replayed else {}
     return json_response(service.play_json(play), status=200 if replayed else 201, headers=headers)
+
+
+def _count(play: Play, replayed: bool) -> None:
+    """A play answered, in the metrics (its outcome; a play dealt now: its stake and lot)."""
+    metrics.PLAYS.labels("replayed" if replayed else "dealt").inc()
+    if not replayed:
+        metrics.STAKES.inc(play.stake_cents)
+        if play.lot_eur:
+            metrics.LOTS.inc()
+            metrics.LOT_CENTS.inc(play.lot_eur * 100)
 
 
 @for_player
@@ -394,11 +411,15 @@ async def commitments(request: Request) -> Response:
 
 
 async def health(request: Request) -> Response:
-    service: PlayService = request.app.state.service
-    await service.run(service.ledger.query, sql="SELECT 1")
-    return json_response(
-        {"status": "ok", "database": service.ledger.db.dialect, "version": __version__}
-    )
+    return await health_answer(request.app.state.service)
+
+
+async def health_live(request: Request) -> Response:
+    return await health_answer(request.app.state.service, "live")
+
+
+async def health_ready(request: Request) -> Response:
+    return await health_answer(request.app.state.service, "ready")
 
 
 async def openapi(request: Request) -> Response:
@@ -437,6 +458,9 @@ def create_app(ledger: Any, dealer: Dealer, *, threads: int, demo: bool) -> ASGI
             Route("/", page, methods=["GET"]),
             Route("/static/{name}", static, methods=["GET"]),
             Route("/v1/health", health, methods=["GET"]),
+            Route("/v1/health/live", health_live, methods=["GET"]),
+            Route("/v1/health/ready", health_ready, methods=["GET"]),
+            Route("/metrics", metrics_page, methods=["GET"]),
             Route("/v1/openapi.json", openapi, methods=["GET"]),
             Route("/v1/game", game, methods=["GET"]),
             Route("/v1/commitments", commitments, methods=["GET"]),
@@ -453,4 +477,4 @@ def create_app(ledger: Any, dealer: Dealer, *, threads: int, demo: bool) -> ASGI
         lifespan=lifespan,
     )
     app.state.service = service
-    return Guard(app)
+    return Guard(app, observed=metrics.http_metrics("play"))

@@ -87,8 +87,16 @@ def openapi_document() -> dict[str, Any]:
                 "parameters": [{"name": "name", "in": "path", "required": True,
                                 "schema": {"type": "string"}}],
                 "responses": {"200": {"description": "the file"}, **_errors(404)}}},
-            "/v1/health": {"get": {"summary": "liveness and database", "responses": {
+            "/v1/health": {"get": {"summary": "live and ready: the process answers, and its "
+                "database (503 and \"ready\": false when it does not)", "responses": {
                 "200": _ok("ok", {"type": "object"}), **_errors(503)}}},
+            "/v1/health/live": {"get": {"summary": "the process answers (nothing asked of the "
+                "database)", "responses": {"200": _ok("live", {"type": "object"})}}},
+            "/v1/health/ready": {"get": {"summary": "the process and its database answer",
+                "responses": {"200": _ok("ready", {"type": "object"}), **_errors(503)}}},
+            "/metrics": {"get": {"summary": "Prometheus metrics (text format), every worker's "
+                "added up: no player, code or token in them", "responses": {
+                "200": {"description": "the metrics", "content": {"text/plain": {}}}}}},
             "/v1/openapi.json": {"get": {"summary": "this document", "responses": {
                 "200": _ok("the document", {"type": "object"})}}},
             "/v1/game": {"get": {"summary": "the game as the screen shows it: symbols (SVG "

@@ -79,6 +79,7 @@ def play(
     demo: bool = False,
     url_file: Path | None = None,
     access_log: bool = False,
+    log_format: str = "text",
 ) -> None:
     """Run the game server until SIGINT or SIGTERM."""
     ledger, dealer = open_dealer(location, keys_dir)
@@ -105,4 +106,5 @@ def play(
         sock=sock,
         workers=workers,
         access_log=access_log,
+        log_format=log_format,
     )

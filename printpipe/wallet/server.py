@@ -74,6 +74,7 @@ def serve(
     url_file: Path | None = None,
     access_log: bool = False,
     faults: Faults | None = None,
+    log_format: str = "text",
 ) -> None:
     """Run the reference wallet until SIGINT or SIGTERM."""
     from printpipe.wallet.store import WalletStore
@@ -104,4 +105,5 @@ def serve(
         sock=sock,
         workers=workers,
         access_log=access_log,
+        log_format=log_format,
     )
