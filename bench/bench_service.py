@@ -27,6 +27,11 @@ service's processes and, on PostgreSQL, the database server's), which the neighb
 less, and what two whole cores would answer at that cost (``2 cores / CPU per request``): an
 upper bound, reached only when nothing else runs.  Load averages are printed before and after.
 
+**The metrics** (issue 27): in the same run, a second ``printpipe serve`` with its metrics off
+(``PRINTPIPE_METRICS=off``) answers the same validations, alternated with the first (in turns
+first); the table gives what the metrics cost a validation's server CPU (target: 5 % at most).
+Every server gets a few validations before the phases are measured (keys loaded, caches warm).
+
 **The floor** (``bench/floor_server.py``, issue 20): in the same run, on the same database and
 with the same workers, a bare ASGI server on the same uvicorn that verifies the same signature,
 reads the ticket's row and appends one log row.  Its validations are run beside printpipe's,
@@ -90,6 +95,7 @@ from tests.storm import (
     ledger_location,
     measured_storm,
     print_median,
+    storm,
     validate_request,
 )
 
@@ -247,15 +253,15 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
                     for s in signers]  # fmt: skip
 
         try:
+            for warmed in (url, bare_url, floor_url):  # first requests: keys loaded, caches
+                storm(warmed, [sent[:10] for sent in validations(warmed)], timeout=120)
             for attempt in range(args.repeat):
                 run_no = f"#{attempt + 1}"
-                results["validations"].append(
-                    phase(f"validations {run_no}", url, validations(url), pids)
-                )
-                results["validations, metrics off"].append(
-                    phase(f"validations, metrics off {run_no}", bare_url, validations(bare_url),
-                          bare_pids)
-                )  # fmt: skip
+                # metrics on and off one after the other, in turns first (the load drifts)
+                pair = [("validations", url, pids),
+                        ("validations, metrics off", bare_url, bare_pids)]  # fmt: skip
+                for kind, to, measured in pair if attempt % 2 == 0 else pair[::-1]:
+                    results[kind].append(phase(f"{kind} {run_no}", to, validations(to), measured))
                 results["floor validations"].append(
                     phase(f"floor validations {run_no}", floor_url, validations(floor_url),
                           floor_pids)
