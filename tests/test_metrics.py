@@ -194,3 +194,13 @@ def test_the_json_formatter_writes_one_line_with_the_request_id():
     config = uvicorn_log_config("json")
     assert config["formatters"]["access"] == {"()": "printpipe.service.logs.JsonFormatter"}
     assert config["loggers"]["uvicorn.access"]["level"] == "INFO"  # --access-log is heard
+
+
+def test_a_clients_methods_and_paths_never_make_new_series():
+    from printpipe.service.metrics import HttpMetrics
+
+    observed = HttpMetrics("test")
+    for n in range(200):
+        observed.observe("unmatched", f"M{n}", 405, 0.001)
+    observed.observe("unmatched", "GET", 404, 0.001)
+    assert {key[1] for key in observed._series} == {"other", "GET"}

@@ -6,11 +6,13 @@ Two kinds of callers, one API (``docs/play.md``):
   signed with the validation service's RFC 9421 profile (``printpipe.service.signatures``) by
   a terminal registered with the ``platform`` role; it names the player in the path and acts
   for them (it authenticated them).  Its nonce is admitted in the request's own transaction.
-- **the player's browser** (``printpipe play --demo``): a one-time login link gives a session
-  cookie (HttpOnly, SameSite=Strict); the cookie acts only for its own player, and a request
-  that changes anything must also come from the page itself (``Content-Type:
-  application/json``, and ``Sec-Fetch-Site``/``Origin`` of this site when the browser sends
-  them), so another site can neither read nor forge a play.
+- **the player's browser**: the operator's launch link (a token the platform signs,
+  ``printpipe.play.launch``, spent once at ``/v1/launches``) or, with ``printpipe play
+  --demo``, a one-time login link gives a session cookie (HttpOnly, SameSite=Strict); the
+  cookie acts only for its own player, and a request that changes anything must also come
+  from the page itself (``Content-Type: application/json``, and ``Sec-Fetch-Site``/``Origin``
+  of this site when the browser sends them), so another site can neither read nor forge a
+  play.
 
 The page (``/``, ``/static/...``) ships in the package: HTML, CSS, JavaScript and the font,
 no CDN.  It draws what the API returns and decides nothing.  Errors are one line of JSON with

@@ -110,9 +110,11 @@ class HttpMetrics:
         key = (route, method, status)
         series = self._series.get(key)
         if series is None:
-            shown = method if method in METHODS else "other"
-            series = (
-                REQUESTS.labels(self.server, route, shown, str(status)),
+            if method not in METHODS:  # whatever a client sends: a few series at most
+                method = "other"
+                key = (route, method, status)
+            series = self._series.get(key) or (
+                REQUESTS.labels(self.server, route, method, str(status)),
                 LATENCY.labels(self.server, route),
             )
             self._series[key] = series
