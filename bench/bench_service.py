@@ -27,6 +27,11 @@ service's processes and, on PostgreSQL, the database server's), which the neighb
 less, and what two whole cores would answer at that cost (``2 cores / CPU per request``): an
 upper bound, reached only when nothing else runs.  Load averages are printed before and after.
 
+**The metrics** (issue 27): in the same run, a second ``printpipe serve`` with its metrics off
+(``PRINTPIPE_METRICS=off``) answers the same validations, alternated with the first (in turns
+first); the table gives what the metrics cost a validation's server CPU (target: 5 % at most).
+Every server gets a few validations before the phases are measured (keys loaded, caches warm).
+
 **The floor** (``bench/floor_server.py``, issue 20): in the same run, on the same database and
 with the same workers, a bare ASGI server on the same uvicorn that verifies the same signature,
 reads the ticket's row and appends one log row.  Its validations are run beside printpipe's,
@@ -91,6 +96,7 @@ from tests.storm import (
     measured_storm,
     print_median,
     start_floor,
+    storm,
     validate_request,
 )
 
@@ -166,20 +172,24 @@ def register(location: Location, keys: Path) -> list[RequestSigner]:
     return signers
 
 
-def start(location: Location, keys: Path, root: Path, workers: int) -> tuple[subprocess.Popen, str]:
-    url_file = root / "serve.url"
+def start(
+    location: Location, keys: Path, root: Path, workers: int, *, metrics: bool = True
+) -> tuple[subprocess.Popen, str]:
+    """``printpipe serve``; ``metrics=False``: with its metrics off (``PRINTPIPE_METRICS``)."""
+    name = "serve" if metrics else "serve-no-metrics"
+    url_file = root / f"{name}.url"
     db = location_argument(location)
-    log = open(root / "serve.log", "ab")  # noqa: SIM115 - the server's
+    log = open(root / f"{name}.log", "ab")  # noqa: SIM115 - the server's
     server = subprocess.Popen(
         [sys.executable, "-m", "printpipe", "serve", "--db", db, "--keys", str(keys),
          "--port", "0", "--url-file", str(url_file), "--workers", str(workers),
          "--terminal-rate", "1000", "--terminal-burst", "1000"],
-        stdout=log, stderr=log,
+        stdout=log, stderr=log, env={**os.environ, "PRINTPIPE_METRICS": "on" if metrics else "off"},
     )  # fmt: skip
     log.close()
     while not url_file.exists():
         if server.poll() is not None:
-            raise SystemExit((root / "serve.log").read_text())
+            raise SystemExit((root / f"{name}.log").read_text())
         time.sleep(0.05)
     return server, url_file.read_text().strip()
 
@@ -205,8 +215,10 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
         print(f"{backend}: ledger of {len(codes):,} tickets ready in "
               f"{time.perf_counter() - started:.0f} s", flush=True)  # fmt: skip
         server, url = start(location, keys, root, args.workers)
+        bare, bare_url = start(location, keys, root, args.workers, metrics=False)
         floor, floor_url = start_floor(location_argument(location), root, args.workers)
         pids, floor_pids = [server.pid, *database_pids], [floor.pid, *database_pids]
+        bare_pids = [bare.pid, *database_pids]
         rng = random.Random(7)
         order = list(range(len(codes)))
         rng.shuffle(order)
@@ -214,8 +226,8 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
         rate = args.rate or target.validations
         paced = f"validations at {rate:,}/s"
         results: dict[str, list[dict[str, float]]] = {
-            "validations": [], "floor validations": [], paced: [], f"floor {paced}": [],
-            "claims": [],
+            "validations": [], "validations, metrics off": [], "floor validations": [], paced: [],
+            f"floor {paced}": [], "claims": [],
         }  # fmt: skip
 
         def validations(to: str) -> list[list[bytes]]:
@@ -224,11 +236,15 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
                     for s in signers]  # fmt: skip
 
         try:
+            for warmed in (url, bare_url, floor_url):  # first requests: keys loaded, caches
+                storm(warmed, [sent[:10] for sent in validations(warmed)], timeout=120)
             for attempt in range(args.repeat):
                 run_no = f"#{attempt + 1}"
-                results["validations"].append(
-                    phase(f"validations {run_no}", url, validations(url), pids)
-                )
+                # metrics on and off one after the other, in turns first (the load drifts)
+                pair = [("validations", url, pids),
+                        ("validations, metrics off", bare_url, bare_pids)]  # fmt: skip
+                for kind, to, measured in pair if attempt % 2 == 0 else pair[::-1]:
+                    results[kind].append(phase(f"{kind} {run_no}", to, validations(to), measured))
                 results["floor validations"].append(
                     phase(f"floor validations {run_no}", floor_url, validations(floor_url),
                           floor_pids)
@@ -248,7 +264,7 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
                 ]  # fmt: skip
                 results["claims"].append(phase(f"claims {run_no}", url, per_terminal, pids))
         finally:
-            for process in (server, floor):
+            for process in (server, bare, floor):
                 process.terminate()
                 process.wait(timeout=60)
         medians = {}
@@ -266,6 +282,17 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
             flush=True,
         )
         ratio = statistics.median(ratios)
+        costs = [a["cpu_us"] / b["cpu_us"] - 1
+                 for a, b in zip(results["validations"], results["validations, metrics off"],
+                                 strict=True)]  # fmt: skip
+        cost = statistics.median(costs)
+        print(
+            f"{backend}: server CPU a validation, metrics on / off (same run, alternated): "
+            f"{medians['validations']['cpu_us']:.0f} / "
+            f"{medians['validations, metrics off']['cpu_us']:.0f} us: the metrics cost "
+            f"{cost:+.1%} (per run: {', '.join(f'{c:+.1%}' for c in costs)}; target <= 5 %)",
+            flush=True,
+        )
         rows = [
             ("validations a second, 64 terminals", f"{medians['validations']['rate']:,.0f}",
              f">= {target.validations:,}", medians["validations"]["rate"] >= target.validations),
@@ -276,6 +303,7 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
              medians["claims"]["rate"] >= target.claims),
             ("server CPU a validation / the floor's", f"{ratio:.2f} x",
              f"<= {target.cpu_ratio:g} x", ratio <= target.cpu_ratio),
+            ("what the metrics cost a validation's CPU", f"{cost:+.1%}", "<= 5 %", cost <= 0.05),
         ]  # fmt: skip
         print(f"{backend}: the targets (medians of {args.repeat} runs)")
         for name, value, wanted, met in rows:

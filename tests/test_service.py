@@ -560,7 +560,8 @@ def _produce(world: World, method: str, path: str, status: int) -> httpx.Respons
     """A request to ``method path`` answered ``status`` (its response, or status, headers, text)."""
     url = world.url
     pack_path = path.replace("{pack}", "000001")
-    signed_op = path not in ("/v1/health", "/v1/openapi.json")
+    signed_op = path not in ("/v1/health", "/v1/openapi.json", "/v1/health/live",
+                             "/v1/health/ready", "/metrics")  # fmt: skip
     code = world.of_pack(1, prize="none")[0].code
     coded = path in ("/v1/validations", "/v1/claims")
     body = json.dumps({"code": code}).encode() if coded else b""
@@ -614,7 +615,10 @@ def _produce(world: World, method: str, path: str, status: int) -> httpx.Respons
         return _raw(world, f"{method} {pack_path} HTTP/1.1\r\nHost: x\r\n{many}\r\n".encode())
     if status == 503:
         broken = mock.patch("printpipe.service.app.openapi_document", side_effect=RuntimeError)
-        with in_process(world) as (http, service), broken:
+        # the unsigned pages that ask nothing of the database: an unexpected error there too
+        health = mock.patch("printpipe.service.app.health_answer", side_effect=RuntimeError)
+        scrape = mock.patch("printpipe.service.metrics.exposition", side_effect=RuntimeError)
+        with in_process(world) as (http, service), broken, health, scrape:
             service.run = _failing  # type: ignore[method-assign,assignment]
             fields = {"Idempotency-Key": uuid.uuid4().hex} if key else {}
             headers = world.signers["storm-09"].headers(

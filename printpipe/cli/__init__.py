@@ -1,8 +1,8 @@
 """The ``printpipe`` command: parse, call a stage, print. No logic of its own.
 
 One module per group of commands (``blocks``, ``press``, ``records``, ``ledger``,
-``commitment``, ``service``, ``play``); this module holds the root group and :func:`main`, which
-turns every user error into one line.
+``commitment``, ``service``, ``play``, ``wallet``); this module holds the root group and
+:func:`main`, which turns every user error into one line.
 
 The root group loads a command's module only when that command runs (or shows its own help):
 ``printpipe --help`` and ``--version`` import click and this module, not reportlab, numpy or
@@ -46,6 +46,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "validate": ("ledger:validate", "Answer a scanned validation code."),
     "verify-proof": ("commitment:verify_proof", "Anyone: check a ticket's inclusion proof."),
     "verify-remaining": ("commitment:verify_remaining", "Anyone: check the prizes remaining."),
+    "wallet": ("wallet:wallet", "The reference operator's wallet (demo and tests)."),
 }
 
 

@@ -40,11 +40,17 @@ quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bar
 F = TypeVar("F", bound=Callable[..., object])
 
 
-def server_options(*, default_port: int) -> Callable[[F], F]:
-    """The options a server command (``serve``, ``play``) takes to listen, to keep the
-    witness of its ledger's log and to run in the background: ``--host``, ``--port``,
-    ``--workers``, ``--url-file``, ``--access-log``, ``--witness``, ``--detach``,
+def server_options(*, default_port: int, witness: bool = True) -> Callable[[F], F]:
+    """The options a server command (``serve``, ``play``, ``wallet serve``) takes to listen,
+    to log, to keep the witness of its ledger's log (``witness``: a ledger's servers, not the
+    reference wallet) and to run in the background: ``--host``, ``--port``, ``--workers``,
+    ``--url-file``, ``--access-log``, ``--log-format``, ``--witness``, ``--detach``,
     ``--pid-file``, ``--log``."""
+    witness_option = click.option(
+        "--witness", type=click.Path(path_type=Path, file_okay=False), default=None,
+        help="Keep a signed checkpoint of the log's head there every minute and at shutdown, "
+        "outside the database (default: KEYS/witness; ledger verify-log checks it).",
+    )  # fmt: skip
     options = (
         click.option(
             "--host", default="127.0.0.1", show_default=True, help="Address to listen on."
@@ -63,11 +69,10 @@ def server_options(*, default_port: int) -> Callable[[F], F]:
         ),
         click.option("--access-log", is_flag=True, help="Log one line per request."),
         click.option(
-            "--witness", type=click.Path(path_type=Path, file_okay=False), default=None,
-            help="Keep a signed checkpoint of the log's head there every minute and at "
-            "shutdown, outside the database (default: KEYS/witness; ledger verify-log checks "
-            "it).",
+            "--log-format", type=click.Choice(["text", "json"]), default="text",
+            show_default=True, help="json: one JSON object a line, for a log shipper.",
         ),
+        *([witness_option] if witness else []),
         click.option(
             "--detach", is_flag=True,
             help="Run in the background; return once it listens (needs --url-file, --pid-file, "

@@ -1,6 +1,7 @@
 """The online game's server: ``play``, and its players (``players``).
 
-Parsing only: each command calls ``printpipe.play.server`` or ``printpipe.play.dealer``.
+Parsing only: each command calls ``printpipe.play.server``, ``printpipe.play.launch`` or the
+ledger's dealer.
 """
 
 from __future__ import annotations
@@ -12,22 +13,28 @@ import click
 
 from printpipe.cli._common import keys_option, server_options, start_in_background
 from printpipe.cli.ledger import _database_errors, db_option, terminal_option
-from printpipe.cli.params import EUROS, PLAYER
+from printpipe.cli.params import EUROS, LEDGER_LOCATION, PLAYER
 
 if TYPE_CHECKING:
     from printpipe.ledger import Location, TerminalId
 
 
-@click.command()
-@db_option
+@click.group(invoke_without_command=True)
+@click.option(
+    "--db", "db_path", type=LEDGER_LOCATION, default=None,
+    help="Validation database holding the online blocks: an SQLite file, or "
+    "postgresql://USER@HOST:PORT/DATABASE (required to serve).",
+)  # fmt: skip
 @keys_option
 @click.option(
     "--demo", is_flag=True,
-    help="Offer logins by one-time link (printpipe players add) and session cookies.",
+    help="Offer logins by one-time link (printpipe players add).",
 )  # fmt: skip
 @server_options(default_port=8788)
+@click.pass_context
 def play(
-    db_path: Location,
+    ctx: click.Context,
+    db_path: Location | None,
     keys_dir: Path,
     demo: bool,
     host: str,
@@ -36,12 +43,18 @@ def play(
     url_file: Path | None,
     access_log: bool,
     witness: Path | None,
+    log_format: str,
     detach: bool,
     pid_file: Path | None,
     log_file: Path | None,
 ) -> None:
     """The online game's server: deals each unit of the ledger's online blocks once, against
-    the stake, and serves the player's page at / (a JSON API under /v1)."""
+    the stake, and serves the player's page at / (a JSON API under /v1).  Players come by the
+    operator's launch links (printpipe play launch makes one), or, with --demo, by login links."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if db_path is None:
+        raise click.UsageError("Missing option '--db'.", ctx)
     from printpipe.play import server
 
     if detach:
@@ -57,7 +70,35 @@ def play(
         url_file=url_file,
         access_log=access_log,
         witness=witness,
+        log_format=log_format,
     )
+
+
+@play.command("launch")
+@click.argument("player", type=PLAYER)
+@click.option(
+    "--key", "key_file", type=click.Path(path_type=Path, dir_okay=False), required=True,
+    help="The platform's private key (printpipe terminal keygen FILE; FILE.pub registered with "
+    "printpipe terminals add ID --role platform).",
+)  # fmt: skip
+@click.option(
+    "--url", default="http://127.0.0.1:8788", show_default=True,
+    help="Where printpipe play listens: the launch link starts with it.",
+)  # fmt: skip
+@click.option("--session", default=None, help="The platform's session id [default: a new one].")
+@click.option(
+    "--ttl", type=click.IntRange(1, 60), default=60, show_default=True,
+    help="Seconds the link may be opened in (once).",
+)  # fmt: skip
+def play_launch(player: str, key_file: Path, url: str, session: str | None, ttl: int) -> None:
+    """Print a launch link for PLAYER, signed with the platform's key: what the operator's
+    platform gives a player it authenticated (opened once, within --ttl seconds)."""
+    from printpipe.play.launch import launch_link, make_launch_token
+    from printpipe.service.signatures import load_terminal_key
+
+    token = make_launch_token(load_terminal_key(key_file), player=player, session=session,
+                              ttl_s=ttl)  # fmt: skip
+    click.echo(launch_link(url, token))
 
 
 @click.group()

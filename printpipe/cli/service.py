@@ -72,6 +72,7 @@ def serve(
     url_file: Path | None,
     access_log: bool,
     witness: Path | None,
+    log_format: str,
     detach: bool,
     pid_file: Path | None,
     log_file: Path | None,
@@ -100,6 +101,7 @@ def serve(
         url_file=url_file,
         access_log=access_log,
         witness=witness,
+        log_format=log_format,
         limits=ConnectionLimits(
             header_timeout_s=header_timeout,
             keep_alive_timeout_s=keep_alive_timeout,

@@ -310,6 +310,10 @@ class OnlineGame(Game, Protocol):
     cells: int
     offer_price_cents: int
     """What one play costs the player (the offer's price, a linked game's share included)."""
+    linked_game: str
+    """The game every play includes a participation in (the definition's ``[offer]``)."""
+    linked_price_cents: int
+    """That participation's share of :attr:`offer_price_cents`."""
 
     def unit_wins(self, symbols: np.ndarray) -> tuple[np.ndarray, list[list[str]]]:
         """One unit's winning cells (both grids) and its wins per grid, in words."""
@@ -336,6 +340,14 @@ class OnlineGame(Game, Protocol):
     def opens_second_grid(self, symbols: Sequence[int]) -> bool:
         """Whether a unit (symbol indices, both grids) shows its second grid."""
         ...
+
+
+def stake_split(game: OnlineGame) -> tuple[tuple[str, int], ...]:
+    """How a play's stake divides between the games it buys, in cents: the game's own price
+    (named by its id), then its linked game's participation (named as the definition's
+    ``[offer] linked_game``); the shares add up to ``offer_price_cents``."""
+    own = game.offer_price_cents - game.linked_price_cents
+    return ((game.definition.id, own), (game.linked_game, game.linked_price_cents))
 
 
 @dataclass(frozen=True, slots=True)

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
         parse_ticket_ref,
     )
     from printpipe.ledger.key import LedgerKey, load_ledger_key
+    from printpipe.ledger.launches import start_launched_session
     from printpipe.ledger.log import (
         SEAL_DELAY_S,
         Checkpoint,
@@ -129,6 +130,7 @@ _HOMES = {
     "parse_ticket_ref": "inputs",
     "LedgerKey": "key",
     "load_ledger_key": "key",
+    "start_launched_session": "launches",
     "ForeignPack": "packs",
     "NoSuchPack": "packs",
     "SEAL_DELAY_S": "log",
@@ -224,6 +226,7 @@ __all__ = [
     "read_checkpoint",
     "read_witness",
     "record_refusal",
+    "start_launched_session",
     "upgrade",
     "witness_path",
     "write_checkpoint",

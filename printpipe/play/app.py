@@ -6,11 +6,13 @@ Two kinds of callers, one API (``docs/play.md``):
   signed with the validation service's RFC 9421 profile (``printpipe.service.signatures``) by
   a terminal registered with the ``platform`` role; it names the player in the path and acts
   for them (it authenticated them).  Its nonce is admitted in the request's own transaction.
-- **the player's browser** (``printpipe play --demo``): a one-time login link gives a session
-  cookie (HttpOnly, SameSite=Strict); the cookie acts only for its own player, and a request
-  that changes anything must also come from the page itself (``Content-Type:
-  application/json``, and ``Sec-Fetch-Site``/``Origin`` of this site when the browser sends
-  them), so another site can neither read nor forge a play.
+- **the player's browser**: the operator's launch link (a token the platform signs,
+  ``printpipe.play.launch``, spent once at ``/v1/launches``) or, with ``printpipe play
+  --demo``, a one-time login link gives a session cookie (HttpOnly, SameSite=Strict); the
+  cookie acts only for its own player, and a request that changes anything must also come
+  from the page itself (``Content-Type: application/json``, and ``Sec-Fetch-Site``/``Origin``
+  of this site when the browser sends them), so another site can neither read nor forge a
+  play.
 
 The page (``/``, ``/static/...``) ships in the package: HTML, CSS, JavaScript and the font,
 no CDN.  It draws what the API returns and decides nothing.  Errors are one line of JSON with
@@ -35,9 +37,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp
 
-from printpipe import __version__
 from printpipe.errors import InvalidInput
 from printpipe.ledger import (
+    Admission,
     Batcher,
     Dealer,
     InsufficientFunds,
@@ -48,10 +50,18 @@ from printpipe.ledger import (
     PlayRequest,
     RequestRefused,
     check_player,
+    start_launched_session,
+)
+from printpipe.play.launch import (
+    MAX_TOKEN_CHARS,
+    LaunchRefused,
+    read_launch_token,
+    token_key_id,
 )
 from printpipe.play.openapi import openapi_document
 from printpipe.play.screen import ScreenMaker
 from printpipe.render.fonts import FONTS_DIR
+from printpipe.service import metrics
 from printpipe.service.app import (
     IDEMPOTENCY_KEY,
     Caller,
@@ -61,10 +71,14 @@ from printpipe.service.app import (
     Service,
     _json_line,
     error_response,
+    health_answer,
     http_error,
+    metrics_page,
     read_body,
     unexpected,
 )
+from printpipe.service.problems import REQUEST_ID
+from printpipe.service.signatures import public_key_from_raw
 
 PLATFORM_RATE = RateLimit(rate=5000.0, burst=10000)
 """The operator's platform signs every player's requests with its one key: its limit is the
@@ -108,7 +122,9 @@ class PlayService(Service):
         super().__init__(ledger, threads=threads, rate_limit=PLATFORM_RATE, witness=witness)
         self.dealer = dealer
         self.batcher = Batcher(
-            dealer.play_batch, self.executor, concurrency=min(2, ledger.db.threads)
+            metrics.batched("plays", dealer.play_batch),
+            self.executor,
+            concurrency=min(2, ledger.db.threads),
         )
         self.screen = ScreenMaker(dealer.game)
         self.demo = demo
@@ -165,7 +181,7 @@ async def _caller(
             raise Refusal(403, "not_platform", "only a platform terminal acts for players")
         return caller
     session = request.cookies.get(SESSION_COOKIE)
-    if not service.demo or session is None:
+    if session is None:  # a session: a demo login's, or a launch's
         raise Refusal(401, "unauthorized", "sign the request (RFC 9421) or log in")
     if len(session) > 128:
         raise Refusal(401, "unauthorized", "no such session")
@@ -227,9 +243,24 @@ async def plays(
     fingerprint = service.ledger.request_fingerprint("POST", request.url.path, body.strip())
     admission, by = (caller.admission, caller.terminal.id) if caller else (None, None)
     asked = PlayRequest(player, key, fingerprint, admission, by)
-    play, replayed = await service.batcher.ask(asked)
+    try:
+        play, replayed = await service.batcher.ask(asked)
+    except (PlayRefused, InsufficientFunds) as exc:
+        metrics.PLAYS.labels(getattr(exc, "kind", "insufficient_funds")).inc()
+        raise
+    _count(play, replayed)
     headers = {"Idempotent-Replayed": "true"} if replayed else {}
     return json_response(service.play_json(play), status=200 if replayed else 201, headers=headers)
+
+
+def _count(play: Play, replayed: bool) -> None:
+    """A play answered, in the metrics (its outcome; a play dealt now: its stake and lot)."""
+    metrics.PLAYS.labels("replayed" if replayed else "dealt").inc()
+    if not replayed:
+        metrics.STAKES.inc(play.stake_cents)
+        if play.lot_eur:
+            metrics.LOTS.inc()
+            metrics.LOT_CENTS.inc(play.lot_eur * 100)
 
 
 @for_player
@@ -291,17 +322,18 @@ async def sessions(request: Request) -> Response:
             response = json_response({"logged_out": True})
             response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
             return response
-        try:
-            data = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
-            raise Refusal(400, "bad_request", 'the body must be {"token": "..."}') from None
-        token = data.get("token") if isinstance(data, dict) and set(data) == {"token"} else None
-        if not isinstance(token, str) or not 16 <= len(token) <= 128:
+        token = _token_of(body)
+        if len(token) > 128:
             raise Refusal(400, "bad_request", 'the body must be {"token": "..."}')
         with _refusals():
             session, player = await service.run(service.dealer.start_session, login_token=token)
     except Refusal as refusal:
         return refusal.response()
+    return _session_started(request, player, session)
+
+
+def _session_started(request: Request, player: str, session: str) -> Response:
+    """201 and the session cookie (a demo login's or a launch's)."""
     response = json_response({"player": player}, status=201)
     response.set_cookie(
         SESSION_COOKIE,
@@ -315,12 +347,58 @@ async def sessions(request: Request) -> Response:
     return response
 
 
+def _token_of(body: bytes) -> str:
+    """The ``token`` of a body ``{"token": "..."}`` (a login's or a launch's)."""
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise Refusal(400, "bad_request", 'the body must be {"token": "..."}') from None
+    token = data.get("token") if isinstance(data, dict) and set(data) == {"token"} else None
+    if not isinstance(token, str) or not 16 <= len(token) <= MAX_TOKEN_CHARS:
+        raise Refusal(400, "bad_request", 'the body must be {"token": "..."}')
+    return token
+
+
+async def launches(request: Request) -> Response:
+    """``POST /v1/launches {"token": ...}``: spend the operator's launch token (once) for a
+    session cookie; a player launched for the first time is introduced by it."""
+    service: PlayService = request.app.state.service
+    try:
+        body = await read_body(request)
+        _same_site(request)
+        token = _token_of(body)
+        key_id = token_key_id(token)
+        terminal = await service.run(service.ledger.terminal_by_key_id, key_id=key_id)
+        if terminal is None or terminal.revoked_at is not None:
+            raise LaunchRefused("no active platform has this token's key (unknown or revoked)")
+        if terminal.role != "platform":
+            raise Refusal(403, "not_platform", "only a platform terminal launches players")
+        key = public_key_from_raw(terminal.public_key)
+        launch = read_launch_token(token, public_key={key_id: key}.get)
+        admission = Admission(key_id, launch.nonce, launch.issued_at, request=REQUEST_ID.get())
+        session, _ = await service.run(
+            start_launched_session,
+            ledger=service.ledger,
+            player=launch.player,
+            operator_session=launch.session,
+            admission=admission,
+            terminal=terminal.id,
+        )
+    except Refusal as refusal:
+        return refusal.response()
+    except LaunchRefused as exc:
+        return error_response(401, "unauthorized", str(exc))
+    except RequestRefused:  # its nonce spent: the link was opened before
+        return error_response(401, "unauthorized", "this launch link was used already")
+    return _session_started(request, launch.player, session)
+
+
 async def me(request: Request) -> Response:
     """Which player the session cookie is (the page asks first)."""
     service: PlayService = request.app.state.service
     session = request.cookies.get(SESSION_COOKIE)
     player = None
-    if service.demo and session is not None and len(session) <= 128:
+    if session is not None and len(session) <= 128:
         player = await service.run(service.dealer.session_player, session=session)
     if player is None:
         return error_response(401, "unauthorized", "not logged in: open your login link")
@@ -341,11 +419,15 @@ async def commitments(request: Request) -> Response:
 
 
 async def health(request: Request) -> Response:
-    service: PlayService = request.app.state.service
-    await service.run(service.ledger.query, sql="SELECT 1")
-    return json_response(
-        {"status": "ok", "database": service.ledger.db.dialect, "version": __version__}
-    )
+    return await health_answer(request.app.state.service)
+
+
+async def health_live(request: Request) -> Response:
+    return await health_answer(request.app.state.service, "live")
+
+
+async def health_ready(request: Request) -> Response:
+    return await health_answer(request.app.state.service, "ready")
 
 
 async def openapi(request: Request) -> Response:
@@ -387,10 +469,14 @@ def create_app(
             Route("/", page, methods=["GET"]),
             Route("/static/{name}", static, methods=["GET"]),
             Route("/v1/health", health, methods=["GET"]),
+            Route("/v1/health/live", health_live, methods=["GET"]),
+            Route("/v1/health/ready", health_ready, methods=["GET"]),
+            Route("/metrics", metrics_page, methods=["GET"]),
             Route("/v1/openapi.json", openapi, methods=["GET"]),
             Route("/v1/game", game, methods=["GET"]),
             Route("/v1/commitments", commitments, methods=["GET"]),
             Route("/v1/sessions", sessions, methods=["POST", "DELETE"]),
+            Route("/v1/launches", launches, methods=["POST"]),
             Route("/v1/me", me, methods=["GET"]),
             Route(player, account, methods=["GET"]),
             Route(f"{player}/plays", plays, methods=["GET", "POST"]),
@@ -402,4 +488,4 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.service = service
-    return Guard(app)
+    return Guard(app, observed=metrics.http_metrics("play"))

@@ -20,7 +20,7 @@ _PLAY = {"$ref": "#/components/schemas/Play"}
 _TEXTS = {
     400: "malformed request (player name, play id, body, Idempotency-Key)",
     401: "unsigned and no session, badly signed, expired, replayed, or an unknown or revoked "
-    "terminal: nothing changed",
+    "terminal (a launch token: not the platform's, expired, or used already): nothing changed",
     402: "the balance does not cover the stake: nothing debited",
     403: "a terminal that is not a platform, another player's session, the daily stake limit "
     "reached, or a cross-site request",
@@ -76,8 +76,9 @@ def openapi_document() -> dict[str, Any]:
             "description": "Deals each unit of a committed block once, against the stake, in "
             "an order fixed before sale. Requests under /v1/players/{player} are signed by "
             "the operator's platform (RFC 9421, the validation service's profile, a terminal "
-            "of role platform) or, with printpipe play --demo, carry the player's session "
-            "cookie. Every error is one line of JSON. See docs/play.md.",
+            "of role platform) or carry the player's session cookie (from the operator's launch "
+            "link, POST /v1/launches, or with printpipe play --demo a login link). Every error "
+            "is one line of JSON. See docs/play.md.",
         },
         "paths": {
             "/": {"get": {"summary": "the player's page (HTML)", "responses": {"200": {
@@ -86,8 +87,16 @@ def openapi_document() -> dict[str, Any]:
                 "parameters": [{"name": "name", "in": "path", "required": True,
                                 "schema": {"type": "string"}}],
                 "responses": {"200": {"description": "the file"}, **_errors(404)}}},
-            "/v1/health": {"get": {"summary": "liveness and database", "responses": {
+            "/v1/health": {"get": {"summary": "live and ready: the process answers, and its "
+                "database (503 and \"ready\": false when it does not)", "responses": {
                 "200": _ok("ok", {"type": "object"}), **_errors(503)}}},
+            "/v1/health/live": {"get": {"summary": "the process answers (nothing asked of the "
+                "database)", "responses": {"200": _ok("live", {"type": "object"})}}},
+            "/v1/health/ready": {"get": {"summary": "the process and its database answer",
+                "responses": {"200": _ok("ready", {"type": "object"}), **_errors(503)}}},
+            "/metrics": {"get": {"summary": "Prometheus metrics (text format), every worker's "
+                "added up: no player, code or token in them", "responses": {
+                "200": {"description": "the metrics", "content": {"text/plain": {}}}}}},
             "/v1/openapi.json": {"get": {"summary": "this document", "responses": {
                 "200": _ok("the document", {"type": "object"})}}},
             "/v1/game": {"get": {"summary": "the game as the screen shows it: symbols (SVG "
@@ -107,7 +116,19 @@ def openapi_document() -> dict[str, Any]:
                 "delete": {"summary": "demo: log out", "responses": {
                     "200": _ok("logged out", {"type": "object"}), **_errors(403, 404, 415)}},
             },
-            "/v1/me": {"get": {"summary": "demo: the session's player", "responses": {
+            "/v1/launches": {
+                "post": {"summary": "spend the operator's launch token (a JWT the platform "
+                    "signs with its Ed25519 key, EdDSA: sub the player, sid its session, iat, "
+                    "exp at most 60 s later, jti a nonce, aud printpipe-play; see docs/play.md) "
+                    "for a session cookie, once; a player launched for the first time is "
+                    "introduced by it",
+                    "requestBody": {"required": True, "content": {"application/json": {
+                        "schema": {"type": "object", "required": ["token"],
+                                   "properties": {"token": {"type": "string"}}}}}},
+                    "responses": {"201": _ok("the session started", {"type": "object"}),
+                                  **_errors(400, 401, 403, 415)}},
+            },
+            "/v1/me": {"get": {"summary": "the session's player", "responses": {
                 "200": _ok("the player", {"type": "object"}), **_errors(401)}}},
             "/v1/players/{player}": {"get": {"summary": "the player's account: balance, "
                 "stake, daily limit and what was staked today", "security": _AUTH,
@@ -150,7 +171,8 @@ def openapi_document() -> dict[str, Any]:
                 "platform": {**_signature_scheme(), "description": "a terminal of role "
                     "platform: " + _signature_scheme()["description"]},
                 "session": {"type": "apiKey", "in": "cookie", "name": "pp_session",
-                            "description": "demo only: printpipe play --demo"},
+                            "description": "a launch's (POST /v1/launches) or, with "
+                            "printpipe play --demo, a login link's (POST /v1/sessions)"},
             },
             "schemas": {
                 "Error": _problem_schema(),

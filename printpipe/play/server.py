@@ -82,6 +82,7 @@ def play(
     url_file: Path | None = None,
     access_log: bool = False,
     witness: Path | None = None,
+    log_format: str = "text",
 ) -> None:
     """Run the game server until SIGINT or SIGTERM; its witness kept in ``witness`` (default
     ``KEYS/witness``: :mod:`printpipe.ledger.witness`)."""
@@ -116,4 +117,5 @@ def play(
         sock=sock,
         workers=workers,
         access_log=access_log,
+        log_format=log_format,
     )

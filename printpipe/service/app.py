@@ -67,6 +67,7 @@ from printpipe.ledger import (
     parse_time,
     write_witness,
 )
+from printpipe.service import metrics
 from printpipe.service.openapi import openapi_document
 from printpipe.service.problems import PROBLEM_JSON, REQUEST_ID, json_line, problem_bytes
 from printpipe.service.signatures import (
@@ -195,8 +196,12 @@ class Service:
         self.rate_limit = rate_limit
         self._buckets: dict[str, tuple[float, float]] = {}
         """Per terminal key: its tokens, and when they were counted (monotonic seconds)."""
-        self.validations: Batcher[Validation, Answer] = Batcher(ledger.validate_many, self.executor)
-        self.claims: Batcher[Claim, Answer | ClaimStart] = Batcher(ledger.claim_many, self.executor)
+        self.validations: Batcher[Validation, Answer] = Batcher(
+            metrics.batched("validations", ledger.validate_many), self.executor
+        )
+        self.claims: Batcher[Claim, Answer | ClaimStart] = Batcher(
+            metrics.batched("claims", ledger.claim_many), self.executor
+        )
 
     @contextlib.asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -216,6 +221,7 @@ class Service:
                 self.write_witness()
             finally:
                 self.ledger.close()
+                metrics.worker_stopped()
 
     async def run(self, function: Callable[..., T], /, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
@@ -231,15 +237,22 @@ class Service:
                 await self.run(self.ledger.purge_expired)
                 loop = asyncio.get_running_loop()  # not the ledger's thread: it goes on
                 await loop.run_in_executor(None, self.ledger.db.checkpoint_wal)
+                metrics.sample_pool(getattr(self.ledger.db, "pool", None))
 
     async def seal(self) -> None:
         """Chain what was logged, every :data:`SEAL_DELAY_S` (``printpipe.ledger.log``)."""
+        sealed_at = time.monotonic()
         while True:
             await asyncio.sleep(SEAL_DELAY_S)
             try:
-                await self.run(self.ledger.seal)
+                sealed = await self.run(self.ledger.seal)
             except Exception as exc:  # a database restarting: the next round seals it
                 log.warning("sealing the log failed: %s", " ".join(str(exc).split())[:200])
+            else:
+                sealed_at = time.monotonic()
+                if sealed:
+                    metrics.SEALED.inc(sealed)
+            metrics.SEAL_LAG.set(time.monotonic() - sealed_at)
 
     async def keep_witness(self) -> None:
         """Keep the witness of the log's head, every :data:`WITNESS_INTERVAL_S`."""
@@ -514,13 +527,44 @@ async def activation(service: Service, request: Request, body: bytes, caller: Ca
     )
 
 
+async def health_answer(service: Service, part: str = "") -> Response:
+    """``/v1/health`` and its parts, live and ready apart: ``live``, the process answers
+    (always, nothing asked of the database); ``ready``, its database answers too (else 503,
+    ``"ready": false``).  ``part``: ``live``, ``ready``, or both."""
+    shown: dict[str, Any] = {"live": True}
+    if part != "live":
+        try:
+            await service.run(service.ledger.query, sql="SELECT 1")
+        except Exception as exc:
+            log.warning(
+                "health: the database does not answer: %s", " ".join(str(exc).split())[:200]
+            )
+            body = problem_bytes(503, "unavailable", "the database does not answer", live=True,
+                                 ready=False)  # fmt: skip
+            return Response(body, status_code=503, media_type=PROBLEM_JSON,
+                            headers={"Retry-After": "1"})  # fmt: skip
+        shown["ready"] = True
+    details = {"database": service.ledger.db.dialect, "version": __version__}
+    status = {"status": "ok"} if part == "" else {}
+    return Response(_json_line({**status, **shown, **details}), media_type=JSON)
+
+
 async def health(request: Request) -> Response:
-    service: Service = request.app.state.service
-    await service.run(service.ledger.query, sql="SELECT 1")
-    return Response(
-        _json_line({"status": "ok", "database": service.ledger.db.dialect, "version": __version__}),
-        media_type=JSON,
-    )
+    return await health_answer(request.app.state.service)
+
+
+async def health_live(request: Request) -> Response:
+    return await health_answer(request.app.state.service, "live")
+
+
+async def health_ready(request: Request) -> Response:
+    return await health_answer(request.app.state.service, "ready")
+
+
+async def metrics_page(request: Request) -> Response:
+    """``/metrics``: the Prometheus metrics (``printpipe.service.metrics``), unsigned."""
+    body, media_type = metrics.exposition()
+    return Response(body, media_type=media_type, headers={"Cache-Control": "no-store"})
 
 
 async def openapi(request: Request) -> Response:
@@ -553,9 +597,12 @@ class Guard:
     server's, answers first with its own handler, :func:`unexpected`, and re-raises: caught
     here, once answered.)"""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, *, observed: metrics.HttpMetrics | None = None) -> None:
         self.app = app
         self._ids = request_ids()
+        self.observed = observed
+        """Where each answer is counted and timed (by its route's template, ``scope["route"]``
+        as the router set it: never the path itself)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -565,12 +612,14 @@ class Guard:
         REQUEST_ID.set(request_id)
         scope.setdefault("state", {})["request_id"] = request_id
         started = False
+        status = 0
         tag = (REQUEST_ID_HEADER.encode(), request_id.encode())
+        arrived = time.perf_counter()
 
         async def tagged_send(message: Message) -> None:
-            nonlocal started
+            nonlocal started, status
             if message["type"] == "http.response.start":
-                started = True
+                started, status = True, message["status"]
                 message = {**message, "headers": [*message.get("headers", []), tag]}
             await send(message)
 
@@ -579,6 +628,10 @@ class Guard:
         except Exception as exc:
             if not started:
                 await _unavailable(exc)(scope, receive, tagged_send)
+        finally:
+            if self.observed is not None and status:
+                route = getattr(scope.get("route"), "path", "unmatched")
+                self.observed.observe(route, scope["method"], status, time.perf_counter() - arrived)
 
 
 async def unexpected(request: Request, exc: Exception) -> Response:
@@ -614,6 +667,9 @@ class Route:
 
 ROUTES = (
     Route("/v1/health", "GET", health),
+    Route("/v1/health/live", "GET", health_live),
+    Route("/v1/health/ready", "GET", health_ready),
+    Route("/metrics", "GET", metrics_page),
     Route("/v1/openapi.json", "GET", openapi),
     Route("/v1/validations", "POST", validations),
     Route("/v1/claims", "POST", claims),
@@ -667,6 +723,7 @@ class Router:
         route = None if methods is None else methods.get("GET" if method == "HEAD" else method)
         if route is not None:
             scope["path_params"] = params
+            scope["route"] = route  # its template, for the metrics
             response = await route.endpoint(Request(scope, receive))
         elif methods is None:
             response = route_error(404, method, scope["path"])
@@ -703,4 +760,4 @@ def create_app(
     )
     router = Router(ROUTES, service.running)
     router.state.service = service
-    return Guard(router)
+    return Guard(router, observed=metrics.http_metrics("serve"))

@@ -139,10 +139,33 @@ def openapi_document() -> dict[str, Any]:
         "paths": {
             "/v1/health": {
                 "get": {
-                    "summary": "liveness and the ledger's database (unsigned)",
+                    "summary": "live and ready: the process answers, and the ledger's database "
+                    '(503 with "ready": false when it does not; unsigned)',
                     "responses": {
                         "200": {"description": "ok"},
                         **_errors(503),
+                    },
+                }
+            },
+            "/v1/health/live": {
+                "get": {
+                    "summary": "the process answers, nothing asked of the database (unsigned)",
+                    "responses": {"200": {"description": "live"}, **_errors()},
+                }
+            },
+            "/v1/health/ready": {
+                "get": {
+                    "summary": "the process and the ledger's database answer (unsigned)",
+                    "responses": {"200": {"description": "ready"}, **_errors(503)},
+                }
+            },
+            "/metrics": {
+                "get": {
+                    "summary": "Prometheus metrics, text format, every worker's added up "
+                    "(unsigned; no code, VIRN or terminal key in them)",
+                    "responses": {
+                        "200": {"description": "the metrics", "content": {"text/plain": {}}},
+                        **_errors(),
                     },
                 }
             },

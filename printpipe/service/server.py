@@ -114,6 +114,7 @@ def serve(
     limits: ConnectionLimits | None = None,
     rate_limit: RateLimit | None = None,
     witness: Path | None = None,
+    log_format: str = "text",
 ) -> None:
     """Run the service until SIGINT or SIGTERM; its witness kept in ``witness`` (default
     ``KEYS/witness``: :mod:`printpipe.ledger.witness`)."""
@@ -147,6 +148,7 @@ def serve(
         workers=workers,
         access_log=access_log,
         limits=limits,
+        log_format=log_format,
     )
 
 
@@ -157,15 +159,20 @@ def run_uvicorn(
     workers: int,
     access_log: bool,
     limits: ConnectionLimits | None = None,
+    log_format: str = "text",
 ) -> None:
     """Serve the ASGI application made by ``factory`` (``module:function``, called in each
-    worker) on ``sock`` until SIGINT or SIGTERM: one process, or a supervisor of ``workers``;
-    connections bounded by ``limits`` (the defaults unless given)."""
+    worker) on ``sock`` until SIGINT or SIGTERM: one process, or a supervisor of ``workers``
+    (whose metrics are added up: ``metrics.prepare_workers``); connections bounded by
+    ``limits`` (the defaults unless given); logs as ``log_format`` (``text`` or ``json``)."""
     import uvicorn
 
+    from printpipe.service.logs import uvicorn_log_config
+    from printpipe.service.metrics import forget_workers, prepare_workers
     from printpipe.service.protocol import BoundedHttpToolsProtocol
 
     limits = limits or ConnectionLimits()
+    metrics_folder = prepare_workers(workers)
 
     config = uvicorn.Config(
         factory,
@@ -176,18 +183,22 @@ def run_uvicorn(
         timeout_keep_alive=int(max(1, limits.keep_alive_timeout_s)),
         lifespan="on",
         access_log=access_log,
-        log_level="warning",
+        log_config=uvicorn_log_config(log_format),
+        log_level=None,  # the levels are in log_config
         server_header=False,
         date_header=False,
         timeout_graceful_shutdown=10,
     )
     server = uvicorn.Server(config)
-    if workers > 1:
-        from uvicorn.supervisors import Multiprocess
+    try:
+        if workers > 1:
+            from uvicorn.supervisors import Multiprocess
 
-        Multiprocess(config, sockets=[sock]).run()
-    else:
-        server.run(sockets=[sock])
+            Multiprocess(config, sockets=[sock]).run()
+        else:
+            server.run(sockets=[sock])
+    finally:
+        forget_workers(metrics_folder)
     logging.shutdown()
 
 

@@ -344,11 +344,14 @@ async function loadAccount() {
 // The login link's token, spent for a session cookie; what to tell the player when it opened
 // none (used already, expired, unknown), else null.
 async function login() {
-  const match = location.hash.match(/^#login=([A-Za-z0-9_-]{16,128})$/);
+  // a demo login link (#login=) or the operator's launch link (#launch=, a signed JWT)
+  const match = location.hash.match(/^#login=([A-Za-z0-9_-]{16,128})$/)
+    || location.hash.match(/^#launch=([A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+)$/);
   if (!match) return null;
+  const path = location.hash.startsWith("#launch=") ? "/v1/launches" : "/v1/sessions";
   history.replaceState(null, "", location.pathname); // the token is spent: off the address bar
   try {
-    await api("/v1/sessions", { method: "POST", body: { token: match[1] } });
+    await api(path, { method: "POST", body: { token: match[1] } });
     return null;
   } catch (error) {
     return frenchError(error);

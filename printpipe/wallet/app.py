@@ -1,0 +1,272 @@
+"""The reference wallet's ASGI application: the wallet API (``api.py``) over its database.
+
+Every request but ``/v1/health`` and ``/v1/openapi.json`` is signed by a game server whose
+public key the wallet trusts (``--trust``), with the validation service's RFC 9421 profile
+(``printpipe.service.signatures``), roles reversed: the game server signs, the wallet
+verifies.  The validation service's router, guard, body bound and problem details are reused
+as they are, so an error is one line of RFC 9457 JSON and nothing a client sends makes a 500.
+
+Faults (``--fault``, for the tests of the game server's client): a call refused with 503
+before anything is done, its answer delayed after the commit, or its answer lost after the
+commit (half of it sent, then the connection closed), each drawn at the rate asked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import functools
+import random
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from printpipe import __version__
+from printpipe.service.app import (
+    Guard,
+    Refusal,
+    Route,
+    Router,
+    error_response,
+    read_body,
+    unauthorized_headers,
+)
+from printpipe.service.problems import json_line
+from printpipe.service.signatures import Unauthorized, key_id_of, verify_request
+from printpipe.wallet.api import (
+    PLAYER,
+    REFUSALS,
+    REPLAYED,
+    BadCall,
+    Receipt,
+    check_day,
+    parse_call,
+)
+from printpipe.wallet.openapi import openapi_document
+from printpipe.wallet.store import WalletRefused, WalletStore
+
+T = TypeVar("T")
+JSON = "application/json"
+MAINTENANCE_S = 30.0
+FAULT_KINDS = ("lose", "error", "delay")
+
+
+@dataclass(frozen=True)
+class Faults:
+    """Injected faults, each a rate from 0 to 1 over the debit, credit and cancel calls:
+    ``error``: 503 before anything is done; ``delay``: the answer held ``delay_s`` seconds
+    after the commit; ``lose``: the answer lost after the commit (the connection cut)."""
+
+    lose: float = 0.0
+    error: float = 0.0
+    delay: float = 0.0
+    delay_s: float = 2.0
+    seed: int | None = None
+
+
+class WalletService:
+    """The application's state: the database, its thread pool, the trusted keys, the faults."""
+
+    def __init__(
+        self,
+        store: WalletStore,
+        *,
+        trusted: list[Ed25519PublicKey],
+        threads: int = 1,
+        faults: Faults | None = None,
+        clock: Callable[[], dt.datetime] | None = None,
+    ) -> None:
+        self.store = store
+        self.keys = {key_id_of(key): key for key in trusted}
+        self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="wallet")
+        self.faults = faults or Faults()
+        self._draw = random.Random(self.faults.seed)
+        self.clock = clock or (lambda: dt.datetime.now(dt.UTC))
+
+    async def run(self, function: Callable[..., T], /, **kwargs: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, functools.partial(function, **kwargs))
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        task = asyncio.create_task(self.maintain())
+        try:
+            yield
+        finally:
+            task.cancel()
+            self.executor.shutdown(wait=True)
+            self.store.close()
+
+    async def maintain(self) -> None:
+        while True:
+            await asyncio.sleep(MAINTENANCE_S)
+            with contextlib.suppress(Exception):  # a database restarting: next round
+                await self.run(self.store.purge_nonces, now=self.clock())
+
+    def fault(self, kind: str) -> bool:
+        rate = float(getattr(self.faults, kind))
+        return rate > 0 and self._draw.random() < rate
+
+    async def verified(self, request: Request, body: bytes) -> tuple[str, str, int]:
+        """The request's signer, verified against the trusted keys: (key id, nonce, created)
+        to admit; 401 otherwise."""
+        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.scope["headers"]]
+        path = request.scope.get("raw_path") or request.url.path.encode()
+        try:
+            verified = verify_request(
+                method=request.method,
+                path=path.decode("latin-1"),
+                query=request.scope.get("query_string", b"").decode("latin-1"),
+                headers=headers,
+                body=body,
+                public_key=self.keys.get,
+            )
+        except Unauthorized as exc:
+            raise Refusal(
+                401, "unauthorized", str(exc), unauthorized_headers(idempotent=False)
+            ) from None
+        return verified.key_id, verified.nonce, verified.created
+
+
+def refused(exc: WalletRefused | BadCall) -> Response:
+    kind = exc.kind if isinstance(exc, WalletRefused) else "bad_request"
+    status = REFUSALS[kind][0]
+    headers = unauthorized_headers(idempotent=False) if status == 401 else None
+    return error_response(status, kind, str(exc), headers)
+
+
+def json_response(
+    data: Any, *, status: int = 200, headers: dict[str, str] | None = None
+) -> Response:
+    return Response(json_line(data), status_code=status, media_type=JSON, headers=headers)
+
+
+class CutResponse(Response):
+    """An answer lost on the way: its head and half its body sent, then the connection
+    closed (uvicorn closes a connection whose answer its application left unfinished)."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send(
+            {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
+        )
+        await send({"type": "http.response.body", "body": self.body[: len(self.body) // 2],
+                    "more_body": True})  # fmt: skip
+
+
+Handler = Callable[[WalletService, Request, bytes, tuple[str, str, int]], Awaitable[Response]]
+
+
+def signed(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    """An endpoint for signed requests: body bounded, signature verified (401), then
+    ``handler``; a refusal is one line of problem details."""
+
+    @functools.wraps(handler)
+    async def endpoint(request: Request) -> Response:
+        service: WalletService = request.app.state.service
+        try:
+            body = await read_body(request)
+            signer = await service.verified(request, body)
+            return await handler(service, request, body, signer)
+        except Refusal as refusal:
+            return refusal.response()
+        except (WalletRefused, BadCall) as exc:
+            return refused(exc)
+
+    return endpoint
+
+
+def movement(kind: str) -> Callable[[Request], Awaitable[Response]]:
+    """``POST /v1/debits``, ``/v1/credits``, ``/v1/cancels``."""
+
+    @signed
+    async def endpoint(
+        service: WalletService, request: Request, body: bytes, signer: tuple[str, str, int]
+    ) -> Response:
+        call = parse_call(kind, body)
+        if service.fault("error"):
+            return error_response(503, "unavailable", "injected fault: retry", {"Retry-After": "1"})
+        outcome, replayed = await service.run(
+            service.store.apply, call=call, now=service.clock(), nonce=signer
+        )
+        if isinstance(outcome, WalletRefused):
+            return refused(outcome)
+        response = _receipt_response(outcome, replayed)
+        if service.fault("delay"):
+            await asyncio.sleep(service.faults.delay_s)
+        if service.fault("lose"):
+            return CutResponse(response.body, status_code=response.status_code, media_type=JSON)
+        return response
+
+    return endpoint
+
+
+def _receipt_response(receipt: Receipt, replayed: bool) -> Response:
+    headers = {REPLAYED: "true"} if replayed else None
+    return json_response(receipt.as_json(), status=200 if replayed else 201, headers=headers)
+
+
+@signed
+async def account(
+    service: WalletService, request: Request, body: bytes, signer: tuple[str, str, int]
+) -> Response:
+    player = request.path_params["player"]
+    if PLAYER.fullmatch(player) is None:
+        raise BadCall("a player is 1 to 64 of A-Z a-z 0-9 . _ @ -")
+    balance = await service.run(service.store.balance, player=player, nonce=signer)
+    if balance is None:
+        raise WalletRefused("no_such_player", f"no account of {player}")
+    return json_response({"player": player, "balance_cents": balance, "currency": "EUR"})
+
+
+@signed
+async def statement(
+    service: WalletService, request: Request, body: bytes, signer: tuple[str, str, int]
+) -> Response:
+    day = check_day(request.path_params["day"])
+    found = await service.run(service.store.statement, day=day, nonce=signer)
+    return json_response(found.as_json())
+
+
+async def health(request: Request) -> Response:
+    service: WalletService = request.app.state.service
+    await service.run(service.store.balance, player="-")
+    return json_response(
+        {"status": "ok", "database": service.store.dialect, "version": __version__}
+    )
+
+
+async def openapi(request: Request) -> Response:
+    return json_response(openapi_document())
+
+
+ROUTES = (
+    Route("/v1/health", "GET", health),
+    Route("/v1/openapi.json", "GET", openapi),
+    Route("/v1/debits", "POST", movement("debit")),
+    Route("/v1/credits", "POST", movement("credit")),
+    Route("/v1/cancels", "POST", movement("cancel")),
+    Route("/v1/players/{player}", "GET", account),
+    Route("/v1/statements/{day}", "GET", statement),
+)
+
+
+def create_app(
+    store: WalletStore,
+    *,
+    trusted: list[Ed25519PublicKey],
+    threads: int = 1,
+    faults: Faults | None = None,
+    clock: Callable[[], dt.datetime] | None = None,
+) -> ASGIApp:
+    """The reference wallet's ASGI application over an open store."""
+    service = WalletService(store, trusted=trusted, threads=threads, faults=faults, clock=clock)
+    router = Router(ROUTES, service.running)
+    router.state.service = service
+    return Guard(router)

@@ -1,0 +1,544 @@
+"""The operator's wallet API: its bodies, the reference wallet's database on both engines (a
+model-checked property, a debit racing its cancel), the wallet served (signatures, the calls'
+rules, the statement, the OpenAPI document), and the game server's client (its outcomes)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import stat
+import threading
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from printpipe.play.operator_wallet import Cancelled, Confirmed, Refused, Unknown, WalletClient
+from printpipe.service.signatures import RequestSigner
+from printpipe.wallet.api import (
+    REFUSALS,
+    BadCall,
+    Call,
+    Receipt,
+    Share,
+    parse_call,
+    parse_receipt,
+)
+from printpipe.wallet.openapi import openapi_document
+from printpipe.wallet.store import WalletRefused, WalletStore
+from tests.conftest import run_cli
+from tests.wallet_helpers import WalletProcess
+
+GAME = "golden-animals"
+SPLIT = (("golden-animals", 97), ("SUPER JACKPOT", 3))
+NOW = dt.datetime(2026, 12, 1, 11, 0, tzinfo=dt.UTC)
+DOCS = Path(__file__).parent.parent / "docs"
+
+
+def debit_call(reference: str, player: str, amount: int = 100) -> Call:
+    split = (Share(GAME, amount - 3), Share("SUPER JACKPOT", 3)) if amount >= 3 else ()
+    return Call("debit", reference, player, amount, GAME, split or (Share(GAME, amount),))
+
+
+# -- the API's bodies ----------------------------------------------------------------------------
+
+calls = st.builds(
+    lambda kind, ref, player, amount, linked: Call(
+        kind,
+        ref,
+        player,
+        amount,
+        GAME,
+        (Share(GAME, amount - min(linked, amount)), Share("SUPER JACKPOT", min(linked, amount)))
+        if kind == "debit"
+        else (),
+    ),
+    st.sampled_from(["debit", "credit", "cancel"]),
+    st.from_regex(r"[A-Za-z0-9._:-]{8,64}", fullmatch=True),
+    st.from_regex(r"[A-Za-z0-9._@-]{1,64}", fullmatch=True),
+    st.integers(1, 10**11),
+    st.integers(0, 10),
+)
+
+
+@given(calls)
+def test_a_call_body_reads_back_as_the_same_call(call):
+    assert parse_call(call.kind, call.body()) == call
+    assert call.body() == call.body()  # the same bytes on every attempt
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"",
+        b"[]",
+        b'{"reference": "r"}',
+        b"\xff\xfe{}",
+        b'{"reference":"aaaaaaaa","reference":"bbbbbbbb","player":"a","amount_cents":1,'
+        b'"currency":"EUR","game":"g","split":[{"game":"g","amount_cents":1}]}',
+        # the split does not add up to the amount
+        b'{"reference":"aaaaaaaa","player":"a","amount_cents":100,"currency":"EUR","game":"g",'
+        b'"split":[{"game":"g","amount_cents":97}]}',
+        # another currency, a float amount, a negative one, a bad reference, a bad player
+        b'{"reference":"aaaaaaaa","player":"a","amount_cents":1,"currency":"USD","game":"g",'
+        b'"split":[{"game":"g","amount_cents":1}]}',
+        b'{"reference":"aaaaaaaa","player":"a","amount_cents":1.0,"currency":"EUR","game":"g",'
+        b'"split":[{"game":"g","amount_cents":1}]}',
+        b'{"reference":"aaaaaaaa","player":"a","amount_cents":-1,"currency":"EUR","game":"g",'
+        b'"split":[{"game":"g","amount_cents":-1}]}',
+        b'{"reference":"a b","player":"a","amount_cents":1,"currency":"EUR","game":"g",'
+        b'"split":[{"game":"g","amount_cents":1}]}',
+        b'{"reference":"aaaaaaaa","player":"a/b","amount_cents":1,"currency":"EUR","game":"g",'
+        b'"split":[{"game":"g","amount_cents":1}]}',
+        b'{"reference":"aaaaaaaa","player":"a","amount_cents":true,"currency":"EUR","game":"g",'
+        b'"split":[{"game":"g","amount_cents":1}]}',
+        b"[" * 100_000,
+    ],
+)
+def test_a_malformed_debit_is_refused(body):
+    with pytest.raises(BadCall):
+        parse_call("debit", body)
+
+
+def test_a_receipt_of_another_call_is_not_understood():
+    call = debit_call("a" * 32, "alice")
+    other = Receipt("debit", "b" * 32, "alice", 100, 1900, "2026-12-01T11:00:00.000000Z")
+    with pytest.raises(BadCall):
+        parse_receipt(call, json.dumps(other.as_json()).encode())
+    mine = Receipt("debit", "a" * 32, "alice", 100, 1900, "2026-12-01T11:00:00.000000Z")
+    assert parse_receipt(call, json.dumps(mine.as_json()).encode()) == mine
+
+
+# -- the reference wallet's database, both engines ---------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def store(ledgers):
+    with WalletStore(ledgers.new(), pool_size=4) as opened:
+        yield opened
+
+
+class Model:
+    """What the API says each call does, written plainly: the store must agree call by call."""
+
+    def __init__(self) -> None:
+        self.balances: dict[str, int] = {}
+        self.done: dict[tuple[str, str], Call] = {}
+        self.refunded: dict[str, bool] = {}
+        self.balance_at: dict[tuple[str, str], int] = {}
+
+    def apply(self, call: Call) -> str | int:
+        """The refusal's kind, or the balance after."""
+        earlier = self.done.get((call.reference, call.kind))
+        if earlier is not None:
+            return self.balance_at[call.reference, call.kind] if earlier == call else (
+                "reference_reused"
+            )  # fmt: skip
+        debit = self.done.get((call.reference, "debit"))
+        cancelled = (call.reference, "cancel") in self.done
+        if call.kind == "debit":
+            if cancelled:
+                return "cancelled"
+            if call.player not in self.balances:
+                return "no_such_player"
+            if self.balances[call.player] < call.amount_cents:
+                return "insufficient_funds"
+            move = -call.amount_cents
+        elif call.kind == "credit":
+            if debit is None or cancelled or debit.player != call.player:
+                return "no_debit"
+            move = call.amount_cents
+        else:
+            if (call.reference, "credit") in self.done:
+                return "already_credited"
+            if debit is not None and (debit.player, debit.amount_cents) != (
+                call.player,
+                call.amount_cents,
+            ):
+                return "reference_reused"
+            move = call.amount_cents if debit is not None else 0
+            self.refunded[call.reference] = debit is not None
+        after = self.balances.get(call.player, 0) + move
+        if call.player in self.balances:
+            self.balances[call.player] = after
+        self.done[call.reference, call.kind] = call
+        self.balance_at[call.reference, call.kind] = after
+        return after
+
+
+operations = st.lists(
+    st.tuples(
+        st.sampled_from(["debit", "credit", "cancel", "deposit"]),
+        st.integers(0, 3),  # which reference
+        st.integers(0, 1),  # which player
+        st.sampled_from([100, 100, 100, 250, 2000]),
+    ),
+    max_size=30,
+)
+
+
+@given(operations)
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_the_wallet_does_each_call_as_the_api_says(store, ops):
+    """Any sequence of debits, credits, cancels and deposits, references and bodies repeated:
+    each answer is the model's (the refusal, or the balance after), a repeated call answers
+    its first receipt, and the balances are the deposits less what the calls moved."""
+    run = uuid.uuid4().hex[:12]
+    model = Model()
+    players = [f"p-{run}-0", f"p-{run}-1"]
+    for kind, ref, who, amount in ops:
+        player, reference = players[who], f"{run}-ref-{ref}"
+        if kind == "deposit":
+            model.balances[player] = model.balances.get(player, 0) + amount
+            assert (
+                store.deposit(player=player, amount_cents=amount, now=NOW)
+                == (model.balances[player])
+            )
+            continue
+        call = debit_call(reference, player, amount) if kind == "debit" else (
+            Call(kind, reference, player, amount, GAME)
+        )  # fmt: skip
+        repeated = (reference, kind) in model.done
+        expected = model.apply(call)
+        outcome, replayed = store.apply(call, now=NOW)
+        if isinstance(expected, str):
+            assert isinstance(outcome, WalletRefused) and outcome.kind == expected, (call, outcome)
+            assert REFUSALS[outcome.kind][0] >= 400
+        else:
+            assert isinstance(outcome, Receipt), (call, outcome)
+            assert outcome.balance_cents == expected
+            assert replayed == repeated
+            if kind == "cancel":
+                assert outcome.refunded == model.refunded[reference]
+    for player in players:
+        assert store.balance(player=player) == model.balances.get(player)
+
+
+@pytest.mark.parametrize("first", ["debit", "cancel"])
+def test_a_debit_racing_its_cancel_is_taken_and_refunded_or_never_taken(ledgers, first):
+    """A debit whose answer was lost and its cancel, sent at once from two connections, 20
+    times: either the debit is taken and the cancel refunds it, or the cancel is recorded first
+    and the debit refused; the balance is the deposit again either way."""
+    location = ledgers.new()
+    with WalletStore(location, pool_size=2) as one, WalletStore(location, pool_size=2) as two:
+        one.deposit(player="racer", amount_cents=100, now=NOW)
+        for n in range(20):
+            reference = f"race-{first}-{n:04d}"
+            outcomes: dict[str, object] = {}
+            start = threading.Barrier(2)
+
+            def send(
+                kind: str,
+                store: WalletStore,
+                reference: str = reference,
+                start: threading.Barrier = start,
+                outcomes: dict[str, object] = outcomes,
+            ) -> None:
+                call = debit_call(reference, "racer") if kind == "debit" else (
+                    Call("cancel", reference, "racer", 100, GAME)
+                )  # fmt: skip
+                start.wait()
+                outcomes[kind] = store.apply(call, now=NOW)[0]
+
+            second = "cancel" if first == "debit" else "debit"
+            threads = [threading.Thread(target=send, args=(first, one)),
+                       threading.Thread(target=send, args=(second, two))]  # fmt: skip
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            debit, cancel = outcomes["debit"], outcomes["cancel"]
+            assert isinstance(cancel, Receipt)
+            if isinstance(debit, Receipt):
+                assert cancel.refunded is True
+            else:
+                assert isinstance(debit, WalletRefused) and debit.kind == "cancelled"
+                assert cancel.refunded is False
+            assert one.balance(player="racer") == 100
+
+
+def test_the_statement_lists_the_days_calls_and_their_shares(ledgers):
+    ticks = (NOW + dt.timedelta(seconds=n) for n in range(100))
+    with WalletStore(ledgers.new()) as store:
+        store.deposit(player="alice", amount_cents=1000, now=next(ticks))
+        for n in range(3):
+            store.apply(debit_call(f"play-{n:06d}", "alice"), now=next(ticks))
+        store.apply(Call("credit", "play-000000", "alice", 500, GAME), now=next(ticks))
+        store.apply(Call("cancel", "play-000001", "alice", 100, GAME), now=next(ticks))
+        store.apply(Call("cancel", "play-999999", "alice", 100, GAME), now=next(ticks))
+        later = NOW + dt.timedelta(days=1)
+        store.apply(debit_call("play-000009", "alice"), now=later)
+        statement = store.statement(day="2026-12-01")
+        assert [(e.kind, e.reference) for e in statement.entries] == [
+            ("debit", "play-000000"), ("debit", "play-000001"), ("debit", "play-000002"),
+            ("credit", "play-000000"), ("cancel", "play-000001"), ("cancel", "play-999999"),
+        ]  # fmt: skip
+        assert statement.totals() == {
+            "debits": {"count": 3, "amount_cents": 300},
+            "credits": {"count": 1, "amount_cents": 500},
+            "cancels": {"count": 2, "amount_cents": 100},
+            "shares": {"SUPER JACKPOT": 9, GAME: 291},
+        }
+        assert len(store.statement(day="2026-12-02").entries) == 1
+        assert store.statement(day="2026-11-30").entries == ()
+
+
+def test_a_wallet_database_is_never_another_database(tmp_path, ledgers):
+    """A database holding other tables (a ledger's, anyone's) is refused untouched."""
+    location = ledgers.new()
+    if isinstance(location, Path):
+        import sqlite3
+
+        with sqlite3.connect(location) as conn:
+            conn.execute("CREATE TABLE tickets (id INTEGER)")
+        before = location.read_bytes()
+    else:
+        import psycopg
+
+        with psycopg.connect(location.dsn, autocommit=True) as conn:
+            conn.execute("CREATE TABLE tickets (id INTEGER)")
+    from printpipe.ledger import location_argument
+
+    result = run_cli("wallet", "deposit", "alice", "5", "--db", location_argument(location))
+    assert result.returncode == 1
+    assert "not a printpipe wallet database" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    if isinstance(location, Path):
+        assert location.read_bytes() == before
+    text = tmp_path / "notes.txt"
+    text.write_text("a shopping list\n")
+    refused = run_cli("wallet", "deposit", "alice", "5", "--db", str(text))
+    assert "not a printpipe wallet database" in refused.stderr
+    assert text.read_text() == "a shopping list\n"
+
+
+def test_deposit_opens_an_account_in_a_private_file(tmp_path):
+    db = tmp_path / "wallet.sqlite"
+    first = run_cli("wallet", "deposit", "alice", "20", "--db", str(db), check=True)
+    assert first.stdout.strip() == "deposited 20.00 EUR for alice: balance 20.00 EUR"
+    again = run_cli("wallet", "deposit", "alice", "2,50", "--db", str(db), check=True)
+    assert again.stdout.strip() == "deposited 2.50 EUR for alice: balance 22.50 EUR"
+    assert stat.S_IMODE(db.stat().st_mode) == 0o600
+    for bad in (["alice", "0"], ["alice", "-1"], ["a/b", "1"]):
+        refused = run_cli("wallet", "deposit", *bad, "--db", str(db))
+        assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
+
+
+# -- the wallet served ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def served(ledgers, tmp_path_factory):
+    wallet = WalletProcess(ledgers.new(), tmp_path_factory.mktemp("wallet"))
+    with WalletStore(wallet.location) as store:
+        store.deposit(player="alice", amount_cents=2000, now=dt.datetime.now(dt.UTC))
+    wallet.start()
+    yield wallet
+    wallet.stop()
+    assert "Traceback" not in wallet.log.read_text()
+
+
+def test_each_call_needs_the_game_servers_signature(served):
+    body = debit_call(uuid.uuid4().hex, "alice").body()
+    url = served.url + "/v1/debits"
+    with httpx.Client() as http:
+        unsigned = http.post(url, content=body)
+        assert unsigned.status_code == 401
+        assert unsigned.headers["content-type"] == "application/problem+json"
+        assert unsigned.headers["www-authenticate"].startswith("Signature")
+        stranger = RequestSigner(Ed25519PrivateKey.generate())
+        foreign = http.post(url, content=body, headers=stranger.headers("POST", url, body))
+        assert foreign.status_code == 401
+        signer = RequestSigner(served.key)
+        headers = signer.headers("POST", url, body)
+        tampered = body.replace(b'"amount_cents":100', b'"amount_cents":1')
+        assert http.post(url, content=tampered, headers=headers).status_code == 401
+        assert http.post(url, content=body, headers=headers).status_code == 201
+        replayed = http.post(url, content=body, headers=headers)  # the same nonce
+        assert replayed.status_code == 401 and "nonce" in replayed.json()["detail"]
+        statement = f"{served.url}/v1/statements/2026-12-01"
+        assert http.get(statement).status_code == 401
+    with WalletStore(served.location) as store:
+        assert store.balance(player="alice") == 1900  # the one signed debit, once
+
+
+def test_the_calls_rules_over_http(served):
+    with WalletClient(served.url, key=served.key, game=GAME) as client:
+        play, lost = uuid.uuid4().hex, uuid.uuid4().hex
+        taken = client.debit(reference=play, player="alice", split=SPLIT)
+        assert isinstance(taken, Confirmed) and not taken.replayed
+        again = client.debit(reference=play, player="alice", split=SPLIT)
+        assert isinstance(again, Confirmed) and again.replayed and again.receipt == taken.receipt
+        other = client.debit(reference=play, player="alice", split=(("golden-animals", 200),))
+        assert isinstance(other, Refused) and (other.kind, other.status) == (
+            "reference_reused",
+            422,
+        )
+        credit = client.credit(reference=play, player="alice", amount_cents=1000)
+        assert isinstance(credit, Confirmed)
+        assert credit.receipt.balance_cents == taken.receipt.balance_cents + 1000
+        late = client.cancel(reference=play, player="alice", amount_cents=100)
+        assert isinstance(late, Refused) and late.kind == "already_credited"
+        # a debit whose answer was lost: cancelled first, so never taken when it arrives
+        cancel = client.cancel(reference=lost, player="alice", amount_cents=100)
+        assert isinstance(cancel, Confirmed) and cancel.receipt.refunded is False
+        arriving = client.debit(reference=lost, player="alice", split=SPLIT)
+        assert isinstance(arriving, Refused) and (arriving.kind, arriving.status) == (
+            "cancelled",
+            409,
+        )
+        nothing = client.credit(reference=uuid.uuid4().hex, player="alice", amount_cents=5)
+        assert isinstance(nothing, Refused) and nothing.kind == "no_debit"
+        poor = client.debit(reference=uuid.uuid4().hex, player="alice",
+                            split=(("golden-animals", 10**9),))  # fmt: skip
+        assert isinstance(poor, Refused) and (poor.kind, poor.status) == ("insufficient_funds", 402)
+        nobody = client.settle_debit(reference=uuid.uuid4().hex, player="bob", split=SPLIT)
+        assert isinstance(nobody, Refused) and nobody.kind == "no_such_player"
+        assert client.balance(player="alice") == credit.receipt.balance_cents
+        day = taken.receipt.at[:10]
+        statement = client.statement(day=day)
+        mine = [e for e in statement.entries if e.reference in (play, lost)]
+        assert [(e.kind, e.refunded) for e in mine] == [
+            ("debit", None), ("credit", None), ("cancel", False),
+        ]  # fmt: skip
+        assert mine[0].split == (Share("golden-animals", 97), Share("SUPER JACKPOT", 3))
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"", b"not json", b"{}", b'{"code": "x"}', b"\xff" * 40, b"x" * 20_000],
+)
+def test_a_malformed_call_is_one_line_of_json(served, body):
+    url = served.url + "/v1/credits"
+    headers = RequestSigner(served.key).headers("POST", url, body)
+    response = httpx.post(url, content=body, headers=headers)
+    assert response.status_code in (400, 413)
+    assert response.headers["content-type"] == "application/problem+json"
+    assert b"\n" not in response.content.strip()
+    assert response.json()["error"] in ("bad_request", "too_large")
+
+
+def test_the_openapi_document_describes_the_wallet(served):
+    document = httpx.get(served.url + "/v1/openapi.json").json()
+    assert document == json.loads(json.dumps(openapi_document()))
+    written = json.loads((DOCS / "wallet-api.openapi.json").read_text())
+    assert written == document, "docs/wallet-api.openapi.json: write it again (see the test)"
+    from printpipe.wallet.app import ROUTES
+
+    described = {(path, method.upper()) for path, item in document["paths"].items()
+                 for method in item}  # fmt: skip
+    assert described == {(r.path, r.method) for r in ROUTES}
+    refusals = {k for path in document["paths"].values() for op in path.values()
+                for r in op["responses"].values() for k in REFUSALS
+                if k in r.get("description", "")}  # fmt: skip
+    assert refusals == set(REFUSALS)
+
+
+# -- the client's outcomes, against answers written by hand -------------------------------------
+
+
+def _client(handler, *, attempts: int = 3, waits: list[float] | None = None) -> WalletClient:
+    sleeps = waits if waits is not None else []
+    return WalletClient(
+        "http://wallet.test", key=Ed25519PrivateKey.generate(), game=GAME, attempts=attempts,
+        transport=httpx.MockTransport(handler), sleep=sleeps.append,
+    )  # fmt: skip
+
+
+def _receipt(request: httpx.Request, balance: int = 1900) -> httpx.Response:
+    data = json.loads(request.content)
+    kind = request.url.path.removeprefix("/v1/").removesuffix("s")
+    refunded = False if kind == "cancel" else None
+    receipt = Receipt(kind, data["reference"], data["player"], data["amount_cents"], balance,
+                      "2026-12-01T11:00:00.000000Z", refunded)  # fmt: skip
+    return httpx.Response(201, json=receipt.as_json())
+
+
+def test_an_unknown_outcome_is_asked_again_with_the_same_body():
+    seen: list[bytes] = []
+    nonces: set[str] = set()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.content)
+        nonces.add(request.headers["signature-input"])
+        if len(seen) == 1:
+            raise httpx.ReadTimeout("no answer", request=request)
+        if len(seen) == 2:
+            return httpx.Response(503, headers={"Retry-After": "9"})
+        return _receipt(request)
+
+    waits: list[float] = []
+    outcome = _client(handler, attempts=4, waits=waits).debit(
+        reference="a" * 32, player="alice", split=SPLIT
+    )
+    assert isinstance(outcome, Confirmed) and outcome.attempts == 3
+    assert len(set(seen)) == 1 and len(nonces) == 3  # one body, a new signature each time
+    assert waits == [0.2, 2.0]  # the backoff, then Retry-After cut to 2 s
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        (httpx.Response(402, json={"error": "insufficient_funds", "detail": "poor"}),
+         Refused("insufficient_funds", "poor", 402)),
+        (httpx.Response(409, json={"error": "cancelled", "detail": "c"}),
+         Refused("cancelled", "c", 409)),
+        (httpx.Response(404, text="no such path"), Refused("rejected", "HTTP 404", 404)),
+        (httpx.Response(402, json={"error": "cancelled"}), Refused("rejected", "HTTP 402", 402)),
+    ],
+)  # fmt: skip
+def test_a_refusal_is_final(answer, expected):
+    calls = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        return answer
+
+    assert _client(handler).debit(reference="a" * 32, player="alice", split=SPLIT) == expected
+    assert len(calls) == 1
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        httpx.Response(500),
+        httpx.Response(429),
+        httpx.Response(408),
+        httpx.Response(201, json={"kind": "debit", "reference": "b" * 32}),
+        httpx.Response(200, text="ok"),
+    ],
+)
+def test_what_is_not_understood_stays_unknown(answer):
+    calls = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        return answer
+
+    outcome = _client(handler).credit(reference="a" * 32, player="alice", amount_cents=500)
+    assert isinstance(outcome, Unknown) and outcome.attempts == 3
+    assert len(calls) == 3
+
+
+def test_a_debit_that_stays_unknown_is_cancelled_before_the_player_is_answered():
+    paths = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        paths.append(request.url.path)
+        if request.url.path == "/v1/debits":
+            raise httpx.RemoteProtocolError("peer closed connection", request=request)
+        return _receipt(request)
+
+    outcome = _client(handler).settle_debit(reference="a" * 32, player="alice", split=SPLIT)
+    assert isinstance(outcome, Cancelled) and outcome.receipt.refunded is False
+    assert paths == ["/v1/debits"] * 3 + ["/v1/cancels"]
+
+    def nothing_answers(request: httpx.Request) -> httpx.Response:
+        raise httpx.ConnectError("refused", request=request)
+
+    lost = _client(nothing_answers).settle_debit(reference="a" * 32, player="alice", split=SPLIT)
+    assert isinstance(lost, Unknown)

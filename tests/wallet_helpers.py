@@ -1,0 +1,91 @@
+"""The reference wallet run as an operator runs it: ``printpipe wallet serve`` in a subprocess,
+on a port of its own (kept across a kill -9 and a restart), with the game server's key."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from printpipe.ledger import Location, location_argument
+from printpipe.service.signatures import generate_terminal_key, load_terminal_key
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class WalletProcess:
+    """``printpipe wallet serve --db location --trust folder/game.key.pub`` and its faults."""
+
+    location: Location
+    folder: Path
+    faults: list[str] = field(default_factory=list)
+    port: int = 0
+    process: subprocess.Popen | None = None
+
+    def __post_init__(self) -> None:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        if not self.key_file.exists():
+            generate_terminal_key(self.key_file)
+        self.port = self.port or free_port()
+
+    @property
+    def key_file(self) -> Path:
+        return self.folder / "game.key"
+
+    @property
+    def key(self) -> Ed25519PrivateKey:
+        return load_terminal_key(self.key_file)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def log(self) -> Path:
+        return self.folder / "wallet.log"
+
+    def start(self) -> str:
+        url_file = self.folder / "wallet.url"
+        url_file.unlink(missing_ok=True)
+        args = [sys.executable, "-m", "printpipe", "wallet", "serve",
+                "--db", location_argument(self.location), "--trust", f"{self.key_file}.pub",
+                "--port", str(self.port), "--url-file", str(url_file)]  # fmt: skip
+        for fault in self.faults:
+            args += ["--fault", fault]
+        with open(self.log, "ab") as log:
+            self.process = subprocess.Popen(
+                [*args, "--fault-delay", "2", "--fault-seed", "7"] if self.faults else args,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+            )
+        deadline = time.monotonic() + 60
+        while not url_file.exists():
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(self.log.read_text())
+            time.sleep(0.05)
+        return self.url
+
+    def kill(self) -> None:
+        """SIGKILL, no goodbye."""
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=30)
+        self.process = None
