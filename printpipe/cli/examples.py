@@ -76,6 +76,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "printpipe play --db play.sqlite --keys keys --demo --port 0 --url-file play.url "
         "--pid-file play.pid --log play.log --detach",
     ),
+    "play launch": ("printpipe play launch bob --key operator.key --url http://127.0.0.1:8788",),
     "players add": (
         "printpipe players add alice --balance 20 --db play.sqlite --keys keys "
         "--url http://127.0.0.1:8788",
@@ -121,6 +122,13 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     "verify-remaining": (
         "printpipe verify-remaining remaining.txt --commitment blk/commitment.json --keys keys",
     ),
+    "wallet deposit": ("printpipe wallet deposit alice 20 --db wallet.sqlite",),
+    "wallet serve": (
+        "printpipe wallet serve --db wallet.sqlite --trust game.key.pub",
+        "printpipe wallet serve --db wallet.sqlite --trust game.key.pub --port 0 "
+        "--url-file wallet.url --pid-file wallet.pid --log wallet.log --detach",
+    ),
+    "wallet statement": ("printpipe wallet statement --db wallet.sqlite --day 2026-12-01",),
 }
 
 GUIDE = (
