@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 from reportlab.lib.utils import simpleSplit
 from reportlab.pdfbase.pdfmetrics import stringWidth
+from reportlab.pdfgen.canvas import FILL_NON_ZERO
 
 from printpipe import french
 from printpipe.errors import PrintpipeError
@@ -143,7 +144,8 @@ def paw_pad(hidden: Box, spread: float) -> tuple[Box, float]:
 
 def paw_toes(pad: Box) -> tuple[Toe, ...]:
     """Four toes in an arc above ``pad``: the middle two upright and highest, the outer two
-    lower and turned outwards, none touching the pad."""
+    lower and turned outwards, overlapping the pad's upper corners (the coating is their
+    union: ``TicketRenderer._coat``)."""
     x, y, w, h = pad
     rx = w * TOE_WIDTH / 2
     ry = rx * TOE_ASPECT
@@ -574,13 +576,16 @@ class TicketRenderer:
         self.c.roundRect(*box, min(corner, box[3] / 2, box[2] / 2), stroke=0, fill=1)
 
     def _coat(self, zone: ScratchZone) -> None:
-        """Fill a zone's coating: its pad and, a paw, its toes, as one path."""
+        """Fill a zone's coating: its pad and, a paw, its toes, as one path filled by the
+        nonzero rule, so that the coating is their union: pad and toes all turn the same way
+        (counter-clockwise), and where an outer toe overlaps the pad's corner the latex is
+        solid (even-odd would leave bare paper there, a hole in the coating)."""
         path = self.c.beginPath()
         x, y, w, h = zone.pad
         path.roundRect(x, y, w, h, min(zone.corner, w / 2, h / 2))
         for toe in zone.toes:
             add_toe(path, toe)
-        self.c.drawPath(path, stroke=0, fill=1)
+        self.c.drawPath(path, stroke=0, fill=1, fillMode=FILL_NON_ZERO)
 
     def _bases(self) -> None:
         """Every play area's light base, inside its coating by the spread, corners rounded so
