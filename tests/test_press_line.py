@@ -6,6 +6,7 @@ press line, each failing on one injected violation.  Few packs and low resolutio
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
@@ -27,7 +28,7 @@ from printpipe.render.imposition import cut_and_stack, impose, parse_sheet
 from printpipe.render.sheet import crop_marks
 from printpipe.render.template import MM, load_template
 from printpipe.store import BlockStore
-from tests.conftest import generate_store, run_cli
+from tests.conftest import CMYK_PROFILE, generate_store, run_cli
 
 DPI = 36
 STATIC_INKS = ("Cyan", "Magenta", "Yellow", "Black", "Blocking", "ScratchOff", "ScratchDecor")
@@ -40,10 +41,11 @@ def runs(tmp_path_factory, game, keys_dir, approvals_dir) -> dict[str, Path]:
     work = tmp_path_factory.mktemp("press-line")
     store = generate_store(game, keys_dir, work / "block", PackRange(1, 3))
     out = {"block": store}
+    profile = ("--output-intent", str(CMYK_PROFILE))
     for name, extra in (
         ("digital", ()),
-        ("conventional", ("--press", "conventional")),
-        ("none", ("--press", "conventional", "--coating", "none")),
+        ("conventional", ("--press", "conventional", *profile)),
+        ("none", ("--press", "conventional", "--coating", "none", *profile)),
     ):
         out[name] = work / name
         run_cli("export", str(store), "--out", str(out[name]), "--keys", str(keys_dir),
@@ -52,9 +54,44 @@ def runs(tmp_path_factory, game, keys_dir, approvals_dir) -> dict[str, Path]:
     return out
 
 
+def _entries(folder: Path) -> list[dict]:
+    return json.loads((folder / "job.json").read_text())["files"]
+
+
 def _files(folder: Path, kind: str) -> list[Path]:
-    job = json.loads((folder / "job.json").read_text())
-    return [folder / e["path"] for e in job["files"] if e["kind"] == kind]
+    return [folder / e["path"] for e in _entries(folder) if e["kind"] == kind]
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_conventional_run_needs_the_presss_profile(runs, keys_dir, approvals_dir, tmp_path):
+    """PDF/X-4 embeds the output profile: without one, the run is refused in one line naming
+    the option, and nothing is written."""
+    out = tmp_path / "line"
+    refused = run_cli("export", str(runs["block"]), "--out", str(out), "--keys",
+                      str(keys_dir), "--approvals", str(approvals_dir), "--press",
+                      "conventional", "-q")  # fmt: skip
+    assert refused.returncode == 1 and refused.stdout == ""
+    (line,) = refused.stderr.strip().splitlines()
+    assert "--output-intent FILE.icc" in line and "PDF/X-4" in line
+    assert not out.exists()
+
+
+def test_a_static_file_holds_its_effigys_artwork_only(runs, game):
+    (static,) = _files(runs["conventional"], "static")
+    (entry,) = [e for e in _entries(runs["conventional"]) if e["kind"] == "static"]
+    names: set[str] = set()
+    with pikepdf.open(static) as pdf:
+        for obj in pdf.objects:  # every form of the file, placed or not
+            if isinstance(obj, pikepdf.Stream) and obj.get("/Subtype") == pikepdf.Name.Form:
+                xobjects = obj.get("/Resources", {}).get("/XObject", {})
+                names |= {str(name) for name in xobjects}
+            elif isinstance(obj, pikepdf.Dictionary) and "/XObject" in obj:
+                names |= {str(name) for name in obj.XObject}
+    fronts = {n for n in names if ".front-" in n}
+    assert fronts == {f"/FormXob.front-{entry['variant']}"}, fronts
 
 
 def _plates(pdf: Path, pages: list[int], work: Path) -> dict[tuple[int, str], np.ndarray]:
@@ -111,8 +148,22 @@ def test_the_imaging_files_are_pdfvt_naming_each_ticket_printed(runs, game):
         assert b"<pdfxid:GTS_PDFXVersion>PDF/X-4<" in xmp
         assert b"<pdfvtid:GTS_PDFVTVersion>PDF/VT-1<" in xmp
         assert len(pdf.Root.OutputIntents) == 1
+        info = pdf.trailer.Info
+        # Info's entries in XMP's words: the Subject is the XMP's dc:description
+        meta = pdf.open_metadata()
+        assert meta["dc:description"] == str(info.Subject) != ""
+        assert meta["dc:title"] == str(info.Title) and meta["dc:creator"] == [str(info.Author)]
+        assert meta["pdf:Producer"] == str(info.Producer)
+        (intent,) = pdf.Root.OutputIntents
+        assert intent.DestOutputProfile.read_bytes() == CMYK_PROFILE.read_bytes()
         root = pdf.Root.DPartRoot
         assert list(root.NodeNameList) == ["/File", "/Sheet", "/Side"]
+        # the static file it prints over, by name and SHA-256, as job.json says too
+        (entry,) = [e for e in _entries(runs["conventional"]) if e["kind"] == "variable"]
+        named = root.DPartRootNode.DPM.File.Static
+        static = runs["conventional"] / entry["static"]
+        assert str(named.Name) == static.name
+        assert str(named.SHA256) == entry["static_sha256"] == _sha256(static)
         assert len(pdf.pages) == 2 * sheets
         for number, page in enumerate(pdf.pages):
             leaf = page.obj.DPart
@@ -120,20 +171,23 @@ def test_the_imaging_files_are_pdfvt_naming_each_ticket_printed(runs, game):
             assert leaf.Parent.Parent.objgen == root.DPartRootNode.objgen
             listed = [(int(t.Slot), str(t.Serial), int(t.Pack)) for t in leaf.DPM.Tickets]
             slots = order[number // 2]
-            expected = [
-                (k, TicketId(game.definition.number, 1 + i // 125, i % 125).serial, 1 + i // 125)
+            on_page = (lambda k: k) if number % 2 == 0 else imposition.back_slot
+            expected = sorted(
+                (on_page(k), TicketId(game.definition.number, 1 + i // 125, i % 125).serial,
+                 1 + i // 125)
                 for k, i in enumerate(slots)
                 if i >= 0
-            ]
+            )  # fmt: skip
             assert listed == expected, number
-    # the serial printed on each back is the one its document part names
+    # the serial printed on each back is the one its document part names at that slot, the
+    # page's slots in reading order (a back's grid is the front's: the sheet is centred)
     document = pypdfium2.PdfDocument(imaging)
     for number in (1, 2 * sheets - 1):  # sheet 1's back, the last sheet's back
         with pikepdf.open(imaging) as pdf:
             named = {int(t.Slot): str(t.Serial) for t in pdf.pages[number].obj.DPart.DPM.Tickets}
         text = document[number].get_textpage()
         for slot, serial in named.items():
-            x, y = imposition.back[slot]
+            x, y = imposition.front[slot]
             printed = text.get_text_bounded(x, y, x + template.width * MM, y + template.height * MM)
             assert serial in printed, (number, slot)
 
@@ -206,8 +260,6 @@ def _inject(folder: Path, path: Path, change) -> None:
         change(pdf)
         pdf.save(path, static_id=True)
     job = json.loads((folder / "job.json").read_text())
-    import hashlib
-
     for entry in job["files"]:
         if entry["path"] == path.name:
             entry["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()

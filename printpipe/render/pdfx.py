@@ -98,6 +98,9 @@ class JobIdentity:
     date: int
     """Seconds since the epoch (UTC): the job's date, written as CreationDate and ModDate."""
     output_intent: OutputIntent = FOGRA39
+    pdfx_version: str = PDFX_VERSION
+    """What the file is: PDF/X-1a:2003, or PDF/X-4 (an imaging file, PDF/VT-1:
+    :mod:`printpipe.render.pdfvt`)."""
 
 
 def pdf_date(seconds: int) -> str:
@@ -126,7 +129,7 @@ class _PdfxInfo(pdfdoc.PDFInfo):
             "CreationDate": date,
             "ModDate": date,
             "Trapped": pdfdoc.PDFName("False"),
-            "GTS_PDFXVersion": pdfdoc.PDFString(PDFX_VERSION),
+            "GTS_PDFXVersion": pdfdoc.PDFString(self.identity.pdfx_version),
         }
         return pdfdoc.PDFDictionary(entries).format(document)
 

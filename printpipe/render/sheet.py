@@ -46,6 +46,7 @@ from printpipe.render.inks import (
     SPOTS,
     VARIABLE,
 )
+from printpipe.render.pdfvt import DocumentParts
 from printpipe.render.template import MM, Template
 from printpipe.render.ticket import TicketFace, TicketRenderer
 
@@ -302,13 +303,15 @@ def write_sheets(
     part: SheetPart = SheetPart.COMPOSITE,
     only: Collection[int] | None = None,
     overlay: Callable[[Canvas, int, str], None] | None = None,
+    parts: DocumentParts | None = None,
 ) -> int:
     """Draw ``faces`` (one chunk, in order, one variant) as duplex sheets on ``c``; returns
     the pages drawn.
 
     ``part``: the composite sheets, or the imaging alone.  Press proofs draw ``only`` some
     sheet indices of the chunk (each exactly as in the press file) and add an
-    ``overlay(canvas, sheet_index, side)`` (their PROOF mark) on top of each page.
+    ``overlay(canvas, sheet_index, side)`` (their PROOF mark) on top of each page.  ``parts``
+    (an imaging file's) receives each page's tickets by their place on that page.
     """
     variant = one_variant(faces)
     composite = part is SheetPart.COMPOSITE
@@ -334,6 +337,11 @@ def write_sheets(
             c.use_forms(renderer.form_names)
             if overlay is not None:
                 overlay(c, s, side)
+            if parts is not None:
+                on_page = (lambda k: k) if side == "front" else imposition.back_slot
+                parts.page(
+                    s + 1, side, sorted((on_page(k), i) for k, i in enumerate(slots) if i >= 0)
+                )
             c.showPage()
             pages += 1
     return pages

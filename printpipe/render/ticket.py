@@ -283,10 +283,12 @@ class TicketRenderer:
         *,
         imaging_only: bool = False,
         static_only: bool = False,
+        variant: int | None = None,
     ) -> None:
         """``imaging_only``: draws only the ``Variable`` layer (an imaging file), so the
         static artwork's forms are not even defined (they would be written in the file);
-        ``static_only``: the plates only (a static file), no symbol form defined."""
+        ``static_only``: the plates only (a static file), no symbol form defined; ``variant``:
+        only this variant's front artwork is defined (a static file holds one effigy's)."""
         self.c = canvas
         self.imaging_only = imaging_only
         self.t = template
@@ -308,7 +310,10 @@ class TicketRenderer:
         self.zones = self._scratch_zones()
         self.artwork = self._designer_forms() if not imaging_only else {}
         if not imaging_only:
-            self.front_forms = [self._define_front(art) for art in game.fronts(texts)]
+            self.front_forms = [
+                self._define_front(art) if variant in (None, i) else ""
+                for i, art in enumerate(game.fronts(texts))
+            ]
             self.back_form = self._define_back()
             self._define_layer_forms()
         self._static: list[str] = []
@@ -330,7 +335,10 @@ class TicketRenderer:
         """The plates' part of a front (artwork, blocking, coating and decoration): what a
         press position prints on every impression."""
         place = f"q 1 0 0 1 {x:.2f} {y:.2f} cm\n"
-        self._static.append(place + self._front_ops[variant])
+        front = self._front_ops[variant]
+        if not front:
+            raise ValueError(f"variant {variant}'s front is not defined on this canvas")
+        self._static.append(place + front)
         self._fronts.append(place)
         if self.coating is Coating.PLATE:
             self._coated.append(place)
@@ -1072,7 +1080,7 @@ class TicketRenderer:
         if self.imaging_only:
             self._form_names = self._coated_form_names = list(self.symbol_forms)
             return
-        self._front_ops = [f"{draw(form)} Q\n" for form in self.front_forms]
+        self._front_ops = [f"{draw(form)} Q\n" if form else "" for form in self.front_forms]
         self._back_ops = f"{draw(self.back_form)} Q\n"
         self._blocking_op = f"{draw(self.blocking_form)} Q\n"
         self._coating_ops = (
@@ -1081,7 +1089,7 @@ class TicketRenderer:
         )
         # every page declares the same forms, so that pages share one XObject dictionary
         self._form_names = [
-            *self.front_forms,
+            *filter(None, self.front_forms),
             *self.symbol_forms,
             self.blocking_form,
             self.back_form,
