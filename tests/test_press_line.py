@@ -86,8 +86,9 @@ def test_a_static_file_holds_its_effigys_artwork_only(runs, game):
     with pikepdf.open(static) as pdf:
         for obj in pdf.objects:  # every form of the file, placed or not
             if isinstance(obj, pikepdf.Stream) and obj.get("/Subtype") == pikepdf.Name.Form:
-                xobjects = obj.get("/Resources", {}).get("/XObject", {})
-                names |= {str(name) for name in xobjects}
+                resources = obj.get("/Resources")
+                if isinstance(resources, pikepdf.Dictionary) and "/XObject" in resources:
+                    names |= {str(name) for name in resources.XObject}
             elif isinstance(obj, pikepdf.Dictionary) and "/XObject" in obj:
                 names |= {str(name) for name in obj.XObject}
     fronts = {n for n in names if ".front-" in n}
@@ -160,10 +161,10 @@ def test_the_imaging_files_are_pdfvt_naming_each_ticket_printed(runs, game):
         assert list(root.NodeNameList) == ["/File", "/Sheet", "/Side"]
         # the static file it prints over, by name and SHA-256, as job.json says too
         (entry,) = [e for e in _entries(runs["conventional"]) if e["kind"] == "variable"]
-        named = root.DPartRootNode.DPM.File.Static
+        static_named = root.DPartRootNode.DPM.File.Static
         static = runs["conventional"] / entry["static"]
-        assert str(named.Name) == static.name
-        assert str(named.SHA256) == entry["static_sha256"] == _sha256(static)
+        assert str(static_named.Name) == static.name
+        assert str(static_named.SHA256) == entry["static_sha256"] == _sha256(static)
         assert len(pdf.pages) == 2 * sheets
         for number, page in enumerate(pdf.pages):
             leaf = page.obj.DPart
