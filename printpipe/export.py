@@ -378,7 +378,7 @@ def export_block(
         from printpipe.render.designer import check_artwork
 
         check_artwork(loaded.artwork)
-    impose(loaded, *sheet.size_mm)  # refuse a sheet too small before writing anything
+    grid = impose(loaded, *sheet.size_mm)  # refuse a sheet too small before writing anything
     if press is Press.CONVENTIONAL and output_intent is None:
         raise PrintpipeError(
             "--press conventional writes the imaging as PDF/VT-1, a PDF/X-4 file that embeds "
@@ -488,6 +488,7 @@ def export_block(
         "tickets": packs.count * store.pack_size,
         "block_summary_sha256": hashlib.sha256(store.summary_bytes).hexdigest(),
         "settings": asdict(settings),
+        "imposition": {"columns": grid.cols, "rows": grid.rows},
         "approval": approval.to_json() if approval else NOT_APPROVED,
         "date": pdf_date(date),
         "files": files,

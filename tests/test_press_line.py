@@ -10,7 +10,9 @@ import hashlib
 import json
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pikepdf
@@ -295,24 +297,240 @@ def _one_sheet_differs(pdf: pikepdf.Pdf) -> None:
     page.Contents = pdf.make_stream(data[:cut] + b"\nq 1 0 0 0 k 100 100 20 20 re f Q" + data[cut:])
 
 
+def _root_kids(pdf: pikepdf.Pdf) -> Any:
+    return pdf.Root.DPartRoot.DPartRootNode.DParts[0]
+
+
+def _parts_out_of_order(pdf: pikepdf.Pdf) -> None:
+    """Sheets 2 and 3's document parts swapped in the tree (each still names its page)."""
+    kids = _root_kids(pdf)
+    second, third = kids[1], kids[2]
+    kids[1], kids[2] = third, second
+
+
+def _leaves_swapped(pdf: pikepdf.Pdf) -> None:
+    """Sheet 1's front and back leaves swapped in their node."""
+    leaves = _root_kids(pdf)[0].DParts[0]
+    front, back = leaves[0], leaves[1]
+    leaves[0], leaves[1] = back, front
+
+
+def _wrong_parent(pdf: pikepdf.Pdf) -> None:
+    _root_kids(pdf)[1].DParts[0][0].Parent = _root_kids(pdf)[0]
+
+
+def _leaf_ends_further(pdf: pikepdf.Pdf) -> None:
+    pdf.pages[4].obj.DPart.End = pdf.pages[5].obj
+
+
+def _tickets_of(pdf: pikepdf.Pdf, page: int) -> Any:
+    return pdf.pages[page].obj.DPart.DPM.Tickets
+
+
+def _names_another_ticket(pdf: pikepdf.Pdf) -> None:
+    """Sheet 2's front names, in its slot 0, a ticket printed on sheet 1 (serial, pack and
+    ticket number all that ticket's)."""
+    elsewhere = _tickets_of(pdf, 0)[0]
+    entry = _tickets_of(pdf, 2)[0]
+    entry.Serial, entry.Pack, entry.Ticket = elsewhere.Serial, elsewhere.Pack, elsewhere.Ticket
+
+
+def _slots_swapped(pdf: pikepdf.Pdf) -> None:
+    tickets = _tickets_of(pdf, 2)
+    tickets[0].Slot, tickets[1].Slot = 1, 0
+    first, second = tickets[0], tickets[1]
+    tickets[0], tickets[1] = second, first
+
+
+def _back_not_mirrored(pdf: pikepdf.Pdf) -> None:
+    """The back's document part with the front's slot numbers (issue 26: 2 columns of 3
+    named the wrong ticket)."""
+    back = pdf.pages[1].obj.DPart.DPM
+    back.Tickets = pikepdf.Array([pikepdf.Dictionary(dict(t.items())) for t in _tickets_of(pdf, 0)])
+
+
+def _pack_not_the_serials(pdf: pikepdf.Pdf) -> None:
+    _tickets_of(pdf, 0)[0].Pack = 7
+
+
+def _wrong_side(pdf: pikepdf.Pdf) -> None:
+    pdf.pages[3].obj.DPart.DPM.Side = pikepdf.Name.Front
+
+
+def _append(pdf: pikepdf.Pdf, page: pikepdf.Page, ops: bytes) -> None:
+    """``ops`` added to the page's imaging: at its end, or a composite page's before its
+    static form over the imaging."""
+    data = _content_of(page)
+    cut = data.rfind(b"\nq /FormXob.sheet-")
+    cut = len(data) if cut < 0 or b"Do Q" not in data[cut:] or cut < data.find(b"Do Q") else cut
+    page.obj.Contents = pdf.make_stream(data[:cut] + b"\n" + ops + b"\n" + data[cut:])
+
+
+def _placed_symbol(page: pikepdf.Page) -> pikepdf.Name:
+    """A symbol form the page places."""
+    data = _content_of(page)
+    start = data.index(b"/FormXob.sym-")
+    return pikepdf.Name(data[start : data.index(b" ", start)].decode())
+
+
+def _content_of(page: pikepdf.Page) -> bytes:
+    contents = page.obj.Contents
+    streams = contents if isinstance(contents, pikepdf.Array) else [contents]
+    return b"\n".join(stream.read_bytes() for stream in streams)
+
+
+def _zero_tint_through_a_form(pdf: pikepdf.Pdf) -> None:
+    """A form that paints in the colour it is placed with, placed at tint 0 of Variable."""
+    page = pdf.pages[2]
+    patch = pdf.make_stream(b"0 0 10 10 re f", Type=pikepdf.Name.XObject,
+                            Subtype=pikepdf.Name.Form, BBox=[0, 0, 10, 10])  # fmt: skip
+    page.Resources.XObject = pikepdf.Dictionary(dict(page.Resources.XObject.items()))
+    page.Resources.XObject.Patch = patch
+    _append(pdf, page, b"q /Variable cs 0 scn 1 0 0 1 200 200 cm /Patch Do Q")
+
+
+def _inline_image(space: bytes) -> Callable[[pikepdf.Pdf], None]:
+    def inject(pdf: pikepdf.Pdf) -> None:
+        size = {b"/RGB": 3, b"/G": 1}[space]
+        _append(
+            pdf,
+            pdf.pages[2],
+            b"q 20 0 0 20 60 60 cm BI /W 1 /H 1 /CS %s /BPC 8 ID\n%s\nEI Q"
+            % (space, b"\x80" * size),
+        )
+
+    inject.__name__ = f"_inline_{space[1:].decode().lower()}_image"
+    return inject
+
+
+def _image_xobject(pdf: pikepdf.Pdf) -> None:
+    page = pdf.pages[2]
+    image = pdf.make_stream(b"\x80", Type=pikepdf.Name.XObject, Subtype=pikepdf.Name.Image,
+                            Width=1, Height=1, ColorSpace=pikepdf.Name.DeviceGray,
+                            BitsPerComponent=8)  # fmt: skip
+    page.Resources.XObject = pikepdf.Dictionary(dict(page.Resources.XObject.items()))
+    page.Resources.XObject.Logo = image
+    _append(pdf, page, b"q 20 0 0 20 60 60 cm /Logo Do Q")
+
+
+def _nested_form_paints_cyan(pdf: pikepdf.Pdf) -> None:
+    """A form nested in a symbol form paints process cyan: another plate than Variable."""
+    page = pdf.pages[0]
+    symbol = page.Resources.XObject[_placed_symbol(page)]
+    nested = pdf.make_stream(b"0.5 0 0 0 k 0 0 5 5 re f", Type=pikepdf.Name.XObject,
+                             Subtype=pikepdf.Name.Form, BBox=[0, 0, 5, 5])  # fmt: skip
+    resources = symbol.get("/Resources") or pikepdf.Dictionary()
+    if "/XObject" not in resources:
+        resources.XObject = pikepdf.Dictionary()
+    resources.XObject.Nested = nested
+    symbol.Resources = resources
+    symbol.write(symbol.read_bytes() + b"\n/Nested Do")
+
+
+def _no_embedded_profile(pdf: pikepdf.Pdf) -> None:
+    """The output intent names FOGRA39 by its registry, as a PDF/X-1a file may."""
+    (intent,) = pdf.Root.OutputIntents
+    del intent["/DestOutputProfile"]
+    intent.RegistryName = pikepdf.String("http://www.color.org")
+    intent.OutputConditionIdentifier = pikepdf.String("FOGRA39")
+
+
+def _xmp_without(key: str) -> Callable[[pikepdf.Pdf], None]:
+    def inject(pdf: pikepdf.Pdf) -> None:
+        xmp = pdf.Root.Metadata.read_bytes()
+        start = xmp.index(b"<" + key.encode())
+        end = xmp.index(b"</" + key.encode() + b">") + len(key) + 3
+        pdf.Root.Metadata.write(xmp[:start] + xmp[end:])
+
+    inject.__name__ = f"_xmp_without_{key.replace(':', '_')}"
+    return inject
+
+
+def _info_title_differs(pdf: pikepdf.Pdf) -> None:
+    pdf.trailer.Info.Title = pikepdf.String("another job")
+
+
+def _claims_pdfx3(pdf: pikepdf.Pdf) -> None:
+    pdf.trailer.Info.GTS_PDFXVersion = pikepdf.String("PDF/X-3:2002")
+
+
+def _static_recoloured(pdf: pikepdf.Pdf) -> None:
+    """The static front's artwork altered (its form's first process colour), job.json's
+    SHA-256 of the static file brought up to date: only the imaging files still name the
+    static file they were made for."""
+    under = pdf.pages[0].Resources.XObject["/FormXob.sheet-front-under"]
+    form = next(
+        f for n, f in under.Resources.XObject.items() if str(n).startswith("/FormXob.front-")
+    )
+    data = form.read_bytes()
+    start = data.index(b" k")
+    form.write(data[:start] + b" 0 1 0 0 k" + data[start + 2 :].split(b"\n", 1)[1])
+
+
+FAULTS = [
+    ("conventional", "variable", _drop_dpart, {"pdf-vt"}),
+    ("digital", "duplex", _mark_inside_trim, {"crop-marks"}),
+    ("conventional", "static", _mark_inside_trim, {"crop-marks", "static-plates"}),
+    ("digital", "duplex", _one_sheet_differs, {"static-plates"}),
+    # document parts
+    ("conventional", "variable", _parts_out_of_order, {"pdf-vt"}),
+    ("conventional", "variable", _leaves_swapped, {"pdf-vt"}),
+    ("conventional", "variable", _wrong_parent, {"pdf-vt"}),
+    ("conventional", "variable", _leaf_ends_further, {"pdf-vt"}),
+    ("conventional", "variable", _wrong_side, {"pdf-vt"}),
+    # their metadata
+    ("conventional", "variable", _names_another_ticket, {"pdf-vt"}),
+    ("conventional", "variable", _slots_swapped, {"pdf-vt"}),
+    ("conventional", "variable", _back_not_mirrored, {"pdf-vt"}),
+    ("conventional", "variable", _pack_not_the_serials, {"pdf-vt"}),
+    # zero tint through a form
+    ("conventional", "variable", _zero_tint_through_a_form, {"zero-tint"}),
+    ("digital", "duplex", _zero_tint_through_a_form, {"zero-tint"}),
+    # images in an imaging file (an RGB one is no PDF/X colour either)
+    ("conventional", "variable", _inline_image(b"/RGB"), {"imaging", "colour"}),
+    ("conventional", "variable", _inline_image(b"/G"), {"imaging"}),
+    ("conventional", "variable", _image_xobject, {"imaging"}),
+    ("digital", "duplex", _inline_image(b"/RGB"), {"colour", "static-plates"}),
+    ("digital", "duplex", _inline_image(b"/G"), {"static-plates"}),
+    # nested forms painting another plate
+    ("conventional", "variable", _nested_form_paints_cyan, {"imaging"}),
+    ("digital", "duplex", _nested_form_paints_cyan, {"static-plates"}),
+    # what the file claims
+    ("conventional", "variable", _no_embedded_profile, {"output-intent"}),
+    ("conventional", "variable", _xmp_without("dc:description"), {"pdfx-4"}),
+    ("conventional", "variable", _xmp_without("pdfvtid:GTS_PDFVTModDate"), {"pdf-vt"}),
+    ("conventional", "variable", _info_title_differs, {"pdfx-4"}),
+    ("digital", "duplex", _claims_pdfx3, {"info"}),
+    # a static file altered in a conventional folder
+    ("conventional", "static", _static_recoloured, {"static-plates"}),
+]
+
+
 @pytest.mark.parametrize(
-    ("run", "kind", "change", "rule"),
-    [
-        ("conventional", "variable", _drop_dpart, "pdf-vt"),
-        ("digital", "duplex", _mark_inside_trim, "crop-marks"),
-        ("conventional", "static", _mark_inside_trim, "crop-marks"),
-        ("digital", "duplex", _one_sheet_differs, "static-plates"),
-    ],
+    ("run", "kind", "change", "rules"),
+    FAULTS,
+    ids=[f"{run}-{change.__name__.strip('_')}" for run, _, change, _ in FAULTS],
 )
 def test_preflight_names_the_rule_of_one_injected_violation(
-    runs, tmp_path, run, kind, change, rule
+    runs, tmp_path, run, kind, change, rules
 ):
+    """Each fault, injected into a good file (``job.json``'s SHA-256 of it brought up to
+    date), is named by preflight on that file, by its rule, and nothing else is."""
     folder = tmp_path / run
     shutil.copytree(runs[run], folder)
-    baseline = _baseline(folder)
     victim = _files(folder, kind)[0]
     _inject(folder, victim, change)
-    assert _new_rules(folder, baseline) == {(victim.name, rule)}
+    assert _new_rules(folder, baselines(runs, run)) == {(victim.name, rule) for rule in rules}
+
+
+_BASELINES: dict[Path, set[str]] = {}
+
+
+def baselines(runs: dict[str, Path], run: str) -> set[str]:
+    """The run's own violations (none expected), once per run and test process."""
+    if runs[run] not in _BASELINES:
+        _BASELINES[runs[run]] = _baseline(runs[run])
+    return _BASELINES[runs[run]]
 
 
 def _synthetic(content: bytes, *, overprint: bool = False) -> pikepdf.Pdf:
