@@ -216,6 +216,28 @@ def test_the_decoration_does_not_knock_the_coating_out(sheet):
     assert not (decorated & ~coating).any(), "the coating is solid under its decoration"
 
 
+def test_the_validation_barcodes_quiet_zones_are_white(sheet):
+    """Each side of the Code 128's bars, its quiet zone (``barcodes.quiet_modules`` narrow
+    bars, >= 2 mm at 0.2 mm) is paper white: no process ink (the zone's white base, not the
+    ticket's pale background) and no imaging, over the bars' whole height."""
+    renderer, template, imposition = sheet.renderer, sheet.template, sheet.imposition
+    b = template.barcodes
+    quiet = b["quiet_modules"] * b["code128_module"] * MM
+    assert quiet >= 2 * MM - 0.01
+    dx, dy = (float(v) for v in renderer.code128_place.split()[5:7])
+    bars_w = renderer.code128.width_modules * b["code128_module"] * MM
+    bars_h = b["code128_height"] * MM
+    shape = sheet.process.shape
+    inset = 1  # a pixel at each edge: where the bars' and the base's edges fall
+    for x, y in imposition.front:
+        for left in (x + dx - quiet, x + dx + bars_w):
+            top, bottom, c0, c1 = _box_px((0, 0, quiet, bars_h), (left, y + dy), shape[0])
+            area = np.s_[top + inset : bottom - inset, c0 + inset : c1 - inset]
+            assert sheet.process[area].size > 100
+            assert sheet.process[area].max() < 13, "a quiet zone on the pale background"
+            assert not sheet.plates[1, "Variable"][area].any(), "imaging in a quiet zone"
+
+
 HOLE_DPI = 1200
 
 
