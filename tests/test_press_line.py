@@ -195,6 +195,162 @@ def test_the_imaging_files_are_pdfvt_naming_each_ticket_printed(runs, game):
             assert serial in printed, (number, slot)
 
 
+# -- an independent check of PDF/VT-1 and PDF/X-4 --------------------------------------------
+# Written from ISO 16612-2 (PDF/VT-1) and ISO 15930-7 (PDF/X-4), apart from printpipe's
+# preflight: the XMP read with the standard library's XML parser, the document parts walked
+# from their definition (ISO 32000-2, 14.12).
+RDF = "{http://www.w3.org/1999/02/22-rdf-syntax-ns#}"
+XMP_NS = {
+    "dc": "http://purl.org/dc/elements/1.1/",
+    "xmp": "http://ns.adobe.com/xap/1.0/",
+    "pdf": "http://ns.adobe.com/pdf/1.3/",
+    "xmpMM": "http://ns.adobe.com/xap/1.0/mm/",
+    "pdfxid": "http://www.npes.org/pdfx/ns/id/",
+    "pdfvtid": "http://www.npes.org/pdfvt/ns/id/",
+}
+
+
+def _xmp_values(packet: bytes) -> dict[str, str]:
+    """Every simple property of the packet's descriptions (``prefix:name`` -> text; a
+    language alternative or a sequence: its first item)."""
+    from xml.etree import ElementTree
+
+    uris = {uri: prefix for prefix, uri in XMP_NS.items()}
+    values: dict[str, str] = {}
+    for description in ElementTree.fromstring(packet).iter(f"{RDF}Description"):
+        for attribute, text in description.attrib.items():  # the attribute form
+            uri, _, name = attribute[1:].partition("}")
+            if uri in uris:
+                values[f"{uris[uri]}:{name}"] = text
+        for element in description:
+            uri, _, name = element.tag[1:].partition("}")
+            if uri not in uris:
+                continue
+            item = element.find(f".//{RDF}li")
+            values[f"{uris[uri]}:{name}"] = (item if item is not None else element).text or ""
+    return values
+
+
+def _xmp_seconds(text: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def _pdf_seconds(text: str) -> float:
+    from datetime import datetime
+
+    core = text.removeprefix("D:").replace("'", "")
+    zone = "+0000" if core[14:] in ("", "Z") else core[14:]
+    return datetime.strptime(core[:14] + zone, "%Y%m%d%H%M%S%z").timestamp()
+
+
+def pdfvt1_problems(path: Path) -> list[str]:
+    """What keeps ``path`` from being PDF/VT-1 (so PDF/X-4); empty when it is one."""
+    problems = []
+    head = path.read_bytes()[:8]
+    if not head.startswith(b"%PDF-1.") or head[7:8] not in b"3456":
+        problems.append(f"header {head!r}: PDF/X-4 is PDF 1.6 at most")
+    with pikepdf.open(path) as pdf:
+        root, info = pdf.Root, pdf.trailer.get("/Info", pikepdf.Dictionary())
+        if pdf.is_encrypted or "/ID" not in pdf.trailer:
+            problems.append("encrypted, or no trailer /ID")
+        intents = [i for i in root.get("/OutputIntents", []) if i.get("/S") == "/GTS_PDFX"]
+        profile = intents[0].get("/DestOutputProfile") if len(intents) == 1 else None
+        if profile is None:
+            problems.append("no single PDF/X output intent with an embedded profile")
+        else:
+            icc = profile.read_bytes()
+            if icc[36:40] != b"acsp" or icc[12:16] != b"prtr" or icc[16:20] != b"CMYK":
+                problems.append("the output profile is not a CMYK output profile")
+            if int(profile.get("/N", 0)) != 4 or not str(
+                intents[0].get("/OutputConditionIdentifier", "")
+            ):
+                problems.append("the output intent's /N or OutputConditionIdentifier")
+        metadata = root.get("/Metadata")
+        if not isinstance(metadata, pikepdf.Stream) or metadata.get("/Subtype") != "/XML":
+            return [*problems, "no XMP metadata stream"]
+        xmp = _xmp_values(metadata.read_bytes())
+        wanted = {"pdfxid:GTS_PDFXVersion": "PDF/X-4", "pdfvtid:GTS_PDFVTVersion": "PDF/VT-1"}
+        for key, value in wanted.items():
+            if xmp.get(key) != value:
+                problems.append(f"XMP {key} is {xmp.get(key)!r}")
+        for key in ("xmpMM:DocumentID", "xmpMM:VersionID", "xmpMM:RenditionClass", "dc:title",
+                    "xmp:CreateDate", "xmp:ModifyDate", "pdfvtid:GTS_PDFVTModDate"):  # fmt: skip
+            if not xmp.get(key):
+                problems.append(f"XMP has no {key}")
+        if "/GTS_PDFXVersion" in info and str(info.GTS_PDFXVersion) != "PDF/X-4":
+            problems.append("Info's GTS_PDFXVersion is not PDF/X-4")
+        if str(info.get("/Trapped")) not in ("/True", "/False") or xmp.get("pdf:Trapped") != str(
+            info.get("/Trapped")
+        ).lstrip("/"):
+            problems.append("Trapped is not True or False in both Info and XMP")
+        same = (("/Title", "dc:title"), ("/Author", "dc:creator"),
+                ("/Subject", "dc:description"), ("/Producer", "pdf:Producer"))  # fmt: skip
+        for key, xmp_key in same:
+            if key in info and str(info[key]) != xmp.get(xmp_key):
+                problems.append(f"Info's {key[1:]} has no equal XMP {xmp_key}")
+        for key, xmp_key in (("/CreationDate", "xmp:CreateDate"), ("/ModDate", "xmp:ModifyDate")):
+            if key in info and _pdf_seconds(str(info[key])) != _xmp_seconds(xmp.get(xmp_key, "")):
+                problems.append(f"Info's {key[1:]} and XMP {xmp_key} differ")
+        for number, page in enumerate(pdf.pages, start=1):
+            boxes = {name: page.obj.get(name) for name in ("/TrimBox", "/ArtBox", "/BleedBox")}
+            if (boxes["/TrimBox"] is None) == (boxes["/ArtBox"] is None):
+                problems.append(f"page {number}: not exactly one of TrimBox and ArtBox")
+        # the document parts: every page in exactly one leaf, leaves in page order
+        dpart_root = root.get("/DPartRoot")
+        if (
+            not isinstance(dpart_root, pikepdf.Dictionary)
+            or dpart_root.get("/Type") != "/DPartRoot"
+        ):
+            return [*problems, "no /DPartRoot"]
+        pages = [page.obj.objgen for page in pdf.pages]
+        covered: list[tuple[int, int]] = []
+
+        def walk(node: pikepdf.Object, depth: int) -> None:
+            if node.get("/Type") != "/DPart":
+                problems.append("a document part without /Type /DPart")
+            for value in node.get("/DPM", pikepdf.Dictionary()).values():
+                if isinstance(value, pikepdf.Stream):
+                    problems.append("a stream in a DPM")
+            if "/DParts" in node:
+                for group in node.DParts:
+                    for kid in group:
+                        if kid.Parent.objgen != node.objgen:
+                            problems.append("a document part whose /Parent is not its node")
+                        walk(kid, depth + 1)
+                return
+            start = pages.index(node.Start.objgen)
+            end = pages.index(node.End.objgen) if "/End" in node else start
+            covered.extend(pages[start : end + 1])
+            for objgen in pages[start : end + 1]:
+                if pdf.get_object(objgen).DPart.objgen != node.objgen:
+                    problems.append("a page whose /DPart is not the leaf holding it")
+
+        walk(dpart_root.DPartRootNode, 0)
+        if covered != pages:
+            problems.append("the leaves do not hold every page once, in page order")
+    return problems
+
+
+def test_an_independent_pdfvt1_check_passes_the_imaging_files(runs, tmp_path):
+    """The imaging files pass a PDF/VT-1 + PDF/X-4 check written apart from preflight; no
+    other file claims PDF/X-4 or PDF/VT; and the check has teeth."""
+    (imaging,) = _files(runs["conventional"], "variable")
+    assert pdfvt1_problems(imaging) == []
+    for kind, run in (("static", "conventional"), ("duplex", "digital")):
+        for path in _files(runs[run], kind):
+            with pikepdf.open(path) as pdf:
+                assert str(pdf.trailer.Info.GTS_PDFXVersion) == "PDF/X-1a:2003"
+                assert pdf.pdf_version in ("1.3", "1.4") and "/Metadata" not in pdf.Root
+    for fault in (_no_embedded_profile, _parts_out_of_order, _xmp_without("dc:description")):
+        folder = tmp_path / fault.__name__
+        shutil.copytree(runs["conventional"], folder)
+        (victim,) = _files(folder, "variable")
+        _inject(folder, victim, fault)
+        assert pdfvt1_problems(victim), fault.__name__
+
+
 def _codes(pdf: Path, pages: list[int]) -> list[str]:
     document = pypdfium2.PdfDocument(pdf)
     found = []

@@ -12,7 +12,10 @@ the file, so the export keeps its speed):
   profile then), or a print shop's own ICC output profile embedded as ``DestOutputProfile``.
 
 The trailer ``/ID`` is reportlab's (deterministic with ``invariant``); the font subsets' tags
-are unique (``render/canvas.py``).  ``printpipe preflight`` checks all of it on the files.
+are unique (``render/canvas.py``).  An imaging file says ``PDF/X-4`` instead
+(``JobIdentity.pdfx_version``) and :mod:`printpipe.render.pdfvt` adds what PDF/X-4 and
+PDF/VT-1 need besides (its output intent must embed a profile).  ``printpipe preflight``
+checks all of it on the files.
 """
 
 from __future__ import annotations
