@@ -25,9 +25,9 @@ detail)``.
   forms alone.  The forms' fingerprint (their content, and that of every form they place,
   recursively) goes back to :mod:`printpipe.preflight`, which compares it across the composite
   files of one variant;
-- ``zero-tint``: a fill at tint 0 of a one-component (separation) colour, which only a RIP or
-  an overprint preview shows as no ink (a plain viewer paints it white), painted directly or
-  through a form that paints in the colour it is placed with;
+- ``zero-tint``: a fill (or a stroke) at tint 0 of a one-component (separation) colour, which
+  only a RIP or an overprint preview shows as no ink (a plain viewer paints it white), painted
+  directly or, a fill, through a form that paints in the colour it is placed with;
 - ``crop-marks``: a segment stroked in the registration colour ``/All`` inside the TrimBox;
 - ``black-overprint``: 100 % process black text under 12 pt without fill overprint and
   overprint mode 1 (with mode 0 a process colour paints its zero components too: the black
@@ -73,6 +73,11 @@ _ZERO_FILL = re.compile(
 )
 _MARKING = {"S", "s", "B", "B*", "b", "b*", "Tj", "TJ", "'", '"'}
 """What the walk looks at: strokes (marks) and text."""
+_ZERO_STROKE = re.compile(
+    rb"(?:^|\s)(?:0|0\.0*|\.0+)\s+(?:SCN|SC)\s(?:(?!(?:^|\s)(?:SCN|SC|K|G|RG|CS|Q)\s).)*?"
+    rb"(?:^|\s)(?:S|s|B|B\*|b|b\*)(?=\s|$)",
+    re.S,
+)
 _FORM_PLACE = re.compile(rb"/([^\s/\[\]<>()]+)\s+Do(?=\s|$)")
 _INLINE_IMAGE = re.compile(rb"(?:^|\s)BI(?=\s)")
 _FILL_SETTERS = {"cs", "sc", "scn", "k", "g", "rg"}
@@ -682,6 +687,8 @@ def _zero_tints(pdf: pikepdf.Pdf) -> Iterator[Found]:
     inherits = _Inherits()
 
     def zero_fill(data: bytes, owner: pikepdf.Object) -> bool:
+        if _ZERO_STROKE.search(data):
+            return True
         for match in _ZERO_FILL.finditer(data):
             if match.group(2) is not None:
                 return True
@@ -692,7 +699,7 @@ def _zero_tints(pdf: pikepdf.Pdf) -> Iterator[Found]:
 
     for number, page in enumerate(pdf.pages, start=1):
         if zero_fill(_content(page.obj), page.obj):
-            yield f"page {number}", "zero-tint", "a fill at tint 0 of a separation"
+            yield f"page {number}", "zero-tint", "a fill or stroke at tint 0 of a separation"
         resources = page.obj.get("/Resources")
         stack = [resources] if isinstance(resources, pikepdf.Dictionary) else []
         while stack:

@@ -545,6 +545,10 @@ def _zero_tint_through_a_form(pdf: pikepdf.Pdf) -> None:
     _append(pdf, page, b"q /Variable cs 0 scn 1 0 0 1 200 200 cm /Patch Do Q")
 
 
+def _zero_tint_stroke(pdf: pikepdf.Pdf) -> None:
+    _append(pdf, pdf.pages[2], b"q /Variable CS 0 SCN 100 100 m 200 100 l S Q")
+
+
 def _inline_image(space: bytes) -> Callable[[pikepdf.Pdf], None]:
     def inject(pdf: pikepdf.Pdf) -> None:
         size = {b"/RGB": 3, b"/G": 1}[space]
@@ -642,6 +646,7 @@ FAULTS = [
     # zero tint through a form
     ("conventional", "variable", _zero_tint_through_a_form, {"zero-tint"}),
     ("digital", "duplex", _zero_tint_through_a_form, {"zero-tint"}),
+    ("conventional", "variable", _zero_tint_stroke, {"zero-tint"}),
     # images in an imaging file (an RGB one is no PDF/X colour either)
     ("conventional", "variable", _inline_image(b"/RGB"), {"imaging", "colour"}),
     ("conventional", "variable", _inline_image(b"/G"), {"imaging"}),
@@ -677,6 +682,20 @@ def test_preflight_names_the_rule_of_one_injected_violation(
     victim = _files(folder, kind)[0]
     _inject(folder, victim, change)
     assert _new_rules(folder, baselines(runs, run)) == {(victim.name, rule) for rule in rules}
+
+
+def test_preflight_names_an_imaging_file_whose_static_file_is_missing(runs, tmp_path):
+    folder = tmp_path / "line"
+    shutil.copytree(runs["conventional"], folder)
+    (static,) = _files(folder, "static")
+    (imaging,) = _files(folder, "variable")
+    static.unlink()
+    job = json.loads((folder / "job.json").read_text())
+    job["files"] = [e for e in job["files"] if e["path"] != static.name]
+    (folder / "job.json").write_text(json.dumps(job))
+    violations, _ = preflight(folder)
+    assert {(v.file, v.rule) for v in violations} == {(imaging.name, "static-plates")}
+    assert static.name in str(violations[0])
 
 
 _BASELINES: dict[Path, set[str]] = {}
