@@ -211,6 +211,18 @@ class DocumentParts:
         self._sheet = self._node
         self._sheet_name = ""
         self._sheet_number = 0
+        self._entries: dict[int, bytes] = {}
+
+    def _entry(self, index: int, side: str) -> bytes:
+        """A ticket's entry after its slot, formatted once for its two sides (front, then
+        back)."""
+        entry = self._entries.pop(index, None) if side == "back" else None
+        if entry is None:
+            serial, pack, ticket = self.ticket_of(index)
+            entry = b" /Serial %s /Pack %d /Ticket %d >>" % (_string(serial), pack, ticket)
+            if side == "front":
+                self._entries[index] = entry
+        return entry
 
     def page(self, sheet: int, side: str, placed: Sequence[tuple[int, int]]) -> None:
         """The leaf of the next page: side ``side`` (``front`` or ``back``) of sheet
@@ -222,10 +234,7 @@ class DocumentParts:
             self._sheet = _Node(self._node_name, b"<< /Sheet %d >>" % sheet)
             self._sheet_name = doc.Reference(self._sheet, f"printpipe:DPartSheet{sheet}").name
             self._node.kids.append(self._sheet_name)
-        entries = b" ".join(
-            b"<< /Slot %d /Serial %s /Pack %d /Ticket %d >>" % (slot, _string(serial), pack, ticket)
-            for slot, (serial, pack, ticket) in ((k, self.ticket_of(i)) for k, i in placed)
-        )
+        entries = b" ".join([b"<< /Slot %d%s" % (slot, self._entry(i, side)) for slot, i in placed])
         dpm = b"<< /Sheet %d /Side /%s /Tickets [%s] >>" % (
             sheet,
             b"Front" if side == "front" else b"Back",

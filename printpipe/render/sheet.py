@@ -229,6 +229,9 @@ class _Sheets:
         if static:
             for side in SIDES:
                 self.forms[side] = self._define_static(side, variant)
+        else:
+            for side in SIDES:
+                self._define_imaging_marks(side)
 
     def places(self, side: str) -> tuple[tuple[float, float], ...]:
         return self.imposition.front if side == "front" else self.imposition.back
@@ -264,6 +267,24 @@ class _Sheets:
             c.endForm()
         return names
 
+    def _define_imaging_marks(self, side: str) -> None:
+        """What an imaging file's every page of a side adds to its imaging, the same on each:
+        the register marks, the plates' label and the control strip's registration and
+        ``Variable`` patches, as one form painted in the colour the page selects
+        (``Variable``)."""
+        c = self.c
+        w, h = self.imposition.sheet_w * MM, self.imposition.sheet_h * MM
+        patches = [p for p in self.static_patches if p[2] is REGISTRATION]
+        patches += self.variable_patches
+        c.beginForm(f"imaging-marks-{side}", 0, 0, w, h)
+        c.addLiteral(
+            f"{c.form_operator(f'marks-{side}')}\n"
+            + self.slug_text.literal(*self.label_at, self.slug.plate_label(side, self.variant_name))
+            + "".join(f"{x:.2f} {y:.2f} {PATCH:.2f} {PATCH:.2f} re f\n" for x, y, _ in patches)
+        )
+        c.use_forms([f"marks-{side}"])
+        c.endForm()
+
     def static_ops(self, side: str) -> tuple[str, str]:
         under, over = self.forms[side]
         return (f"q {self.c.form_operator(under)} Q\n", f"q {self.c.form_operator(over)} Q\n")
@@ -276,20 +297,14 @@ class _Sheets:
         fill, stroke = c.spot_operators(VARIABLE)
         overprint = c.gstate_operator(op=True, OP=True, OPM=0)
         ops = [variable, f"q {fill} {stroke} {overprint}\n"]
-        if marks:  # what the static plates' registration colour puts on this plate too
-            ops.append(f"{c.form_operator(f'marks-{side}')}\n")
-            ops.append(
-                self.slug_text.literal(
-                    *self.label_at, self.slug.plate_label(side, self.variant_name)
-                )
-            )
-            c.use_forms([f"marks-{side}"])
+        if marks:  # what the static plates' registration colour puts on this plate too, and
+            # the strip's Variable patches: one form, the same on every page of the side
+            ops.append(f"{c.form_operator(f'imaging-marks-{side}')}\n")
+            c.use_forms([f"imaging-marks-{side}"])
         ops.append(self.slug_text.literal(*self.slug_at, slug))
         ops.append("Q\n")
-        ops.append(_patches(c, self.variable_patches))
-        if marks:
-            registration = [p for p in self.static_patches if p[2] is REGISTRATION]
-            ops.append(_patches(c, registration, VARIABLE))
+        if not marks:
+            ops.append(_patches(c, self.variable_patches))
         return "".join(ops)
 
 
