@@ -526,7 +526,7 @@ def _content_rules(owner: pikepdf.Object) -> Iterator[tuple[str, str]]:
         data = stream.read_bytes()
         if RGB_OPERATOR.search(data) and _parsed_rgb(stream):
             yield "colour", "DeviceRGB colour (rg or RG) in the content"
-        if INLINE_IMAGE.search(data):
+        if b"BI" in data and INLINE_IMAGE.search(data):
             for image in _inline_images(stream):
                 space = image.obj.get("/CS", image.obj.get("/ColorSpace"))
                 family = str(space[0] if isinstance(space, pikepdf.Array) else space)

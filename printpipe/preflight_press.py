@@ -543,7 +543,7 @@ def _imaging_only(
         if _spot_of(owner, name.decode(), scope) != VARIABLE_NAME:
             yield where, "imaging", f"colour space {name.decode()!r} is not the Variable plate"
             return
-    if _INLINE_IMAGE.search(data):  # a composite page's imaging: the page holds no other
+    if b"BI" in data and _INLINE_IMAGE.search(data):  # the page holds no other
         streams = owner.get("/Contents", owner)
         for stream in streams if isinstance(streams, pikepdf.Array) else [streams]:
             if not isinstance(stream, pikepdf.Stream):
