@@ -5,9 +5,15 @@ files and the PDF/VT imaging files).
 
     python bench/bench_export.py [--packs 200] [--repeat 3] [--store-packs 12000]
                                  [--baseline DIR] [--no-layers] [--whole-block]
+                                 [--output-intent FILE.icc]
 
-``--whole-block``: then one export of the whole store per model with 2 workers, its wall time
-(a checkout from before the press models measures the digital model only).
+``--whole-block``: then one export of the whole store per model of this checkout (not the
+baseline's) with 2 workers, its wall time,
+its CPU time (workers and coordinator) and the conventional model's CPU over the digital's
+(a checkout from before the press models measures the digital model only).  Every run embeds
+the same ICC output profile (``--output-intent``, default Debian Ghostscript's CMYK profile):
+a conventional run's PDF/VT-1 imaging files must, and the digital model carries it too, so
+that the two models' files differ only by what the models do.
 
 The run is what ``printpipe run`` exports: ``--packs`` packs (25,000 tickets) of a block store
 of ``--store-packs`` packs (default the whole block: the store check hashes every column of
@@ -154,10 +160,17 @@ def _press(press: str) -> dict[str, Any]:
     return {"press": Press(press)}
 
 
+def _cpu(who: int) -> float:
+    usage = resource.getrusage(who)
+    return usage.ru_utime + usage.ru_stime
+
+
 def child_export(
-    block: Path, out: Path, keys: Path, approvals: Path, workers: int, packs: int, press: str
-) -> dict[str, Any]:
+    block: Path, out: Path, keys: Path, approvals: Path, workers: int, packs: int, press: str,
+    profile: Path,
+) -> dict[str, Any]:  # fmt: skip
     started = time.perf_counter()
+    cpu = _cpu(resource.RUSAGE_SELF)
     job = export_block(
         block_dir=block,
         out_dir=out,
@@ -166,11 +179,13 @@ def child_export(
         packs=PackRange(1, packs),
         workers=workers,
         show_progress=False,
+        output_intent=profile,
         **_press(press),
     )
     seconds = time.perf_counter() - started
     return {
         "seconds": seconds,
+        "cpu_seconds": _cpu(resource.RUSAGE_SELF) - cpu + _cpu(resource.RUSAGE_CHILDREN),
         "tickets": job["tickets"],
         "worker_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
         "coordinator_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
@@ -178,9 +193,9 @@ def child_export(
     }
 
 
-def child_render(block: Path, work: Path, press: str) -> dict[str, float]:
+def child_render(block: Path, work: Path, press: str, profile: Path) -> dict[str, float]:
     """The hand-written writer, then the press renderer, on the same 5,000 tickets."""
-    chunk = first_chunk(block, work / "render", press)
+    chunk = first_chunk(block, work / "render", press, profile)
     render_chunk(chunk)  # the process's first render: imports, fonts
     tickets = chunk.tickets
     started = time.perf_counter()  # faces included: the export builds them too
@@ -205,11 +220,13 @@ def child_approve(work: Path) -> dict[str, str]:
     return {"approvals": str(work / "approvals")}
 
 
-def first_chunk(block: Path, out: Path, press: str = "digital") -> ChunkJob:
+def first_chunk(
+    block: Path, out: Path, press: str = "digital", profile: Path | None = None
+) -> ChunkJob:
     """The first 40 packs of the block as the export's own work unit, for a render-only time."""
     from printpipe.export import ChunkSpec, ExportSettings, _chunk_job, chunk_file_name, job_date
     from printpipe.render.imposition import SRA3
-    from printpipe.render.pdfx import FOGRA39
+    from printpipe.render.pdfx import FOGRA39, icc_output_intent
     from printpipe.render.template import Coating, load_template
 
     store = BlockStore.open(block)
@@ -221,7 +238,8 @@ def first_chunk(block: Path, out: Path, press: str = "digital") -> ChunkJob:
     out.mkdir(parents=True, exist_ok=True)
     name = chunk_file_name(store.game_id, store.block, 1, SAMPLE_PACKS)
     spec = ChunkSpec(name, 1, SAMPLE_PACKS)
-    return _chunk_job(store, spec, str(out), template, settings, job_date(), FOGRA39)
+    intent = icc_output_intent(profile) if profile is not None else FOGRA39
+    return _chunk_job(store, spec, str(out), template, settings, job_date(), intent)
 
 
 def _child(code: Path, *args: str) -> dict[str, Any]:
@@ -249,24 +267,31 @@ def main() -> None:
     parser.add_argument(
         "--whole-block", action="store_true", help="then export the whole store in each model"
     )
+    parser.add_argument(
+        "--output-intent",
+        type=Path,
+        default=Path("/usr/share/color/icc/ghostscript/default_cmyk.icc"),
+        help="the CMYK output profile every run embeds (default: Debian Ghostscript's)",
+    )
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         kind, *rest = args.child
         if kind == "export":
-            block, out, keys, approvals, workers, packs, press = rest
+            block, out, keys, approvals, workers, packs, press, profile = rest
             result = child_export(
                 Path(block), Path(out), Path(keys), Path(approvals), int(workers), int(packs),
-                press,
+                press, Path(profile),
             )  # fmt: skip
         elif kind == "render":
-            result = child_render(Path(rest[0]), Path(rest[1]), rest[2])
+            result = child_render(Path(rest[0]), Path(rest[1]), rest[2], Path(rest[3]))
         else:
             result = child_approve(Path(rest[0]))
         print(json.dumps(result))
         return
 
     codes = {"digital": (ROOT, "digital"), "conventional": (ROOT, "conventional")}
+    profile = str(args.output_intent.resolve())
     if args.baseline is not None:
         codes["baseline (digital)"] = (args.baseline.resolve(), "digital")
     game = load_game("chien-chat")
@@ -286,27 +311,36 @@ def main() -> None:
                     out = tmp / f"print-{i}-{repeat}-{workers}"
                     row[workers] = _child(
                         code, "export", str(block), str(out), str(tmp / "keys"),
-                        str(approvals[name]), str(workers), str(args.packs), press,
+                        str(approvals[name]), str(workers), str(args.packs), press, profile,
                     )  # fmt: skip
                     shutil.rmtree(out)
-                row["render"] = _child(code, "render", str(block), str(tmp / f"render-{i}"), press)
+                row["render"] = _child(
+                    code, "render", str(block), str(tmp / f"render-{i}"), press, profile
+                )
                 runs[name].append(row)
         _report(runs, args.packs, store_packs * game.definition.block.pack_size, args.repeat)
         if args.whole_block:
             print(f"whole store ({store_packs:,} packs), 2 workers, one run each:")
+            cpu: dict[str, float] = {}
             for i, (name, (code, press)) in enumerate(codes.items()):
+                if name.startswith("baseline"):
+                    continue  # the two models of this checkout: a whole block is long
                 out = tmp / f"whole-{i}"
                 whole = _child(
                     code, "export", str(block), str(out), str(tmp / "keys"),
-                    str(approvals[name]), "2", str(store_packs), press,
+                    str(approvals[name]), "2", str(store_packs), press, profile,
                 )  # fmt: skip
                 rate = whole["tickets"] / whole["seconds"]
+                cpu[name] = whole["cpu_seconds"]
                 print(
-                    f"  {name:<20} {whole['seconds']:7.1f} s, {rate:,.0f} tickets/s, "
-                    f"{whole['bytes'] / 1e6:,.0f} MB, peak RSS per worker "
-                    f"{whole['worker_rss_mb']:.0f} MB"
+                    f"  {name:<20} {whole['seconds']:7.1f} s, {whole['cpu_seconds']:7.1f} s of "
+                    f"CPU, {rate:,.0f} tickets/s, {whole['bytes'] / 1e6:,.0f} MB, peak RSS per "
+                    f"worker {whole['worker_rss_mb']:.0f} MB"
                 )
                 shutil.rmtree(out)
+            if "digital" in cpu and "conventional" in cpu:
+                ratio = cpu["conventional"] / cpu["digital"]
+                print(f"  conventional / digital, CPU of the whole block: {ratio:.2f} x")
         if not args.no_layers:
             chunk = first_chunk(block, tmp / "layers")
             render_chunk(chunk)
@@ -343,6 +377,8 @@ def _report(runs: dict[str, list[dict[Any, Any]]], packs: int, store: int, repea
         return statistics.median(value(row) for row in runs[name])
 
     rows = {
+        "CPU of the whole run, 1 worker (s)": lambda r: r[1]["cpu_seconds"],
+        "CPU of the whole run, 2 workers (s)": lambda r: r[2]["cpu_seconds"],
         "whole run, 1 worker (tickets/s)": lambda r: r[1]["tickets"] / r[1]["seconds"],
         "whole run, 2 workers (tickets/s)": lambda r: r[2]["tickets"] / r[2]["seconds"],
         "render only, 5,000 tickets (tickets/s)": lambda r: r["render"]["render"],
@@ -359,12 +395,18 @@ def _report(runs: dict[str, list[dict[Any, Any]]], packs: int, store: int, repea
         figures[label] = []
         for name in names:
             m = median(name, value)
-            figures[label].append(f"{m:.2f} x" if label.startswith("writer /") else f"{m:,.0f}")
+            figures[label].append(
+                f"{m:.2f} x"
+                if label.startswith("writer /")
+                else f"{m:,.1f}"
+                if label.startswith("CPU")
+                else f"{m:,.0f}"
+            )
     width = max(len(label) for label in figures)
     print(" " * width + "".join(f"  {name:>24}" for name in names))
     for label, cells in figures.items():
         print(f"{label:<{width}}" + "".join(f"  {cell:>24}" for cell in cells))
-    for label, value in list(rows.items())[:3]:
+    for label, value in list(rows.items())[:5]:
         if "digital" in runs and "conventional" in runs:
             ratio = median("conventional", value) / median("digital", value)
             print(f"  conventional / digital, {label}: {ratio:.2f} x")

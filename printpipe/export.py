@@ -65,7 +65,15 @@ from printpipe.render.imposition import (
     cut_and_stack,
     impose,
 )
-from printpipe.render.pdfx import FOGRA39, JobIdentity, OutputIntent, icc_output_intent, pdf_date
+from printpipe.render.pdfvt import StaticFile
+from printpipe.render.pdfx import (
+    FOGRA39,
+    PDFX_VERSION,
+    JobIdentity,
+    OutputIntent,
+    icc_output_intent,
+    pdf_date,
+)
 from printpipe.render.template import Coating, Template
 from printpipe.store import BlockStore
 
@@ -136,6 +144,8 @@ class ChunkJob:
     template: Template = field(repr=False)
     tickets: Tickets = field(repr=False)
     output_intent: OutputIntent = field(repr=False, default=FOGRA39)
+    static: StaticFile | None = None
+    """An imaging chunk's static file (its name and SHA-256), which its metadata names."""
 
 
 def chunk_file_name(
@@ -167,7 +177,7 @@ def render_chunk(job: ChunkJob) -> dict[str, Any]:
     file it sees in the shared folder is the one the worker wrote.
     """
     from printpipe.render.canvas import new_canvas
-    from printpipe.render.pdfvt import PlacedTicket, make_pdfvt
+    from printpipe.render.pdfvt import PDFX4_VERSION, DocumentParts
     from printpipe.render.sheet import SheetPart, write_sheets
     from printpipe.render.template import MM
     from printpipe.render.ticket import TicketRenderer, faces_of_packs, load_texts
@@ -203,6 +213,7 @@ def render_chunk(job: ChunkJob) -> dict[str, Any]:
         f"tickets {first_serial} to {last_serial}",
         date=job.date,
         output_intent=job.output_intent,
+        pdfx_version=PDFX4_VERSION if imaging else PDFX_VERSION,
     )
     # The path is never written: the bytes are taken with getpdfdata().
     canvas = new_canvas(
@@ -211,6 +222,13 @@ def render_chunk(job: ChunkJob) -> dict[str, Any]:
         template.fonts,
         identity=identity,
     )
+    parts = None
+    if imaging:
+
+        def ticket_of(i: int) -> tuple[str, int, int]:
+            return faces[i].serial, base + i // pack_size, i % pack_size
+
+        parts = DocumentParts(canvas, job.file_name, job.static, ticket_of)
     renderer = TicketRenderer(
         canvas, template, game, texts, job.settings.coating, imaging_only=imaging
     )
@@ -220,20 +238,8 @@ def render_chunk(job: ChunkJob) -> dict[str, Any]:
         suffix=job.file_name,
     )  # fmt: skip
     part = SheetPart.VARIABLE if imaging else SheetPart.COMPOSITE
-    pages = write_sheets(canvas, renderer, imposition, faces, slug, part=part)
+    pages = write_sheets(canvas, renderer, imposition, faces, slug, part=part, parts=parts)
     data = canvas.getpdfdata()
-    if imaging:
-        del canvas, renderer  # reportlab's document, freed before qpdf reads the file
-        _, order = cut_and_stack(len(faces), imposition.slots)
-        placed = [
-            [
-                PlacedTicket(k, faces[i].serial, base + i // pack_size, i % pack_size)
-                for k, i in enumerate(slots)
-                if i >= 0
-            ]
-            for slots in order
-        ]
-        data = make_pdfvt(data, [(p, p) for p in placed], date=job.date, name=job.file_name)
     result: dict[str, Any] = {
         "file": job.file_name,
         "pages": pages,
@@ -261,7 +267,9 @@ def render_static(
     output_intent: OutputIntent,
 ) -> bytes:
     """A conventional run's static plates for one variant: a PDF/X-1a file of two pages, the
-    front and the (mirrored) back, exactly the static forms every sheet of the run places."""
+    front and the (mirrored) back, each the side's two static forms alone (what every sheet
+    of the run places: the same drawing, their text in this file's own font subsets), with
+    this variant's artwork only."""
     from printpipe.render.canvas import new_canvas
     from printpipe.render.sheet import write_static_sheets
     from printpipe.render.template import MM
@@ -287,7 +295,9 @@ def render_static(
         template.fonts,
         identity=identity,
     )
-    renderer = TicketRenderer(canvas, template, game, texts, settings.coating, static_only=True)
+    renderer = TicketRenderer(
+        canvas, template, game, texts, settings.coating, static_only=True, variant=variant
+    )
     slug = _slug(
         title, number, block, settings.approval, first_pack=0, last_pack=0,
         first_serial="", last_serial="",
@@ -368,7 +378,12 @@ def export_block(
         from printpipe.render.designer import check_artwork
 
         check_artwork(loaded.artwork)
-    impose(loaded, *sheet.size_mm)  # refuse a sheet too small before writing anything
+    grid = impose(loaded, *sheet.size_mm)  # refuse a sheet too small before writing anything
+    if press is Press.CONVENTIONAL and output_intent is None:
+        raise PrintpipeError(
+            "--press conventional writes the imaging as PDF/VT-1, a PDF/X-4 file that embeds "
+            "the press's output profile: give its CMYK ICC profile with --output-intent FILE.icc"
+        )
     intent = icc_output_intent(output_intent) if output_intent else FOGRA39
     approval = None
     if not unapproved:  # before anything is written
@@ -411,13 +426,21 @@ def export_block(
                 output_intent=intent,
             )
             for name, (variant, _) in statics.items()
-            if not (out_dir / name).exists()
         }  # fmt: skip
+        static_of = {
+            spec.file_name: StaticFile(name, hashlib.sha256(static_data[name]).hexdigest())
+            for spec in specs
+            for name in [_static_of(spec.first, statics)]
+        } if statics else {}  # fmt: skip
         todo = [spec for spec in specs if not (out_dir / spec.file_name).exists()]
         target = None if collect else str(out_dir.resolve())
         jobs = (
-            _chunk_job(store, spec, target, loaded, settings, folder.date, intent) for spec in todo
-        )
+            _chunk_job(
+                store, spec, target, loaded, settings, folder.date, intent,
+                static_of.get(spec.file_name),
+            )
+            for spec in todo
+        )  # fmt: skip
         tickets = sum(spec.last - spec.first + 1 for spec in todo) * store.pack_size
         engine = _engine(scheduler, min(workers or os.cpu_count() or 1, max(1, len(todo))))
         rendered = (
@@ -429,15 +452,16 @@ def export_block(
         )
         intact.pass_through()  # before the manifest, were every chunk already there
         for name, data in static_data.items():
-            write_atomic(out_dir / name, data)
+            if not (out_dir / name).exists():  # one a resumed run wrote stays as it is
+                write_atomic(out_dir / name, data)
         files = [
             _static_entry(out_dir, name, variant, runs, game.definition.variants)
             for name, (variant, runs) in statics.items()
         ] + files
-        if statics:
-            for entry in files:
-                if entry["kind"] == "variable":
-                    entry["static"] = _static_of(entry, statics)
+        for entry in files:
+            if entry["kind"] == "variable":
+                static = static_of[entry["path"]]
+                entry["static"], entry["static_sha256"] = static.name, static.sha256
         write_sealed_run_manifest(
             manifest_path, store, sealing.result(), recipient, signing_key, files, game=game
         )
@@ -464,6 +488,7 @@ def export_block(
         "tickets": packs.count * store.pack_size,
         "block_summary_sha256": hashlib.sha256(store.summary_bytes).hexdigest(),
         "settings": asdict(settings),
+        "imposition": {"columns": grid.cols, "rows": grid.rows},
         "approval": approval.to_json() if approval else NOT_APPROVED,
         "date": pdf_date(date),
         "files": files,
@@ -517,9 +542,8 @@ def _static_files(
     return files
 
 
-def _static_of(entry: dict[str, Any], statics: dict[str, tuple[int, list[tuple[int, int]]]]) -> str:
-    """The static file an imaging file is printed over."""
-    first = entry["packs"]["first"]
+def _static_of(first: int, statics: dict[str, tuple[int, list[tuple[int, int]]]]) -> str:
+    """The static file an imaging file whose first pack is ``first`` is printed over."""
     for name, (_, runs) in statics.items():
         if any(low <= first <= high for low, high in runs):
             return name
@@ -549,6 +573,7 @@ def _chunk_job(
     settings: ExportSettings,
     date: int,
     output_intent: OutputIntent,
+    static: StaticFile | None = None,
 ) -> ChunkJob:
     """The work unit of one chunk, its ticket columns read (copied) from the store."""
     rows = store.read(PackRange(spec.first, spec.last))
@@ -567,6 +592,7 @@ def _chunk_job(
         template,
         tickets,
         output_intent,
+        static,
     )
 
 

@@ -41,6 +41,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pikepdf
 
@@ -48,7 +49,7 @@ from printpipe import preflight_press
 from printpipe.atomic import sha256_file
 from printpipe.errors import PrintpipeError
 from printpipe.render.inks import REGISTRATION, SPOT_NAMES
-from printpipe.render.pdfvt import PDFVT_VERSION
+from printpipe.render.pdfvt import PDFVT_VERSION, PDFX4_VERSION
 from printpipe.render.pdfx import PDFX_VERSION
 
 RULES = (
@@ -86,6 +87,14 @@ FORBIDDEN_SPACES = {
     "/Indexed",
     "/Pattern",
 }
+INLINE_IMAGE = re.compile(rb"(?:^|\s)BI(?=\s)")
+INLINE_SPACES = {
+    "/G": "/DeviceGray",
+    "/RGB": "/DeviceRGB",
+    "/CMYK": "/DeviceCMYK",
+    "/I": "/Indexed",
+}
+"""An inline image's abbreviated colour space names."""
 RGB_OPERATOR = re.compile(rb"(?:^|\s)[-+.\d]+\s+[-+.\d]+\s+[-+.\d]+\s+(rg|RG)(?=\s|$)")
 TOLERANCE = 0.01
 
@@ -111,8 +120,11 @@ def preflight(print_dir: Path) -> tuple[list[Violation], dict[str, int]]:
     if not pdfs:
         raise PrintpipeError(f"{print_dir} holds no PDF file")
     found = list(_job_rules(print_dir, pdfs))
-    entries = _job_entries(print_dir)
+    job = _job(print_dir)
+    entries = _job_entries(job)
+    game, columns = _job_grid(job)
     fingerprints: dict[tuple[str, str], dict[str, str]] = {}
+    named_by: dict[str, dict[str, str]] = {}
     checked: dict[str, int] = {}
     for path in pdfs:
         entry = entries.get(path.name, {})
@@ -120,22 +132,84 @@ def preflight(print_dir: Path) -> tuple[list[Violation], dict[str, int]]:
         standard = PDFVT_VERSION if kind == "variable" else PDFX_VERSION
         checked[standard] = checked.get(standard, 0) + 1
         static: dict[str, str] = {}
+        named: dict[str, str] = {}
+        expected = (
+            preflight_press.Expected.of(entry, game, columns)
+            if kind == "variable" and game is not None
+            else None
+        )
         found += [
             Violation(path.name, where, rule, detail)
-            for where, rule, detail in check_file(path, kind=kind, static=static)
+            for where, rule, detail in check_file(
+                path, kind=kind, static=static, expected=expected, named=named
+            )
         ]
-        for side, digest in static.items():
-            fingerprints.setdefault((str(entry.get("variant", "")), side), {})[path.name] = digest
+        if named:
+            named_by[path.name] = named
+        if kind == "duplex":  # a static file's forms are its own file's (its font subsets)
+            for side, digest in static.items():
+                key = (str(entry.get("variant", "")), side)
+                fingerprints.setdefault(key, {})[path.name] = digest
     found += list(_same_static_plates(fingerprints))
+    found += list(_static_files(print_dir, entries, named_by))
     return found, checked
 
 
-def _job_entries(print_dir: Path) -> dict[str, dict]:
+def _job(print_dir: Path) -> dict[str, Any]:
     try:
         job = json.loads((print_dir / "job.json").read_text(encoding="utf-8"))
-        return {entry["path"]: entry for entry in job["files"] if isinstance(entry, dict)}
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError):
         return {}
+    return job if isinstance(job, dict) else {}
+
+
+def _job_entries(job: dict[str, Any]) -> dict[str, dict]:
+    try:
+        return {entry["path"]: entry for entry in job["files"] if isinstance(entry, dict)}
+    except (KeyError, TypeError):
+        return {}
+
+
+def _job_grid(job: dict[str, Any]) -> tuple[int | None, int | None]:
+    """The job's game number and its sheet's columns (a back's slots are mirrored)."""
+    try:
+        game = int(job["game"]["number"])
+    except (KeyError, TypeError, ValueError):
+        return None, None
+    try:
+        columns = int(job["imposition"]["columns"])
+    except (KeyError, TypeError, ValueError):
+        columns = None
+    return game, columns
+
+
+def _static_files(
+    print_dir: Path, entries: dict[str, dict], named_by: dict[str, dict[str, str]]
+) -> Iterator[Violation]:
+    """Each static file is the one its imaging files were made to print over (their own
+    metadata and ``job.json`` name its SHA-256); each one they name is in the folder."""
+    statics = {name for named in named_by.values() for name in named}
+    listed = {
+        str(entry.get("static")): str(entry.get("static_sha256"))
+        for entry in entries.values()
+        if entry.get("kind") == "variable" and entry.get("static_sha256")
+    }
+    statics |= {name for name, entry in entries.items() if entry.get("kind") == "static"}
+    for name in sorted(statics | set(listed)):
+        path = print_dir / name
+        if not path.is_file():
+            users = sorted(imaging for imaging, named in named_by.items() if name in named)
+            for imaging in users:
+                yield Violation(
+                    imaging,
+                    "",
+                    "static-plates",
+                    f"the static file {name} it prints over is missing",
+                )
+            continue
+        digest = sha256_file(path)
+        for detail in preflight_press.static_named(name, digest, named_by, listed.get(name)):
+            yield Violation(name, "", "static-plates", detail)
 
 
 def _same_static_plates(
@@ -194,11 +268,17 @@ def _job_rules(print_dir: Path, pdfs: list[Path]) -> Iterator[Violation]:
 
 
 def check_file(
-    path: Path, *, kind: str = "duplex", static: dict[str, str] | None = None
+    path: Path,
+    *,
+    kind: str = "duplex",
+    static: dict[str, str] | None = None,
+    expected: preflight_press.Expected | None = None,
+    named: dict[str, str] | None = None,
 ) -> Iterator[tuple[str, str, str]]:
     """(where, rule, detail) of every violation in one PDF of ``kind`` (``duplex``,
     ``static`` or ``variable``); ``static`` receives the fingerprint of each side's static
-    forms."""
+    forms, ``named`` the static file an imaging file names (name -> SHA-256); ``expected``:
+    what ``job.json`` says an imaging file holds."""
     try:
         pdf = pikepdf.open(path)
     except pikepdf.PasswordError:
@@ -208,7 +288,7 @@ def check_file(
         yield "", "pdf-version", f"not a readable PDF: {exc}"
         return
     with pdf:
-        yield from _document_rules(pdf, kind)
+        yield from _document_rules(pdf, kind, expected, {} if named is None else named)
         forms_seen: set[tuple[int, int]] = set()
         for number, page in enumerate(pdf.pages, start=1):
             where = f"page {number}"
@@ -219,20 +299,38 @@ def check_file(
         yield from preflight_press.check(pdf, kind, static if static is not None else {})
 
 
-def _document_rules(pdf: pikepdf.Pdf, kind: str = "duplex") -> Iterator[tuple[str, str, str]]:
-    if kind == "variable":
-        yield from preflight_press.pdfvt_document(pdf)
-    elif pdf.pdf_version not in ("1.3", "1.4"):
-        yield "", "pdf-version", f"PDF {pdf.pdf_version}: PDF/X-1a is PDF 1.3 or 1.4"
+def _document_rules(
+    pdf: pikepdf.Pdf,
+    kind: str = "duplex",
+    expected: preflight_press.Expected | None = None,
+    named: dict[str, str] | None = None,
+) -> Iterator[tuple[str, str, str]]:
+    """The file is what it claims (Info's and the XMP's ``GTS_PDFXVersion``, the XMP's
+    ``GTS_PDFVTVersion``), and the kind of file ``job.json`` says it is."""
+    claims = preflight_press.claims_of(pdf)
+    claimed = claims.pdfx
+    wanted = "PDF/X-4 and PDF/VT-1" if kind == "variable" else PDFX_VERSION
+    if claims.info and claims.xmp_pdfx and claims.info != claims.xmp_pdfx:
+        yield "", "info", f"Info claims {claims.info!r}, the XMP metadata {claims.xmp_pdfx!r}"
+    if not claimed:
+        yield "", "info", f"the file claims no PDF/X version (GTS_PDFXVersion): expected {wanted}"
+    elif claimed == PDFX4_VERSION:
+        yield from preflight_press.pdfx4_document(pdf, claims)
+        if kind != "variable":
+            yield "", "info", f"it claims PDF/X-4: job.json's {kind} files are {PDFX_VERSION}"
+    elif claimed in PDFX_VERSIONS:
+        if pdf.pdf_version not in ("1.3", "1.4"):
+            yield "", "pdf-version", f"PDF {pdf.pdf_version}: {claimed} is PDF 1.3 or 1.4"
+        if kind == "variable":
+            yield "", "pdf-vt", f"it claims {claimed}: an imaging file is PDF/X-4 and PDF/VT-1"
+    else:
+        yield "", "info", f"it claims {claimed!r}, which is not {wanted}"
+    if claims.xmp_pdfvt or kind == "variable":
+        yield from preflight_press.pdfvt_document(pdf, claims, expected, named or {})
     if pdf.is_encrypted:
         yield "", "encryption", "the file is encrypted"
     info = pdf.trailer.get("/Info")
     info = info if isinstance(info, pikepdf.Dictionary) else pikepdf.Dictionary()
-    version = str(info.get("/GTS_PDFXVersion", ""))
-    if kind == "variable":
-        pass  # PDF/X-4: preflight_press
-    elif version not in PDFX_VERSIONS:
-        yield "", "info", f"GTS_PDFXVersion is {version or 'missing'!r}, expected {PDFX_VERSION!r}"
     trapped = info.get("/Trapped")
     if trapped not in (pikepdf.Name("/True"), pikepdf.Name("/False")):
         yield "", "info", f"Trapped is {trapped or 'missing'}, expected /True or /False"
@@ -246,7 +344,8 @@ def _document_rules(pdf: pikepdf.Pdf, kind: str = "duplex") -> Iterator[tuple[st
         yield "", "info", "CreationDate is a library's fixed date (2000-01-01), not the job's"
     if "/ID" not in pdf.trailer:
         yield "", "trailer-id", "the trailer has no /ID"
-    yield from (("", "output-intent", detail) for detail in _output_intent_rules(pdf))
+    embedded = claimed == PDFX4_VERSION
+    yield from (("", "output-intent", detail) for detail in _output_intent_rules(pdf, embedded))
     root = pdf.Root
     if "/Names" in root and "/JavaScript" in root.Names:
         yield "", "actions", "the document holds JavaScript"
@@ -254,7 +353,9 @@ def _document_rules(pdf: pikepdf.Pdf, kind: str = "duplex") -> Iterator[tuple[st
         yield "", "actions", "the document runs an action when opened"
 
 
-def _output_intent_rules(pdf: pikepdf.Pdf) -> Iterator[str]:
+def _output_intent_rules(pdf: pikepdf.Pdf, embedded: bool = False) -> Iterator[str]:
+    """Exactly one PDF/X output intent, a registered name or an embedded CMYK output profile;
+    ``embedded`` (PDF/X-4): the profile itself."""
     intents = pdf.Root.get("/OutputIntents")
     pdfx = [
         i
@@ -269,12 +370,19 @@ def _output_intent_rules(pdf: pikepdf.Pdf) -> Iterator[str]:
         yield "the output intent has no OutputConditionIdentifier"
     profile = intent.get("/DestOutputProfile")
     if profile is None:
-        if not str(intent.get("/RegistryName", "")).strip():
+        if embedded:
+            yield (
+                "PDF/X-4 embeds the output profile (DestOutputProfile); this output intent "
+                "only names a printing condition"
+            )
+        elif not str(intent.get("/RegistryName", "")).strip():
             yield "the output intent embeds no profile and names no registered characterisation"
     else:
         data = profile.read_bytes()
         if data[36:40] != b"acsp" or data[16:20] != b"CMYK" or profile.get("/N") != 4:
             yield "the embedded output profile is not a CMYK ICC profile"
+        elif data[12:16] != b"prtr":
+            yield "the embedded output profile is not an output (printer) profile"
 
 
 def _box(page: pikepdf.Page, name: str) -> tuple[float, float, float, float] | None:
@@ -418,6 +526,24 @@ def _content_rules(owner: pikepdf.Object) -> Iterator[tuple[str, str]]:
         data = stream.read_bytes()
         if RGB_OPERATOR.search(data) and _parsed_rgb(stream):
             yield "colour", "DeviceRGB colour (rg or RG) in the content"
+        if b"BI" in data and INLINE_IMAGE.search(data):
+            for image in _inline_images(stream):
+                space = image.obj.get("/CS", image.obj.get("/ColorSpace"))
+                family = str(space[0] if isinstance(space, pikepdf.Array) else space)
+                family = INLINE_SPACES.get(family, family)
+                if family in FORBIDDEN_SPACES:
+                    yield (
+                        "colour",
+                        f"an inline image in {family[1:]} (PDF/X-1a: CMYK, Gray and spots only)",
+                    )
+
+
+def _inline_images(stream: pikepdf.Stream) -> list[pikepdf.PdfInlineImage]:
+    return [
+        item.iimage
+        for item in pikepdf.parse_content_stream(stream)
+        if isinstance(item, pikepdf.ContentStreamInlineImage)
+    ]
 
 
 def _parsed_rgb(stream: pikepdf.Stream) -> bool:

@@ -45,6 +45,11 @@ settings.register_profile("printpipe", deadline=None)
 settings.load_profile("printpipe")
 
 
+CMYK_PROFILE = Path("/usr/share/color/icc/ghostscript/default_cmyk.icc")
+"""A CMYK output profile, Debian's Ghostscript's: the print shop's profile in the tests (a
+conventional run's PDF/X-4 imaging files embed one)."""
+
+
 SUBPROCESS_ONLY = {"serve", "--scheduler", "--detach"}
 """Arguments that need a process of their own: a server, a Dask client (its event loop and
 threads), a daemon.  Set PRINTPIPE_TEST_SUBPROCESS=1 to run every command in one."""

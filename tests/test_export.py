@@ -526,13 +526,32 @@ def test_a_scratch_zone_too_small_for_its_coating_is_refused(tmp_path, small_blo
     text = (TEMPLATES / "ticket.toml").read_text()
     assert "spread = 1.4" in text
     bad = tmp_path / "bad.toml"
-    bad.write_text(text.replace("spread = 1.4", "spread = 2.0"))
+    # a narrower bar (the least allowed), so that the retailer's zone still holds the barcode
+    # with its quiet zones on white inside the wider spread: the paws are what is refused
+    bad.write_text(
+        text.replace("spread = 1.4", "spread = 2.0").replace(
+            "code128_module = 0.2 ", "code128_module = 0.17"
+        )
+    )
     out = tmp_path / "print"
     result = run_cli("export", str(small_block), "--out", str(out), "--keys", str(keys_dir),
                      "--template", str(bad), "--unapproved")  # fmt: skip
     _assert_one_line_error(
         result, out, "zone front.grid cell 1: too small for its paw, spread 2 mm"
     )
+
+
+def test_a_retailers_zone_without_white_quiet_zones_is_refused(tmp_path, small_block, keys_dir):
+    """The Code 128's quiet zones lie on the zone's white base, inside the coating by its
+    spread: with 2 mm of spread the 45 mm zone is too narrow for 0.2 mm bars."""
+    text = (TEMPLATES / "ticket.toml").read_text()
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text.replace("spread = 1.4", "spread = 2.0"))
+    out = tmp_path / "print"
+    result = run_cli("export", str(small_block), "--out", str(out), "--keys", str(keys_dir),
+                     "--template", str(bad), "--unapproved")  # fmt: skip
+    _assert_one_line_error(result, out, "zone front.validation: too small for the Code 128")
+    assert "45.80 mm wide needed" in result.stderr
 
 
 def test_same_inputs_same_bytes(tmp_path, small_block, keys_dir, approvals_dir):

@@ -21,10 +21,13 @@ from __future__ import annotations
 import json
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
+import pikepdf
 import pytest
 from PIL import Image
+from scipy import ndimage
 
 from printpipe.games import game_template_dir
 from printpipe.render.canvas import new_canvas
@@ -77,7 +80,7 @@ def sheet(tmp_path_factory, game, keys_dir, approvals_dir):
     tickets = BlockStore.open(store).read()
     _, order = cut_and_stack(len(tickets), imposition.slots)
     variants = [int(tickets.variant[i]) for i in order[0]]
-    return Sheet(plates, process, template, renderer, imposition, variants)
+    return Sheet(plates, process, template, renderer, imposition, variants, pdf)
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,8 @@ class Sheet:
     imposition: Imposition
     variants: list[int]
     """The variant of each slot of sheet 1."""
+    pdf: Path
+    """The press file."""
 
 
 def _box_px(box, origin, height_px):
@@ -209,6 +214,58 @@ def test_the_decoration_does_not_knock_the_coating_out(sheet):
     decorated = decoration & inside
     assert decorated.sum() > 1000, "the paws and GRATTEZ ICI are printed"
     assert not (decorated & ~coating).any(), "the coating is solid under its decoration"
+
+
+def test_the_validation_barcodes_quiet_zones_are_white(sheet):
+    """Each side of the Code 128's bars, its quiet zone (``barcodes.quiet_modules`` narrow
+    bars, >= 2 mm at 0.2 mm) is paper white: no process ink (the zone's white base, not the
+    ticket's pale background) and no imaging, over the bars' whole height."""
+    renderer, template, imposition = sheet.renderer, sheet.template, sheet.imposition
+    b = template.barcodes
+    quiet = b["quiet_modules"] * b["code128_module"] * MM
+    assert quiet >= 2 * MM - 0.01
+    dx, dy = (float(v) for v in renderer.code128_place.split()[5:7])
+    bars_w = renderer.code128.width_modules * b["code128_module"] * MM
+    bars_h = b["code128_height"] * MM
+    shape = sheet.process.shape
+    inset = 1  # a pixel at each edge: where the bars' and the base's edges fall
+    for x, y in imposition.front:
+        for left in (x + dx - quiet, x + dx + bars_w):
+            top, bottom, c0, c1 = _box_px((0, 0, quiet, bars_h), (left, y + dy), shape[0])
+            area = np.s_[top + inset : bottom - inset, c0 + inset : c1 - inset]
+            assert sheet.process[area].size > 100
+            assert sheet.process[area].max() < 13, "a quiet zone on the pale background"
+            assert not sheet.plates[1, "Variable"][area].any(), "imaging in a quiet zone"
+
+
+HOLE_DPI = 1200
+
+
+def test_the_latex_has_no_hole_at_1200_dpi(sheet, tmp_path):
+    """The ``ScratchOff`` plate of a whole ticket (its paws, where toes overlap the pad's
+    corners, the bonus box, the retailer's zone) at 1,200 dpi: no bare paper enclosed by the
+    coating (each hole a spot where the latex would let a symbol show)."""
+    x, y = sheet.imposition.front[0]
+    w, h = sheet.template.width * MM, sheet.template.height * MM
+    cut = tmp_path / "ticket.pdf"
+    with pikepdf.open(sheet.pdf) as pdf, pikepdf.new() as one:
+        one.pages.append(pdf.pages[0])
+        page = one.pages[0].obj
+        page.MediaBox = [x, y, x + w, y + h]
+        for box in ("/CropBox", "/TrimBox", "/BleedBox"):
+            if box in page:
+                del page[box]
+        one.save(cut)
+    subprocess.run(
+        ["gs", "-q", "-dNOPAUSE", "-dBATCH", "-sDEVICE=tiffsep", f"-r{HOLE_DPI}",
+         f"-sOutputFile={tmp_path}/t%d.tif", str(cut)],
+        check=True, timeout=300,
+    )  # fmt: skip
+    latex = np.asarray(Image.open(tmp_path / "t1(ScratchOff).tif").convert("L")) < 128
+    assert latex.mean() > 0.1, "the ticket's coatings are on the plate"
+    holes, count = ndimage.label(ndimage.binary_fill_holes(latex) & ~latex)
+    sizes = np.bincount(holes.ravel())[1:]
+    assert count == 0, f"{count} holes in the latex, {sizes.tolist()[:10]} px each"
 
 
 def test_register_marks_are_on_every_plate(sheet):

@@ -6,10 +6,13 @@ press line, each failing on one injected violation.  Few packs and low resolutio
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pikepdf
@@ -27,7 +30,7 @@ from printpipe.render.imposition import cut_and_stack, impose, parse_sheet
 from printpipe.render.sheet import crop_marks
 from printpipe.render.template import MM, load_template
 from printpipe.store import BlockStore
-from tests.conftest import generate_store, run_cli
+from tests.conftest import CMYK_PROFILE, generate_store, run_cli
 
 DPI = 36
 STATIC_INKS = ("Cyan", "Magenta", "Yellow", "Black", "Blocking", "ScratchOff", "ScratchDecor")
@@ -40,10 +43,11 @@ def runs(tmp_path_factory, game, keys_dir, approvals_dir) -> dict[str, Path]:
     work = tmp_path_factory.mktemp("press-line")
     store = generate_store(game, keys_dir, work / "block", PackRange(1, 3))
     out = {"block": store}
+    profile = ("--output-intent", str(CMYK_PROFILE))
     for name, extra in (
         ("digital", ()),
-        ("conventional", ("--press", "conventional")),
-        ("none", ("--press", "conventional", "--coating", "none")),
+        ("conventional", ("--press", "conventional", *profile)),
+        ("none", ("--press", "conventional", "--coating", "none", *profile)),
     ):
         out[name] = work / name
         run_cli("export", str(store), "--out", str(out[name]), "--keys", str(keys_dir),
@@ -52,9 +56,45 @@ def runs(tmp_path_factory, game, keys_dir, approvals_dir) -> dict[str, Path]:
     return out
 
 
+def _entries(folder: Path) -> list[dict]:
+    return json.loads((folder / "job.json").read_text())["files"]
+
+
 def _files(folder: Path, kind: str) -> list[Path]:
-    job = json.loads((folder / "job.json").read_text())
-    return [folder / e["path"] for e in job["files"] if e["kind"] == kind]
+    return [folder / e["path"] for e in _entries(folder) if e["kind"] == kind]
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_a_conventional_run_needs_the_presss_profile(runs, keys_dir, approvals_dir, tmp_path):
+    """PDF/X-4 embeds the output profile: without one, the run is refused in one line naming
+    the option, and nothing is written."""
+    out = tmp_path / "line"
+    refused = run_cli("export", str(runs["block"]), "--out", str(out), "--keys",
+                      str(keys_dir), "--approvals", str(approvals_dir), "--press",
+                      "conventional", "-q")  # fmt: skip
+    assert refused.returncode == 1 and refused.stdout == ""
+    (line,) = refused.stderr.strip().splitlines()
+    assert "--output-intent FILE.icc" in line and "PDF/X-4" in line
+    assert not out.exists()
+
+
+def test_a_static_file_holds_its_effigys_artwork_only(runs, game):
+    (static,) = _files(runs["conventional"], "static")
+    (entry,) = [e for e in _entries(runs["conventional"]) if e["kind"] == "static"]
+    names: set[str] = set()
+    with pikepdf.open(static) as pdf:
+        for obj in pdf.objects:  # every form of the file, placed or not
+            if isinstance(obj, pikepdf.Stream) and obj.get("/Subtype") == pikepdf.Name.Form:
+                resources = obj.get("/Resources")
+                if isinstance(resources, pikepdf.Dictionary) and "/XObject" in resources:
+                    names |= {str(name) for name in resources.XObject}
+            elif isinstance(obj, pikepdf.Dictionary) and "/XObject" in obj:
+                names |= {str(name) for name in obj.XObject}
+    fronts = {n for n in names if ".front-" in n}
+    assert fronts == {f"/FormXob.front-{entry['variant']}"}, fronts
 
 
 def _plates(pdf: Path, pages: list[int], work: Path) -> dict[tuple[int, str], np.ndarray]:
@@ -111,8 +151,22 @@ def test_the_imaging_files_are_pdfvt_naming_each_ticket_printed(runs, game):
         assert b"<pdfxid:GTS_PDFXVersion>PDF/X-4<" in xmp
         assert b"<pdfvtid:GTS_PDFVTVersion>PDF/VT-1<" in xmp
         assert len(pdf.Root.OutputIntents) == 1
+        info = pdf.trailer.Info
+        # Info's entries in XMP's words: the Subject is the XMP's dc:description
+        meta = pdf.open_metadata()
+        assert meta["dc:description"] == str(info.Subject) != ""
+        assert meta["dc:title"] == str(info.Title) and meta["dc:creator"] == [str(info.Author)]
+        assert meta["pdf:Producer"] == str(info.Producer)
+        (intent,) = pdf.Root.OutputIntents
+        assert intent.DestOutputProfile.read_bytes() == CMYK_PROFILE.read_bytes()
         root = pdf.Root.DPartRoot
         assert list(root.NodeNameList) == ["/File", "/Sheet", "/Side"]
+        # the static file it prints over, by name and SHA-256, as job.json says too
+        (entry,) = [e for e in _entries(runs["conventional"]) if e["kind"] == "variable"]
+        static_named = root.DPartRootNode.DPM.File.Static
+        static = runs["conventional"] / entry["static"]
+        assert str(static_named.Name) == static.name
+        assert str(static_named.SHA256) == entry["static_sha256"] == _sha256(static)
         assert len(pdf.pages) == 2 * sheets
         for number, page in enumerate(pdf.pages):
             leaf = page.obj.DPart
@@ -120,22 +174,181 @@ def test_the_imaging_files_are_pdfvt_naming_each_ticket_printed(runs, game):
             assert leaf.Parent.Parent.objgen == root.DPartRootNode.objgen
             listed = [(int(t.Slot), str(t.Serial), int(t.Pack)) for t in leaf.DPM.Tickets]
             slots = order[number // 2]
-            expected = [
-                (k, TicketId(game.definition.number, 1 + i // 125, i % 125).serial, 1 + i // 125)
+            on_page = (lambda k: k) if number % 2 == 0 else imposition.back_slot
+            expected = sorted(
+                (on_page(k), TicketId(game.definition.number, 1 + i // 125, i % 125).serial,
+                 1 + i // 125)
                 for k, i in enumerate(slots)
                 if i >= 0
-            ]
+            )  # fmt: skip
             assert listed == expected, number
-    # the serial printed on each back is the one its document part names
+    # the serial printed on each back is the one its document part names at that slot, the
+    # page's slots in reading order (a back's grid is the front's: the sheet is centred)
     document = pypdfium2.PdfDocument(imaging)
     for number in (1, 2 * sheets - 1):  # sheet 1's back, the last sheet's back
         with pikepdf.open(imaging) as pdf:
             named = {int(t.Slot): str(t.Serial) for t in pdf.pages[number].obj.DPart.DPM.Tickets}
         text = document[number].get_textpage()
         for slot, serial in named.items():
-            x, y = imposition.back[slot]
+            x, y = imposition.front[slot]
             printed = text.get_text_bounded(x, y, x + template.width * MM, y + template.height * MM)
             assert serial in printed, (number, slot)
+
+
+# -- an independent check of PDF/VT-1 and PDF/X-4 --------------------------------------------
+# Written from ISO 16612-2 (PDF/VT-1) and ISO 15930-7 (PDF/X-4), apart from printpipe's
+# preflight: the XMP read with the standard library's XML parser, the document parts walked
+# from their definition (ISO 32000-2, 14.12).
+RDF = "{http://www.w3.org/1999/02/22-rdf-syntax-ns#}"
+XMP_NS = {
+    "dc": "http://purl.org/dc/elements/1.1/",
+    "xmp": "http://ns.adobe.com/xap/1.0/",
+    "pdf": "http://ns.adobe.com/pdf/1.3/",
+    "xmpMM": "http://ns.adobe.com/xap/1.0/mm/",
+    "pdfxid": "http://www.npes.org/pdfx/ns/id/",
+    "pdfvtid": "http://www.npes.org/pdfvt/ns/id/",
+}
+
+
+def _xmp_values(packet: bytes) -> dict[str, str]:
+    """Every simple property of the packet's descriptions (``prefix:name`` -> text; a
+    language alternative or a sequence: its first item)."""
+    from xml.etree import ElementTree
+
+    uris = {uri: prefix for prefix, uri in XMP_NS.items()}
+    values: dict[str, str] = {}
+    for description in ElementTree.fromstring(packet).iter(f"{RDF}Description"):
+        for attribute, text in description.attrib.items():  # the attribute form
+            uri, _, name = attribute[1:].partition("}")
+            if uri in uris:
+                values[f"{uris[uri]}:{name}"] = text
+        for element in description:
+            uri, _, name = element.tag[1:].partition("}")
+            if uri not in uris:
+                continue
+            item = element.find(f".//{RDF}li")
+            values[f"{uris[uri]}:{name}"] = (item if item is not None else element).text or ""
+    return values
+
+
+def _xmp_seconds(text: str) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def _pdf_seconds(text: str) -> float:
+    from datetime import datetime
+
+    core = text.removeprefix("D:").replace("'", "")
+    zone = "+0000" if core[14:] in ("", "Z") else core[14:]
+    return datetime.strptime(core[:14] + zone, "%Y%m%d%H%M%S%z").timestamp()
+
+
+def pdfvt1_problems(path: Path) -> list[str]:
+    """What keeps ``path`` from being PDF/VT-1 (so PDF/X-4); empty when it is one."""
+    problems = []
+    head = path.read_bytes()[:8]
+    if not head.startswith(b"%PDF-1.") or head[7:8] not in b"3456":
+        problems.append(f"header {head!r}: PDF/X-4 is PDF 1.6 at most")
+    with pikepdf.open(path) as pdf:
+        root, info = pdf.Root, pdf.trailer.get("/Info", pikepdf.Dictionary())
+        if pdf.is_encrypted or "/ID" not in pdf.trailer:
+            problems.append("encrypted, or no trailer /ID")
+        intents = [i for i in root.get("/OutputIntents", []) if i.get("/S") == "/GTS_PDFX"]
+        profile = intents[0].get("/DestOutputProfile") if len(intents) == 1 else None
+        if profile is None:
+            problems.append("no single PDF/X output intent with an embedded profile")
+        else:
+            icc = profile.read_bytes()
+            if icc[36:40] != b"acsp" or icc[12:16] != b"prtr" or icc[16:20] != b"CMYK":
+                problems.append("the output profile is not a CMYK output profile")
+            if int(profile.get("/N", 0)) != 4 or not str(
+                intents[0].get("/OutputConditionIdentifier", "")
+            ):
+                problems.append("the output intent's /N or OutputConditionIdentifier")
+        metadata = root.get("/Metadata")
+        if not isinstance(metadata, pikepdf.Stream) or metadata.get("/Subtype") != "/XML":
+            return [*problems, "no XMP metadata stream"]
+        xmp = _xmp_values(metadata.read_bytes())
+        wanted = {"pdfxid:GTS_PDFXVersion": "PDF/X-4", "pdfvtid:GTS_PDFVTVersion": "PDF/VT-1"}
+        for key, value in wanted.items():
+            if xmp.get(key) != value:
+                problems.append(f"XMP {key} is {xmp.get(key)!r}")
+        for key in ("xmpMM:DocumentID", "xmpMM:VersionID", "xmpMM:RenditionClass", "dc:title",
+                    "xmp:CreateDate", "xmp:ModifyDate", "pdfvtid:GTS_PDFVTModDate"):  # fmt: skip
+            if not xmp.get(key):
+                problems.append(f"XMP has no {key}")
+        if "/GTS_PDFXVersion" in info and str(info.GTS_PDFXVersion) != "PDF/X-4":
+            problems.append("Info's GTS_PDFXVersion is not PDF/X-4")
+        if str(info.get("/Trapped")) not in ("/True", "/False") or xmp.get("pdf:Trapped") != str(
+            info.get("/Trapped")
+        ).lstrip("/"):
+            problems.append("Trapped is not True or False in both Info and XMP")
+        same = (("/Title", "dc:title"), ("/Author", "dc:creator"),
+                ("/Subject", "dc:description"), ("/Producer", "pdf:Producer"))  # fmt: skip
+        for key, xmp_key in same:
+            if key in info and str(info[key]) != xmp.get(xmp_key):
+                problems.append(f"Info's {key[1:]} has no equal XMP {xmp_key}")
+        for key, xmp_key in (("/CreationDate", "xmp:CreateDate"), ("/ModDate", "xmp:ModifyDate")):
+            if key in info and _pdf_seconds(str(info[key])) != _xmp_seconds(xmp.get(xmp_key, "")):
+                problems.append(f"Info's {key[1:]} and XMP {xmp_key} differ")
+        for number, page in enumerate(pdf.pages, start=1):
+            boxes = {name: page.obj.get(name) for name in ("/TrimBox", "/ArtBox", "/BleedBox")}
+            if (boxes["/TrimBox"] is None) == (boxes["/ArtBox"] is None):
+                problems.append(f"page {number}: not exactly one of TrimBox and ArtBox")
+        # the document parts: every page in exactly one leaf, leaves in page order
+        dpart_root = root.get("/DPartRoot")
+        if (
+            not isinstance(dpart_root, pikepdf.Dictionary)
+            or dpart_root.get("/Type") != "/DPartRoot"
+        ):
+            return [*problems, "no /DPartRoot"]
+        pages = [page.obj.objgen for page in pdf.pages]
+        covered: list[tuple[int, int]] = []
+
+        def walk(node: pikepdf.Object, depth: int) -> None:
+            if node.get("/Type") != "/DPart":
+                problems.append("a document part without /Type /DPart")
+            for value in node.get("/DPM", pikepdf.Dictionary()).values():
+                if isinstance(value, pikepdf.Stream):
+                    problems.append("a stream in a DPM")
+            if "/DParts" in node:
+                for group in node.DParts:
+                    for kid in group:
+                        if kid.Parent.objgen != node.objgen:
+                            problems.append("a document part whose /Parent is not its node")
+                        walk(kid, depth + 1)
+                return
+            start = pages.index(node.Start.objgen)
+            end = pages.index(node.End.objgen) if "/End" in node else start
+            covered.extend(pages[start : end + 1])
+            for objgen in pages[start : end + 1]:
+                if pdf.get_object(objgen).DPart.objgen != node.objgen:
+                    problems.append("a page whose /DPart is not the leaf holding it")
+
+        walk(dpart_root.DPartRootNode, 0)
+        if covered != pages:
+            problems.append("the leaves do not hold every page once, in page order")
+    return problems
+
+
+def test_an_independent_pdfvt1_check_passes_the_imaging_files(runs, tmp_path):
+    """The imaging files pass a PDF/VT-1 + PDF/X-4 check written apart from preflight; no
+    other file claims PDF/X-4 or PDF/VT; and the check has teeth."""
+    (imaging,) = _files(runs["conventional"], "variable")
+    assert pdfvt1_problems(imaging) == []
+    for kind, run in (("static", "conventional"), ("duplex", "digital")):
+        for path in _files(runs[run], kind):
+            with pikepdf.open(path) as pdf:
+                assert str(pdf.trailer.Info.GTS_PDFXVersion) == "PDF/X-1a:2003"
+                assert pdf.pdf_version in ("1.3", "1.4") and "/Metadata" not in pdf.Root
+    for fault in (_no_embedded_profile, _parts_out_of_order, _xmp_without("dc:description")):
+        folder = tmp_path / fault.__name__
+        shutil.copytree(runs["conventional"], folder)
+        (victim,) = _files(folder, "variable")
+        _inject(folder, victim, fault)
+        assert pdfvt1_problems(victim), fault.__name__
 
 
 def _codes(pdf: Path, pages: list[int]) -> list[str]:
@@ -206,8 +419,6 @@ def _inject(folder: Path, path: Path, change) -> None:
         change(pdf)
         pdf.save(path, static_id=True)
     job = json.loads((folder / "job.json").read_text())
-    import hashlib
-
     for entry in job["files"]:
         if entry["path"] == path.name:
             entry["sha256"] = hashlib.sha256(path.read_bytes()).hexdigest()
@@ -242,24 +453,259 @@ def _one_sheet_differs(pdf: pikepdf.Pdf) -> None:
     page.Contents = pdf.make_stream(data[:cut] + b"\nq 1 0 0 0 k 100 100 20 20 re f Q" + data[cut:])
 
 
+def _root_kids(pdf: pikepdf.Pdf) -> Any:
+    return pdf.Root.DPartRoot.DPartRootNode.DParts[0]
+
+
+def _parts_out_of_order(pdf: pikepdf.Pdf) -> None:
+    """Sheets 2 and 3's document parts swapped in the tree (each still names its page)."""
+    kids = _root_kids(pdf)
+    second, third = kids[1], kids[2]
+    kids[1], kids[2] = third, second
+
+
+def _leaves_swapped(pdf: pikepdf.Pdf) -> None:
+    """Sheet 1's front and back leaves swapped in their node."""
+    leaves = _root_kids(pdf)[0].DParts[0]
+    front, back = leaves[0], leaves[1]
+    leaves[0], leaves[1] = back, front
+
+
+def _wrong_parent(pdf: pikepdf.Pdf) -> None:
+    _root_kids(pdf)[1].DParts[0][0].Parent = _root_kids(pdf)[0]
+
+
+def _leaf_ends_further(pdf: pikepdf.Pdf) -> None:
+    pdf.pages[4].obj.DPart.End = pdf.pages[5].obj
+
+
+def _tickets_of(pdf: pikepdf.Pdf, page: int) -> Any:
+    return pdf.pages[page].obj.DPart.DPM.Tickets
+
+
+def _names_another_ticket(pdf: pikepdf.Pdf) -> None:
+    """Sheet 2's front names, in its slot 0, a ticket printed on sheet 1 (serial, pack and
+    ticket number all that ticket's)."""
+    elsewhere = _tickets_of(pdf, 0)[0]
+    entry = _tickets_of(pdf, 2)[0]
+    entry.Serial, entry.Pack, entry.Ticket = elsewhere.Serial, elsewhere.Pack, elsewhere.Ticket
+
+
+def _slots_swapped(pdf: pikepdf.Pdf) -> None:
+    tickets = _tickets_of(pdf, 2)
+    tickets[0].Slot, tickets[1].Slot = 1, 0
+    first, second = tickets[0], tickets[1]
+    tickets[0], tickets[1] = second, first
+
+
+def _back_not_mirrored(pdf: pikepdf.Pdf) -> None:
+    """The back's document part with the front's slot numbers (issue 26: 2 columns of 3
+    named the wrong ticket)."""
+    back = pdf.pages[1].obj.DPart.DPM
+    back.Tickets = pikepdf.Array([pikepdf.Dictionary(dict(t.items())) for t in _tickets_of(pdf, 0)])
+
+
+def _pack_not_the_serials(pdf: pikepdf.Pdf) -> None:
+    _tickets_of(pdf, 0)[0].Pack = 7
+
+
+def _wrong_side(pdf: pikepdf.Pdf) -> None:
+    pdf.pages[3].obj.DPart.DPM.Side = pikepdf.Name.Front
+
+
+def _append(pdf: pikepdf.Pdf, page: pikepdf.Page, ops: bytes) -> None:
+    """``ops`` added to the page's imaging: at its end, or a composite page's before its
+    static form over the imaging."""
+    data = _content_of(page)
+    cut = data.rfind(b"\nq /FormXob.sheet-")
+    cut = len(data) if cut < 0 or b"Do Q" not in data[cut:] or cut < data.find(b"Do Q") else cut
+    page.obj.Contents = pdf.make_stream(data[:cut] + b"\n" + ops + b"\n" + data[cut:])
+
+
+def _placed_symbol(page: pikepdf.Page) -> pikepdf.Name:
+    """A symbol form the page places."""
+    data = _content_of(page)
+    start = data.index(b"/FormXob.sym-")
+    return pikepdf.Name(data[start : data.index(b" ", start)].decode())
+
+
+def _content_of(page: pikepdf.Page) -> bytes:
+    contents = page.obj.Contents
+    streams = contents if isinstance(contents, pikepdf.Array) else [contents]
+    return b"\n".join(stream.read_bytes() for stream in streams)
+
+
+def _zero_tint_through_a_form(pdf: pikepdf.Pdf) -> None:
+    """A form that paints in the colour it is placed with, placed at tint 0 of Variable."""
+    page = pdf.pages[2]
+    patch = pdf.make_stream(b"0 0 10 10 re f", Type=pikepdf.Name.XObject,
+                            Subtype=pikepdf.Name.Form, BBox=[0, 0, 10, 10])  # fmt: skip
+    page.Resources.XObject = pikepdf.Dictionary(dict(page.Resources.XObject.items()))
+    page.Resources.XObject.Patch = patch
+    _append(pdf, page, b"q /Variable cs 0 scn 1 0 0 1 200 200 cm /Patch Do Q")
+
+
+def _zero_tint_stroke(pdf: pikepdf.Pdf) -> None:
+    _append(pdf, pdf.pages[2], b"q /Variable CS 0 SCN 100 100 m 200 100 l S Q")
+
+
+def _inline_image(space: bytes) -> Callable[[pikepdf.Pdf], None]:
+    def inject(pdf: pikepdf.Pdf) -> None:
+        size = {b"/RGB": 3, b"/G": 1}[space]
+        _append(
+            pdf,
+            pdf.pages[2],
+            b"q 20 0 0 20 60 60 cm BI /W 1 /H 1 /CS %s /BPC 8 ID\n%s\nEI Q"
+            % (space, b"\x80" * size),
+        )
+
+    inject.__name__ = f"_inline_{space[1:].decode().lower()}_image"
+    return inject
+
+
+def _image_xobject(pdf: pikepdf.Pdf) -> None:
+    page = pdf.pages[2]
+    image = pdf.make_stream(b"\x80", Type=pikepdf.Name.XObject, Subtype=pikepdf.Name.Image,
+                            Width=1, Height=1, ColorSpace=pikepdf.Name.DeviceGray,
+                            BitsPerComponent=8)  # fmt: skip
+    page.Resources.XObject = pikepdf.Dictionary(dict(page.Resources.XObject.items()))
+    page.Resources.XObject.Logo = image
+    _append(pdf, page, b"q 20 0 0 20 60 60 cm /Logo Do Q")
+
+
+def _nested_form_paints_cyan(pdf: pikepdf.Pdf) -> None:
+    """A form nested in a symbol form paints process cyan: another plate than Variable."""
+    page = pdf.pages[0]
+    symbol = page.Resources.XObject[_placed_symbol(page)]
+    nested = pdf.make_stream(b"0.5 0 0 0 k 0 0 5 5 re f", Type=pikepdf.Name.XObject,
+                             Subtype=pikepdf.Name.Form, BBox=[0, 0, 5, 5])  # fmt: skip
+    resources = symbol.get("/Resources") or pikepdf.Dictionary()
+    if "/XObject" not in resources:
+        resources.XObject = pikepdf.Dictionary()
+    resources.XObject.Nested = nested
+    symbol.Resources = resources
+    symbol.write(symbol.read_bytes() + b"\n/Nested Do")
+
+
+def _no_embedded_profile(pdf: pikepdf.Pdf) -> None:
+    """The output intent names FOGRA39 by its registry, as a PDF/X-1a file may."""
+    (intent,) = pdf.Root.OutputIntents
+    del intent["/DestOutputProfile"]
+    intent.RegistryName = pikepdf.String("http://www.color.org")
+    intent.OutputConditionIdentifier = pikepdf.String("FOGRA39")
+
+
+def _xmp_without(key: str) -> Callable[[pikepdf.Pdf], None]:
+    def inject(pdf: pikepdf.Pdf) -> None:
+        xmp = pdf.Root.Metadata.read_bytes()
+        start = xmp.index(b"<" + key.encode())
+        end = xmp.index(b"</" + key.encode() + b">") + len(key) + 3
+        pdf.Root.Metadata.write(xmp[:start] + xmp[end:])
+
+    inject.__name__ = f"_xmp_without_{key.replace(':', '_')}"
+    return inject
+
+
+def _info_title_differs(pdf: pikepdf.Pdf) -> None:
+    pdf.trailer.Info.Title = pikepdf.String("another job")
+
+
+def _claims_pdfx3(pdf: pikepdf.Pdf) -> None:
+    pdf.trailer.Info.GTS_PDFXVersion = pikepdf.String("PDF/X-3:2002")
+
+
+def _static_recoloured(pdf: pikepdf.Pdf) -> None:
+    """The static front's artwork altered (its form's first process colour), job.json's
+    SHA-256 of the static file brought up to date: only the imaging files still name the
+    static file they were made for."""
+    under = pdf.pages[0].Resources.XObject["/FormXob.sheet-front-under"]
+    form = next(
+        f for n, f in under.Resources.XObject.items() if str(n).startswith("/FormXob.front-")
+    )
+    data = form.read_bytes()
+    start = data.index(b" k")
+    form.write(data[:start] + b" 0 1 0 0 k" + data[start + 2 :].split(b"\n", 1)[1])
+
+
+FAULTS = [
+    ("conventional", "variable", _drop_dpart, {"pdf-vt"}),
+    ("digital", "duplex", _mark_inside_trim, {"crop-marks"}),
+    ("conventional", "static", _mark_inside_trim, {"crop-marks", "static-plates"}),
+    ("digital", "duplex", _one_sheet_differs, {"static-plates"}),
+    # document parts
+    ("conventional", "variable", _parts_out_of_order, {"pdf-vt"}),
+    ("conventional", "variable", _leaves_swapped, {"pdf-vt"}),
+    ("conventional", "variable", _wrong_parent, {"pdf-vt"}),
+    ("conventional", "variable", _leaf_ends_further, {"pdf-vt"}),
+    ("conventional", "variable", _wrong_side, {"pdf-vt"}),
+    # their metadata
+    ("conventional", "variable", _names_another_ticket, {"pdf-vt"}),
+    ("conventional", "variable", _slots_swapped, {"pdf-vt"}),
+    ("conventional", "variable", _back_not_mirrored, {"pdf-vt"}),
+    ("conventional", "variable", _pack_not_the_serials, {"pdf-vt"}),
+    # zero tint through a form
+    ("conventional", "variable", _zero_tint_through_a_form, {"zero-tint"}),
+    ("digital", "duplex", _zero_tint_through_a_form, {"zero-tint"}),
+    ("conventional", "variable", _zero_tint_stroke, {"zero-tint"}),
+    # images in an imaging file (an RGB one is no PDF/X colour either)
+    ("conventional", "variable", _inline_image(b"/RGB"), {"imaging", "colour"}),
+    ("conventional", "variable", _inline_image(b"/G"), {"imaging"}),
+    ("conventional", "variable", _image_xobject, {"imaging"}),
+    ("digital", "duplex", _inline_image(b"/RGB"), {"colour", "static-plates"}),
+    ("digital", "duplex", _inline_image(b"/G"), {"static-plates"}),
+    # nested forms painting another plate
+    ("conventional", "variable", _nested_form_paints_cyan, {"imaging"}),
+    ("digital", "duplex", _nested_form_paints_cyan, {"static-plates"}),
+    # what the file claims
+    ("conventional", "variable", _no_embedded_profile, {"output-intent"}),
+    ("conventional", "variable", _xmp_without("dc:description"), {"pdfx-4"}),
+    ("conventional", "variable", _xmp_without("pdfvtid:GTS_PDFVTModDate"), {"pdf-vt"}),
+    ("conventional", "variable", _info_title_differs, {"pdfx-4"}),
+    ("digital", "duplex", _claims_pdfx3, {"info"}),
+    # a static file altered in a conventional folder
+    ("conventional", "static", _static_recoloured, {"static-plates"}),
+]
+
+
 @pytest.mark.parametrize(
-    ("run", "kind", "change", "rule"),
-    [
-        ("conventional", "variable", _drop_dpart, "pdf-vt"),
-        ("digital", "duplex", _mark_inside_trim, "crop-marks"),
-        ("conventional", "static", _mark_inside_trim, "crop-marks"),
-        ("digital", "duplex", _one_sheet_differs, "static-plates"),
-    ],
+    ("run", "kind", "change", "rules"),
+    FAULTS,
+    ids=[f"{run}-{change.__name__.strip('_')}" for run, _, change, _ in FAULTS],
 )
 def test_preflight_names_the_rule_of_one_injected_violation(
-    runs, tmp_path, run, kind, change, rule
+    runs, tmp_path, run, kind, change, rules
 ):
+    """Each fault, injected into a good file (``job.json``'s SHA-256 of it brought up to
+    date), is named by preflight on that file, by its rule, and nothing else is."""
     folder = tmp_path / run
     shutil.copytree(runs[run], folder)
-    baseline = _baseline(folder)
     victim = _files(folder, kind)[0]
     _inject(folder, victim, change)
-    assert _new_rules(folder, baseline) == {(victim.name, rule)}
+    assert _new_rules(folder, baselines(runs, run)) == {(victim.name, rule) for rule in rules}
+
+
+def test_preflight_names_an_imaging_file_whose_static_file_is_missing(runs, tmp_path):
+    folder = tmp_path / "line"
+    shutil.copytree(runs["conventional"], folder)
+    (static,) = _files(folder, "static")
+    (imaging,) = _files(folder, "variable")
+    static.unlink()
+    job = json.loads((folder / "job.json").read_text())
+    job["files"] = [e for e in job["files"] if e["path"] != static.name]
+    (folder / "job.json").write_text(json.dumps(job))
+    violations, _ = preflight(folder)
+    assert {(v.file, v.rule) for v in violations} == {(imaging.name, "static-plates")}
+    assert static.name in str(violations[0])
+
+
+_BASELINES: dict[Path, set[str]] = {}
+
+
+def baselines(runs: dict[str, Path], run: str) -> set[str]:
+    """The run's own violations (none expected), once per run and test process."""
+    if runs[run] not in _BASELINES:
+        _BASELINES[runs[run]] = _baseline(runs[run])
+    return _BASELINES[runs[run]]
 
 
 def _synthetic(content: bytes, *, overprint: bool = False) -> pikepdf.Pdf:

@@ -37,7 +37,7 @@ from reportlab.pdfbase import pdfdoc
 from reportlab.pdfgen.canvas import Canvas
 
 from printpipe.errors import PrintpipeError
-from printpipe.render import pdfx
+from printpipe.render import pdfvt, pdfx
 from printpipe.render.pdfx import JobIdentity
 
 _GREY_FILL = re.compile(r"^0 0 0 (\S+) (k|K)$")
@@ -88,20 +88,24 @@ class _PressPage(pdfdoc.PDFPage):
     """A page whose dictionary is written in one step: its boxes formatted once per canvas
     (``head``), then its parent, resources and content stream by reference."""
 
-    def __init__(self, head: bytes, content: str) -> None:
+    def __init__(self, head: bytes, content: str, part: str | None = None) -> None:
         super().__init__()
         self.head = head
         self.content = content
+        self.part = part
+        """The page's leaf document part (a PDF/VT file), by its reportlab name."""
 
     def format(self, document: pdfdoc.PDFDocument) -> bytes:
         numbers = document.idToObjectNumberAndVersion
         contents = document.Reference(_FlateStream(self.content))
         parent = document.Reference(document.Pages)
-        return b"<<\n/Type /Page %s /Parent %d 0 R /Resources %d 0 R /Contents %d 0 R\n>>" % (
+        part = b"" if self.part is None else b" /DPart %d 0 R" % numbers[self.part][0]
+        return b"<<\n/Type /Page %s /Parent %d 0 R /Resources %d 0 R /Contents %d 0 R%s\n>>" % (
             self.head,
             numbers[parent.name][0],
             numbers[self.Resources.name][0],
             numbers[contents.name][0],
+            part,
         )
 
 
@@ -114,6 +118,8 @@ class PressCanvas(Canvas):
         self._spot_ops: dict[tuple[object, float], tuple[str, str, str, str]] = {}
         self._page_heads: dict[tuple, bytes] = {}
         self._gstates: dict[tuple, object] = {}
+        self.next_page_part: str | None = None
+        """The leaf document part of the page being drawn (``pdfvt.DocumentParts.page``)."""
 
     def _tag_subsets_last(self) -> None:
         fonts = self._doc.delayedFonts
@@ -143,10 +149,17 @@ class PressCanvas(Canvas):
             or self._onPage
             or any(self._pageTransition or ())
         ):
+            if self.next_page_part is not None:
+                raise RuntimeError("a page with a document part takes printpipe's own path")
             super().showPage()
             return
         self._code.append(" ")
-        page = _PressPage(self._page_head(), "\n".join([self._preamble, *self._code]) + "\n")
+        page = _PressPage(
+            self._page_head(),
+            "\n".join([self._preamble, *self._code]) + "\n",
+            self.next_page_part,
+        )
+        self.next_page_part = None
         page.hasImages = self._currentPageHasImages
         self._setColorSpace(page)
         self._setExtGState(page)
@@ -321,7 +334,9 @@ def new_canvas(
     no dates or random IDs (same inputs, same bytes), the given fonts (role -> file in
     ``fonts/``) embedded and the page preamble on the regular one (never an unembedded
     Helvetica).  The one canvas set-up, shared by the press files and the proofs.  With an
-    ``identity`` the file is PDF/X-1a (:mod:`printpipe.render.pdfx`): a press file.
+    ``identity`` the file is PDF/X (:mod:`printpipe.render.pdfx`): a press file, PDF/X-1a, or
+    PDF/X-4 for an imaging file (:mod:`printpipe.render.pdfvt`, which adds its document parts
+    as the pages are made).
     """
     from reportlab import rl_config
 
@@ -339,4 +354,6 @@ def new_canvas(
     )
     if identity is not None:
         pdfx.apply(canvas._doc, identity)
+        if identity.pdfx_version == pdfvt.PDFX4_VERSION:
+            pdfvt.apply(canvas, identity)
     return canvas

@@ -85,6 +85,12 @@ class Imposition:
     def slots(self) -> int:
         return self.cols * self.rows
 
+    def back_slot(self, slot: int) -> int:
+        """Where the back of front slot ``slot`` is on the back sheet, in the back's own
+        reading order (row by row, top-left first): the same row, the mirrored column."""
+        row, col = divmod(slot, self.cols)
+        return row * self.cols + self.cols - 1 - col
+
 
 def impose(template: Template, sheet_w: float, sheet_h: float) -> Imposition:
     """The largest grid of tickets that fits the sheet; refuses a sheet that holds none."""

@@ -12,7 +12,10 @@ the file, so the export keeps its speed):
   profile then), or a print shop's own ICC output profile embedded as ``DestOutputProfile``.
 
 The trailer ``/ID`` is reportlab's (deterministic with ``invariant``); the font subsets' tags
-are unique (``render/canvas.py``).  ``printpipe preflight`` checks all of it on the files.
+are unique (``render/canvas.py``).  An imaging file says ``PDF/X-4`` instead
+(``JobIdentity.pdfx_version``) and :mod:`printpipe.render.pdfvt` adds what PDF/X-4 and
+PDF/VT-1 need besides (its output intent must embed a profile).  ``printpipe preflight``
+checks all of it on the files.
 """
 
 from __future__ import annotations
@@ -98,6 +101,9 @@ class JobIdentity:
     date: int
     """Seconds since the epoch (UTC): the job's date, written as CreationDate and ModDate."""
     output_intent: OutputIntent = FOGRA39
+    pdfx_version: str = PDFX_VERSION
+    """What the file is: PDF/X-1a:2003, or PDF/X-4 (an imaging file, PDF/VT-1:
+    :mod:`printpipe.render.pdfvt`)."""
 
 
 def pdf_date(seconds: int) -> str:
@@ -126,7 +132,7 @@ class _PdfxInfo(pdfdoc.PDFInfo):
             "CreationDate": date,
             "ModDate": date,
             "Trapped": pdfdoc.PDFName("False"),
-            "GTS_PDFXVersion": pdfdoc.PDFString(PDFX_VERSION),
+            "GTS_PDFXVersion": pdfdoc.PDFString(self.identity.pdfx_version),
         }
         return pdfdoc.PDFDictionary(entries).format(document)
 

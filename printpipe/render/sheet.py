@@ -46,6 +46,7 @@ from printpipe.render.inks import (
     SPOTS,
     VARIABLE,
 )
+from printpipe.render.pdfvt import DocumentParts
 from printpipe.render.template import MM, Template
 from printpipe.render.ticket import TicketFace, TicketRenderer
 
@@ -228,6 +229,9 @@ class _Sheets:
         if static:
             for side in SIDES:
                 self.forms[side] = self._define_static(side, variant)
+        else:
+            for side in SIDES:
+                self._define_imaging_marks(side)
 
     def places(self, side: str) -> tuple[tuple[float, float], ...]:
         return self.imposition.front if side == "front" else self.imposition.back
@@ -263,6 +267,24 @@ class _Sheets:
             c.endForm()
         return names
 
+    def _define_imaging_marks(self, side: str) -> None:
+        """What an imaging file's every page of a side adds to its imaging, the same on each:
+        the register marks, the plates' label and the control strip's registration and
+        ``Variable`` patches, as one form painted in the colour the page selects
+        (``Variable``)."""
+        c = self.c
+        w, h = self.imposition.sheet_w * MM, self.imposition.sheet_h * MM
+        patches = [p for p in self.static_patches if p[2] is REGISTRATION]
+        patches += self.variable_patches
+        c.beginForm(f"imaging-marks-{side}", 0, 0, w, h)
+        c.addLiteral(
+            f"{c.form_operator(f'marks-{side}')}\n"
+            + self.slug_text.literal(*self.label_at, self.slug.plate_label(side, self.variant_name))
+            + "".join(f"{x:.2f} {y:.2f} {PATCH:.2f} {PATCH:.2f} re f\n" for x, y, _ in patches)
+        )
+        c.use_forms([f"marks-{side}"])
+        c.endForm()
+
     def static_ops(self, side: str) -> tuple[str, str]:
         under, over = self.forms[side]
         return (f"q {self.c.form_operator(under)} Q\n", f"q {self.c.form_operator(over)} Q\n")
@@ -275,20 +297,14 @@ class _Sheets:
         fill, stroke = c.spot_operators(VARIABLE)
         overprint = c.gstate_operator(op=True, OP=True, OPM=0)
         ops = [variable, f"q {fill} {stroke} {overprint}\n"]
-        if marks:  # what the static plates' registration colour puts on this plate too
-            ops.append(f"{c.form_operator(f'marks-{side}')}\n")
-            ops.append(
-                self.slug_text.literal(
-                    *self.label_at, self.slug.plate_label(side, self.variant_name)
-                )
-            )
-            c.use_forms([f"marks-{side}"])
+        if marks:  # what the static plates' registration colour puts on this plate too, and
+            # the strip's Variable patches: one form, the same on every page of the side
+            ops.append(f"{c.form_operator(f'imaging-marks-{side}')}\n")
+            c.use_forms([f"imaging-marks-{side}"])
         ops.append(self.slug_text.literal(*self.slug_at, slug))
         ops.append("Q\n")
-        ops.append(_patches(c, self.variable_patches))
-        if marks:
-            registration = [p for p in self.static_patches if p[2] is REGISTRATION]
-            ops.append(_patches(c, registration, VARIABLE))
+        if not marks:
+            ops.append(_patches(c, self.variable_patches))
         return "".join(ops)
 
 
@@ -302,13 +318,15 @@ def write_sheets(
     part: SheetPart = SheetPart.COMPOSITE,
     only: Collection[int] | None = None,
     overlay: Callable[[Canvas, int, str], None] | None = None,
+    parts: DocumentParts | None = None,
 ) -> int:
     """Draw ``faces`` (one chunk, in order, one variant) as duplex sheets on ``c``; returns
     the pages drawn.
 
     ``part``: the composite sheets, or the imaging alone.  Press proofs draw ``only`` some
     sheet indices of the chunk (each exactly as in the press file) and add an
-    ``overlay(canvas, sheet_index, side)`` (their PROOF mark) on top of each page.
+    ``overlay(canvas, sheet_index, side)`` (their PROOF mark) on top of each page.  ``parts``
+    (an imaging file's) receives each page's tickets by their place on that page.
     """
     variant = one_variant(faces)
     composite = part is SheetPart.COMPOSITE
@@ -334,6 +352,11 @@ def write_sheets(
             c.use_forms(renderer.form_names)
             if overlay is not None:
                 overlay(c, s, side)
+            if parts is not None:
+                on_page = (lambda k: k) if side == "front" else imposition.back_slot
+                parts.page(
+                    s + 1, side, sorted((on_page(k), i) for k, i in enumerate(slots) if i >= 0)
+                )
             c.showPage()
             pages += 1
     return pages

@@ -227,10 +227,17 @@ def _check(t: Template, reader: _Reader) -> None:
             raise reader.error(
                 f"front.{area.zone}", "a slot is too small for a symbol and its caption"
             )
-    needed = (CODE128_MODULES + 2 * b["quiet_modules"]) * b["code128_module"]
+    # the bars and their quiet zones on the zone's white base, which the coating covers by
+    # its spread on every side: white, not the ticket's background, on both sides of the bars
+    quiet = (CODE128_MODULES + 2 * b["quiet_modules"]) * b["code128_module"]
+    needed = quiet + 2 * t.coating["spread"]
     scratch = t.validation_scratch
-    if needed > scratch.w or b["code128_height"] + b["digits_pt"] / MM + 2 > scratch.h:
-        raise reader.error("front.validation", "too small for the Code 128 barcode and digits")
+    if needed > scratch.w + 1e-9 or b["code128_height"] + b["digits_pt"] / MM + 2 > scratch.h:
+        raise reader.error(
+            "front.validation",
+            f"too small for the Code 128 barcode and digits: {needed:.2f} mm wide needed (the "
+            f"bars, {b['quiet_modules']} narrow bars of white each side, the coating's spread)",
+        )
     needed = (ITF_MODULES + 2 * b["quiet_modules"]) * b["itf_narrow"]
     if needed > t.back["inventory"].w or b["itf_height"] + 1 > t.back["inventory"].h:
         raise reader.error("back.inventory", "too small for the ITF barcode")

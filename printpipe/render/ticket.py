@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 from reportlab.lib.utils import simpleSplit
 from reportlab.pdfbase.pdfmetrics import stringWidth
+from reportlab.pdfgen.canvas import FILL_NON_ZERO
 
 from printpipe import french
 from printpipe.errors import PrintpipeError
@@ -143,7 +144,8 @@ def paw_pad(hidden: Box, spread: float) -> tuple[Box, float]:
 
 def paw_toes(pad: Box) -> tuple[Toe, ...]:
     """Four toes in an arc above ``pad``: the middle two upright and highest, the outer two
-    lower and turned outwards, none touching the pad."""
+    lower and turned outwards, overlapping the pad's upper corners (the coating is their
+    union: ``TicketRenderer._coat``)."""
     x, y, w, h = pad
     rx = w * TOE_WIDTH / 2
     ry = rx * TOE_ASPECT
@@ -281,10 +283,12 @@ class TicketRenderer:
         *,
         imaging_only: bool = False,
         static_only: bool = False,
+        variant: int | None = None,
     ) -> None:
         """``imaging_only``: draws only the ``Variable`` layer (an imaging file), so the
         static artwork's forms are not even defined (they would be written in the file);
-        ``static_only``: the plates only (a static file), no symbol form defined."""
+        ``static_only``: the plates only (a static file), no symbol form defined; ``variant``:
+        only this variant's front artwork is defined (a static file holds one effigy's)."""
         self.c = canvas
         self.imaging_only = imaging_only
         self.t = template
@@ -306,7 +310,10 @@ class TicketRenderer:
         self.zones = self._scratch_zones()
         self.artwork = self._designer_forms() if not imaging_only else {}
         if not imaging_only:
-            self.front_forms = [self._define_front(art) for art in game.fronts(texts)]
+            self.front_forms = [
+                self._define_front(art) if variant in (None, i) else ""
+                for i, art in enumerate(game.fronts(texts))
+            ]
             self.back_form = self._define_back()
             self._define_layer_forms()
         self._static: list[str] = []
@@ -328,7 +335,10 @@ class TicketRenderer:
         """The plates' part of a front (artwork, blocking, coating and decoration): what a
         press position prints on every impression."""
         place = f"q 1 0 0 1 {x:.2f} {y:.2f} cm\n"
-        self._static.append(place + self._front_ops[variant])
+        front = self._front_ops[variant]
+        if not front:
+            raise ValueError(f"variant {variant}'s front is not defined on this canvas")
+        self._static.append(place + front)
         self._fronts.append(place)
         if self.coating is Coating.PLATE:
             self._coated.append(place)
@@ -574,13 +584,16 @@ class TicketRenderer:
         self.c.roundRect(*box, min(corner, box[3] / 2, box[2] / 2), stroke=0, fill=1)
 
     def _coat(self, zone: ScratchZone) -> None:
-        """Fill a zone's coating: its pad and, a paw, its toes, as one path."""
+        """Fill a zone's coating: its pad and, a paw, its toes, as one path filled by the
+        nonzero rule, so that the coating is their union: pad and toes all turn the same way
+        (counter-clockwise), and where an outer toe overlaps the pad's corner the latex is
+        solid (even-odd would leave bare paper there, a hole in the coating)."""
         path = self.c.beginPath()
         x, y, w, h = zone.pad
         path.roundRect(x, y, w, h, min(zone.corner, w / 2, h / 2))
         for toe in zone.toes:
             add_toe(path, toe)
-        self.c.drawPath(path, stroke=0, fill=1)
+        self.c.drawPath(path, stroke=0, fill=1, fillMode=FILL_NON_ZERO)
 
     def _bases(self) -> None:
         """Every play area's light base, inside its coating by the spread, corners rounded so
@@ -1067,7 +1080,7 @@ class TicketRenderer:
         if self.imaging_only:
             self._form_names = self._coated_form_names = list(self.symbol_forms)
             return
-        self._front_ops = [f"{draw(form)} Q\n" for form in self.front_forms]
+        self._front_ops = [f"{draw(form)} Q\n" if form else "" for form in self.front_forms]
         self._back_ops = f"{draw(self.back_form)} Q\n"
         self._blocking_op = f"{draw(self.blocking_form)} Q\n"
         self._coating_ops = (
@@ -1076,7 +1089,7 @@ class TicketRenderer:
         )
         # every page declares the same forms, so that pages share one XObject dictionary
         self._form_names = [
-            *self.front_forms,
+            *filter(None, self.front_forms),
             *self.symbol_forms,
             self.blocking_form,
             self.back_form,
