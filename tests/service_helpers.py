@@ -11,9 +11,12 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from printpipe.block import PackRange
@@ -28,7 +31,7 @@ from printpipe.manifest import BLOCK_MANIFEST
 from printpipe.service.signatures import RequestSigner, key_id_of, raw_public_key
 from printpipe.store import BlockStore
 from tests.conftest import kill_group, run_cli
-from tests.ledger_helpers import db_arg, generate_store, ticket_codes
+from tests.ledger_helpers import OFFICE_SCOPE, db_arg, generate_store, ticket_codes
 
 SHOP_1, SHOP_2 = "shop-1", "shop-2"
 RETAILER_LIMIT = 4
@@ -88,8 +91,8 @@ def build_world(
 ) -> World:
     """Packs 1:8 with their countersigned commitment (every payment answered with its proof);
     1-4 shipped to shop-1 and activated, 5-6 to shop-2 (5 activated), 7-8 at
-    the lottery; terminals: till-1 (shop-1), till-2 (shop-2), office-1, and 64 storm
-    terminals of shop-1."""
+    the lottery; terminals: till-1 (shop-1), till-2 (shop-2), office-1, platform-1 (an online
+    operator's, which the service must not admit), and 64 storm terminals of shop-1."""
     store_dir = generate_store(game, keys_dir, folder / "blk", PackRange(1, 8))
     commitment = store_dir / COMMITMENT_FILE
     run_cli("commitment", "sign", str(commitment), "--manifest", str(store_dir / BLOCK_MANIFEST),
@@ -107,9 +110,9 @@ def build_world(
         book.ship_packs([parse_pack_ref(p) for p in "56"], retailer=TerminalId(SHOP_2),
                         terminal=LOTTERY)  # fmt: skip
         book.set_pack_state([parse_pack_ref(p) for p in "12345"], state="activated",
-                            terminal=LOTTERY)  # fmt: skip
+                            terminal=LOTTERY, scope=OFFICE_SCOPE)  # fmt: skip
         registered = [("till-1", SHOP_1, "retailer"), ("till-2", SHOP_2, "retailer"),
-                      ("office-1", None, "office")]  # fmt: skip
+                      ("office-1", None, "office"), ("platform-1", None, "platform")]  # fmt: skip
         registered += [(f"storm-{i:02d}", SHOP_1, "retailer") for i in range(STORM_TERMINALS)]
         for name, retailer, role in registered:
             private = Ed25519PrivateKey.generate()
@@ -196,3 +199,31 @@ def assert_problem(status: int | None, headers: object, text: str, expected: int
 def server_log(world: World, name: str = "serve.log") -> str:
     path = world.folder / name
     return path.read_text(errors="replace") if path.exists() else ""
+
+
+def assert_revocation_reaches_every_worker(
+    send: Callable[[], httpx.Response], revoke: Callable[[], None]
+) -> None:
+    """A server of 2 workers: ``send`` (one signed request, on a connection of its own)
+    answered 200 by both workers (told apart by their request ids' first 16 digits, random
+    for each process), so that each has seen the terminal's key; then ``revoke``; from then on
+    every request is refused 401, by both workers: the revocation reached each at once."""
+    with ThreadPoolExecutor(8) as pool:
+        answered: set[str] = set()
+        for _ in range(50):
+            for response in pool.map(lambda _: send(), range(8)):
+                assert response.status_code == 200, response.text
+                answered.add(response.headers["x-request-id"][:16])
+            if len(answered) == 2:
+                break
+        assert len(answered) == 2, "one worker answered every request"
+        revoke()
+        refused: set[str] = set()
+        for _ in range(50):
+            for response in pool.map(lambda _: send(), range(8)):
+                assert response.status_code == 401, (response.status_code, response.text)
+                assert "revoked" in response.json()["detail"], response.text
+                refused.add(response.headers["x-request-id"][:16])
+            if refused == answered:
+                break
+        assert refused == answered, "a worker was not asked after the revocation"

@@ -13,11 +13,14 @@ import httpx
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from printpipe.ledger import LOTTERY, Ledger, TerminalId, load_ledger_key
 from printpipe.play.app import create_app
 from printpipe.play.openapi import openapi_document
 from printpipe.play.server import open_dealer
-from printpipe.service.signatures import RequestSigner
-from tests.play_helpers import make_block, make_world
+from printpipe.service.signatures import RequestSigner, key_id_of, raw_public_key
+from tests.ledger_helpers import run_in_process
+from tests.play_helpers import PlayWorld, db_text, make_block, make_world
+from tests.service_helpers import assert_revocation_reaches_every_worker
 from tests.storm import signed_request, storm
 
 PLAYERS = 64
@@ -157,6 +160,67 @@ def test_requests_that_must_change_nothing(world):
     after = world.totals()
     assert after["plays"] == before["plays"] + 1  # the one good request only
     assert "Traceback" not in (world.folder / "play.log").read_text()
+
+
+def _send(client: httpx.Client, raw: bytes) -> httpx.Response:
+    """The request ``raw`` (bytes of :func:`signed_request`) sent with ``client``."""
+    head, _, content = raw.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    method, path, _ = lines[0].split(" ")
+    headers = dict(line.split(": ", 1) for line in lines[1:])
+    return client.request(method, path, headers=headers, content=content)
+
+
+def test_a_signed_read_is_admitted_once_and_its_replay_refused(world):
+    """A captured signed GET (an account, a history, a proof) replayed is refused, 401, as a
+    replayed play is: its nonce was recorded when it was first answered."""
+    player = next(iter(world.players))
+    with httpx.Client(base_url=world.url, timeout=10) as client:
+        made = _send(client, world.play_request(player))
+        assert made.status_code == 201
+        play = made.json()["play"]
+        before = world.query("SELECT COUNT(*) FROM nonces")[0][0]
+        reads = [f"/v1/players/{player}", f"/v1/players/{player}/plays",
+                 f"/v1/players/{player}/plays/last", f"/v1/players/{player}/plays/{play}",
+                 f"/v1/players/{player}/plays/{play}/proof"]  # fmt: skip
+        for path in reads:
+            captured = signed_request(world.platform, world.url, "GET", path, b"")
+            assert _send(client, captured).status_code == 200, path
+            replay = _send(client, captured)
+            assert replay.status_code == 401, (path, replay.text)
+            assert "replay" in replay.json()["detail"]
+    assert world.query("SELECT COUNT(*) FROM nonces")[0][0] == before + len(reads)
+
+
+def test_a_revocation_reaches_every_worker_at_once(world, block, tmp_path):
+    """``printpipe play --workers 2``: the platform's reads, answered by both workers, are
+    refused by both as soon as ``printpipe terminals revoke`` returns."""
+    private = Ed25519PrivateKey.generate()
+    with Ledger(world.location, key=load_ledger_key(world.keys)) as book:
+        book.add_terminal(TerminalId("operator-revoked"),
+                          public_key=raw_public_key(private.public_key()),
+                          key_id=key_id_of(private.public_key()), retailer=None,
+                          role="platform", by=LOTTERY)  # fmt: skip
+    signer = RequestSigner(private)
+    two = PlayWorld(block, world.location, tmp_path, signer)
+    two.start(workers=2)
+    player = next(iter(world.players))
+
+    def send() -> httpx.Response:
+        path = f"/v1/players/{player}"
+        headers = signer.headers("GET", two.url + path, b"")
+        return httpx.get(two.url + path, headers=headers, timeout=60)  # workers starting
+
+    def revoke() -> None:
+        result = run_in_process("terminals", "revoke", "operator-revoked", "--db",
+                                db_text(world.location), "--reason", "stolen")  # fmt: skip
+        assert result.returncode == 0, result.stderr
+
+    try:
+        assert_revocation_reaches_every_worker(send, revoke)
+    finally:
+        two.stop()
+    assert "Traceback" not in (tmp_path / "play.log").read_text()
 
 
 def test_the_openapi_document_describes_exactly_the_routes(world):

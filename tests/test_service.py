@@ -26,9 +26,9 @@ from printpipe.commitment import COMMITMENT_FILE, load_commitment
 from printpipe.commitment.inclusion import parse_proof, proof_problem
 from printpipe.ledger import LOTTERY, TerminalId, database_errors, parse_pack_ref
 from printpipe.ledger.store import PostgresLocation, ticket_key
-from printpipe.service.app import RateLimit, Service, create_app
+from printpipe.service.app import RateLimit, Service, api_document, create_app
 from printpipe.service.openapi import openapi_document
-from printpipe.service.signatures import RequestSigner
+from printpipe.service.signatures import RequestSigner, key_id_of, raw_public_key
 from printpipe.service.terminal import TerminalClient
 from tests.conftest import run_cli
 from tests.ledger_helpers import db_arg
@@ -36,6 +36,7 @@ from tests.service_helpers import (
     SERVE_OPTIONS,
     World,
     assert_problem,
+    assert_revocation_reaches_every_worker,
     build_world,
     server_log,
     start_server,
@@ -175,6 +176,35 @@ def test_unsigned_forged_expired_replayed_and_revoked_requests_get_401_and_chang
     assert refused.status == 401 and world.counts() == after_revoke
 
 
+def test_a_revocation_reaches_every_worker_at_once(world):
+    """``printpipe serve --workers 2``: a terminal both workers answered is refused by both as
+    soon as ``printpipe terminals revoke`` returns (each request reads the terminal's row)."""
+    private = Ed25519PrivateKey.generate()
+    with world.ledger(read_only=False) as book:
+        book.add_terminal(TerminalId("till-revoked"),
+                          public_key=raw_public_key(private.public_key()),
+                          key_id=key_id_of(private.public_key()), retailer=TerminalId("shop-1"),
+                          role="retailer", by=LOTTERY)  # fmt: skip
+    signer = RequestSigner(private)
+    two = World(world.location, world.keys_dir, world.key, world.folder / "two-workers", [])
+    two.folder.mkdir(exist_ok=True)
+    start_server(two, workers=2)
+
+    def send() -> httpx.Response:
+        headers = signer.headers("GET", two.url + "/v1/packs/000001", b"")
+        return httpx.get(two.url + "/v1/packs/000001", headers=headers, timeout=60)
+
+    def revoke() -> None:
+        run_cli("terminals", "revoke", "till-revoked", "--db", db_arg(world.location),
+                "--reason", "stolen", check=True)  # fmt: skip
+
+    try:
+        assert_revocation_reaches_every_worker(send, revoke)
+    finally:
+        stop_server(two)
+    assert "Traceback" not in server_log(two)
+
+
 def test_a_terminal_acts_only_on_its_retailers_packs(world):
     foreign_winner = world.of_pack(1, prize="small")[3]  # shop-1's pack
     before = world.counts()
@@ -198,6 +228,100 @@ def test_a_terminal_acts_only_on_its_retailers_packs(world):
     after = world.counts()
     assert after["virn_failures"] == before["virn_failures"]
     assert refusals >= 6
+
+
+def test_a_platform_key_reaches_nothing_of_the_validation_service(world):
+    """The issue's attack: a terminal registered with ``--role platform`` (the online operator's)
+    read another retailer's pack, activated a pack never shipped and was answered PAID for one
+    of its prizes.  Each is refused, 403 naming the role; nothing changes but the audit."""
+    never_shipped = world.of_pack(7, prize="small")[0]  # pack 7: at the lottery
+    foreign = world.of_pack(5, prize="small")[0]  # shop-2's
+    before = world.counts()
+    attempts = [
+        ("GET", "/v1/packs/000005", b"", {}),
+        ("POST", "/v1/packs/000007/activation", b"", {}),
+        ("POST", "/v1/validations", json.dumps({"code": foreign.code}).encode(), {}),
+        ("POST", "/v1/claims", json.dumps({"code": never_shipped.code}).encode(),
+         {"Idempotency-Key": uuid.uuid4().hex}),
+    ]  # fmt: skip
+    for method, path, body, extra in attempts:
+        response = signed(world, "platform-1", method, path, body, **extra)
+        problem = assert_problem(response.status_code, response.headers, response.text, 403)
+        assert problem["error"] == "role_refused" and problem["role"] == "platform", path
+        assert "role platform" in problem["detail"]
+    after = world.counts()
+    assert after["payments"] == before["payments"]
+    assert after["packs WHERE state = 'activated'"] == before["packs WHERE state = 'activated'"]
+    assert after["audit_log"] == before["audit_log"] + len(attempts)  # each refusal audited
+    with world.ledger() as book:
+        assert book.query("SELECT state, retailer FROM packs WHERE pack = 7") == [("issued", None)]
+        paid = book.query("SELECT COUNT(*) FROM payments WHERE terminal = 'platform-1'")
+        assert paid == [(0,)]
+        refused = book.query(
+            "SELECT answer FROM audit_log WHERE terminal = 'platform-1' AND action = 'refuse'"
+        )
+    assert len(refused) == len(attempts) and all("role platform" in a for (a,) in refused)
+
+
+CALLERS = {"anyone": None, "retailer": "till-1", "another retailer": "till-2",
+           "office": "office-1", "platform": "platform-1"}  # fmt: skip
+"""Who sends each request of the table: unsigned, or signed by a terminal of each role
+(``till-2``: a retailer's terminal, of another retailer than the pack's)."""
+
+
+def _table_requests(world: World) -> dict[tuple[str, str], tuple[str, bytes]]:
+    """One request for each operation of the service (method, OpenAPI path): its path and body,
+    answered 2xx to a caller the route admits and whose pack it is (pack 1: shop-1's)."""
+    loser = json.dumps({"code": world.of_pack(1, prize="none")[5].code}).encode()
+    return {
+        ("GET", "/v1/health"): ("/v1/health", b""),
+        ("GET", "/v1/openapi.json"): ("/v1/openapi.json", b""),
+        ("POST", "/v1/validations"): ("/v1/validations", loser),
+        ("POST", "/v1/claims"): ("/v1/claims", loser),  # NO WIN: nothing is paid
+        ("GET", "/v1/packs/{pack}"): ("/v1/packs/000001", b""),
+        ("POST", "/v1/packs/{pack}/activation"): ("/v1/packs/000001/activation", b""),
+    }
+
+
+def test_every_route_admits_exactly_the_roles_its_openapi_operation_lists(world):
+    """The table: every operation of the served OpenAPI document x every caller.  A route the
+    application serves without a row here fails the test.  A caller the operation's
+    ``x-printpipe-roles`` lists is answered (a retailer's terminal only about its retailer's
+    pack: 403 ``not_your_pack`` for another's), an unsigned one 401, any other terminal 403
+    ``role_refused`` naming its role."""
+    document = httpx.get(world.url + "/v1/openapi.json").json()
+    operations = {(m.upper(), path): op for path, item in document["paths"].items()
+                  for m, op in item.items()}  # fmt: skip
+    with world.ledger() as book:
+        app = create_app(book, threads=1)
+    served = {(route.method, route.path) for route in app.app.routes}  # type: ignore[attr-defined]
+    requests = _table_requests(world)
+    assert served == set(operations) == set(requests), "a route without its row in the table"
+    roles = {"retailer": "retailer", "another retailer": "retailer", "office": "office",
+             "platform": "platform"}  # fmt: skip
+    for (method, template), operation in operations.items():
+        admitted = operation["x-printpipe-roles"]
+        path, body = requests[(method, template)]
+        for caller, terminal in CALLERS.items():
+            extra = {"Idempotency-Key": uuid.uuid4().hex} if template == "/v1/claims" else {}
+            if terminal is None:
+                response = httpx.request(method, world.url + path, content=body, headers=extra)
+            else:
+                response = signed(world, terminal, method, path, body, **extra)
+            row = (method, template, caller, response.status_code, response.text[:200])
+            if admitted == ["anyone"]:
+                assert response.status_code == 200, row
+            elif terminal is None:
+                assert response.status_code == 401, row
+            elif roles[caller] not in admitted:
+                problem = assert_problem(response.status_code, response.headers, response.text, 403)
+                assert problem["error"] == "role_refused", row
+                assert problem["role"] == roles[caller] and roles[caller] in problem["detail"], row
+            elif caller == "another retailer":
+                problem = assert_problem(response.status_code, response.headers, response.text, 403)
+                assert problem["error"] == "not_your_pack", row
+            else:
+                assert response.status_code == 200, row
 
 
 def test_a_retailer_activates_its_pack_on_receipt_and_only_the_office_pays_big_prizes(world):
@@ -256,7 +380,8 @@ def test_errors_are_one_line_of_problem_json(world):
     before = world.counts()
     bodies = (b"{", b'{"code": 5}', b'{"code": "1", "x": 1}', "é".encode(), b"[]",
               '{"code": "1"}'.encode("utf-16"), b'{"code": "1", "code": "2"}',
-              b"\xef\xbb\xbf" + b'{"code": "1"}', deep[:16_000] + b"}")  # fmt: skip
+              b"\xef\xbb\xbf" + b'{"code": "1"}', deep[:16_000] + b"}",
+              b'{"code": "\\udc00"}')  # fmt: skip
     for body in bodies:
         response = signed(world, "storm-03", "POST", "/v1/validations", body)
         problem = assert_problem(response.status_code, response.headers, response.text, 400)
@@ -373,7 +498,10 @@ def test_health_and_the_openapi_document_describe_every_route(world):
     health = httpx.get(world.url + "/v1/health").json()
     assert health["status"] == "ok" and health["database"] in ("sqlite", "postgresql")
     served = httpx.get(world.url + "/v1/openapi.json").json()
-    assert served == json.loads(json.dumps(openapi_document()))
+    assert served == json.loads(json.dumps(api_document()))
+    assert {k: v for k, v in served.items() if k != "paths"} == json.loads(
+        json.dumps({k: v for k, v in openapi_document().items() if k != "paths"})
+    )
     with world.ledger() as book:
         app = create_app(book, threads=1)
     routes = {(route.path, route.method) for route in app.app.routes}  # type: ignore[attr-defined]

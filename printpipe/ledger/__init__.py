@@ -77,7 +77,7 @@ if TYPE_CHECKING:
         SoldOut,
         check_player,
     )
-    from printpipe.ledger.rules import Answer, Settings, format_time, parse_time
+    from printpipe.ledger.rules import Answer, PackScope, Settings, format_time, parse_time
     from printpipe.ledger.store import Location, database_errors, location_argument, parse_location
     from printpipe.ledger.terminals import Terminal
     from printpipe.ledger.wallet import (
@@ -126,6 +126,7 @@ _HOMES = {
     "read_checkpoint": "log",
     "write_checkpoint": "log",
     "Answer": "rules",
+    "PackScope": "rules",
     "Settings": "rules",
     "format_time": "rules",
     "parse_time": "rules",
@@ -175,6 +176,7 @@ __all__ = [
     "NoSuchPlay",
     "NoSuchPlayer",
     "PackRef",
+    "PackScope",
     "Play",
     "PlayRefused",
     "PlayRequest",

@@ -1,11 +1,16 @@
 """The game server's ASGI application (Starlette): the JSON API and the player's page.
 
-Two kinds of callers, one API (``docs/play.md``):
+Two kinds of callers, one API (``docs/play.md``); each route names who it admits
+(:data:`ROUTES`, ``printpipe.service.access``), and nobody else gets in:
 
 - **the operator's platform** (production): every request under ``/v1/players/{player}`` is
   signed with the validation service's RFC 9421 profile (``printpipe.service.signatures``) by
-  a terminal registered with the ``platform`` role; it names the player in the path and acts
-  for them (it authenticated them).  Its nonce is admitted in the request's own transaction.
+  a terminal registered with the ``platform`` role (a retailer's or the office's terminal is
+  answered 403, its role named); it names the player in the path and acts for them (it
+  authenticated them).  Every signed request is admitted as the validation service's are:
+  its ``created`` time within the window, its nonce recorded once (a replay is refused), its
+  terminal read from the ledger as it is then (a revoked one is refused at once, on every
+  worker): a play's nonce in the play's own transaction, a read's in one of its own first.
 - **the player's browser** (``printpipe play --demo``): a one-time login link gives a session
   cookie (HttpOnly, SameSite=Strict); the cookie acts only for its own player, and a request
   that changes anything must also come from the page itself (``Content-Type:
@@ -21,9 +26,10 @@ guard (``printpipe.service.app.Guard``) wraps the application.
 from __future__ import annotations
 
 import contextlib
-import json
+import functools
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -52,6 +58,7 @@ from printpipe.ledger import (
 from printpipe.play.openapi import openapi_document
 from printpipe.play.screen import ScreenMaker
 from printpipe.render.fonts import FONTS_DIR
+from printpipe.service.access import PUBLIC, Access, signed_by, with_roles
 from printpipe.service.app import (
     IDEMPOTENCY_KEY,
     Caller,
@@ -62,7 +69,9 @@ from printpipe.service.app import (
     _json_line,
     error_response,
     http_error,
+    json_body,
     read_body,
+    role_refusal,
     unexpected,
 )
 
@@ -150,16 +159,26 @@ def _same_site(request: Request) -> None:
             raise Refusal(403, "cross_site", "a request from another origin is refused")
 
 
-async def _caller(
-    service: PlayService, request: Request, body: bytes, player: str
-) -> Caller | None:
-    """Who may act for ``player``: a platform terminal that signed the request (and its nonce,
-    to admit), or, in demo mode, the player's own session cookie (None: nothing to admit)."""
-    if any(name.lower() == b"signature" for name, _ in request.scope["headers"]):
-        caller = await service.caller(request, body)  # 401 if the signature is refused
-        if caller.terminal.role != "platform":
-            raise Refusal(403, "not_platform", "only a platform terminal acts for players")
-        return caller
+def _signed(request: Request) -> bool:
+    return any(name.lower() == b"signature" for name, _ in request.scope["headers"])
+
+
+async def _terminal(service: PlayService, request: Request, body: bytes, access: Access) -> Caller:
+    """The terminal that signed the request (401 if the signature is refused), of a role the
+    route admits (403, its role named).  Its nonce is admitted here, in a transaction of its
+    own (a replay or a revoked terminal: ``RequestRefused``, 401), unless the request is a play
+    the route admits: the play admits it in its own transaction."""
+    caller = await service.caller(request, body)
+    admitted = access.admits(caller.terminal.role)
+    if not (admitted and request.method == "POST"):
+        await service.run(service.ledger.admit, admission=caller.admission)
+    if not admitted:
+        raise role_refusal(caller.terminal.role, access)
+    return caller
+
+
+async def _session_player(service: PlayService, request: Request) -> str:
+    """The player of the request's session cookie (demo mode), or 401."""
     session = request.cookies.get(SESSION_COOKIE)
     if not service.demo or session is None:
         raise Refusal(401, "unauthorized", "sign the request (RFC 9421) or log in")
@@ -168,18 +187,16 @@ async def _caller(
     owner = await service.run(service.dealer.session_player, session=session)
     if owner is None:
         raise Refusal(401, "unauthorized", "no such session (expired or logged out): log in")
-    if owner != player:
-        raise Refusal(403, "not_your_account", "this session acts for another player")
-    if request.method not in ("GET", "HEAD"):
-        _same_site(request)
-    return None
+    return str(owner)
 
 
 PlayerHandler = Callable[[PlayService, Request, bytes, str, Caller | None], Awaitable[Response]]
 
 
-def for_player(handler: PlayerHandler) -> Callable[[Request], Awaitable[Response]]:
-    """An endpoint under ``/v1/players/{player}``: body bounded, caller authenticated."""
+def for_player(handler: PlayerHandler, access: Access) -> Callable[[Request], Awaitable[Response]]:
+    """An endpoint under ``/v1/players/{player}``: body bounded, then the caller: a terminal
+    of a role ``access`` admits (:func:`_terminal`), or the player's own session cookie
+    (None: nothing to admit; a change must come from the page itself)."""
 
     async def endpoint(request: Request) -> Response:
         service: PlayService = request.app.state.service
@@ -189,7 +206,16 @@ def for_player(handler: PlayerHandler) -> Callable[[Request], Awaitable[Response
                 player = check_player(request.path_params["player"])
             except InvalidInput as exc:
                 raise Refusal(400, "bad_request", str(exc)) from None
-            caller = await _caller(service, request, body, player)
+            caller: Caller | None = None
+            if _signed(request):
+                caller = await _terminal(service, request, body, access)
+            elif not access.session:
+                raise Refusal(401, "unauthorized", "sign the request (RFC 9421)")
+            else:
+                if await _session_player(service, request) != player:
+                    raise Refusal(403, "not_your_account", "this session acts for another player")
+                if request.method not in ("GET", "HEAD"):
+                    _same_site(request)
             with _refusals():
                 return await handler(service, request, body, player, caller)
         except Refusal as refusal:
@@ -207,7 +233,6 @@ def _empty_body(body: bytes) -> None:
         raise Refusal(400, "bad_request", "this request takes no body (or {})")
 
 
-@for_player
 async def plays(
     service: PlayService, request: Request, body: bytes, player: str, caller: Caller | None
 ) -> Response:
@@ -228,7 +253,6 @@ async def plays(
     return json_response(service.play_json(play), status=200 if replayed else 201, headers=headers)
 
 
-@for_player
 async def last_play(
     service: PlayService, request: Request, body: bytes, player: str, caller: Caller | None
 ) -> Response:
@@ -245,7 +269,6 @@ def _play_id(request: Request) -> str:
     return str(play_id)
 
 
-@for_player
 async def one_play(
     service: PlayService, request: Request, body: bytes, player: str, caller: Caller | None
 ) -> Response:
@@ -253,7 +276,6 @@ async def one_play(
     return json_response(service.play_json(play))
 
 
-@for_player
 async def play_proof(
     service: PlayService, request: Request, body: bytes, player: str, caller: Caller | None
 ) -> Response:
@@ -261,7 +283,6 @@ async def play_proof(
     return json_response(proof.document())
 
 
-@for_player
 async def account(
     service: PlayService, request: Request, body: bytes, player: str, caller: Caller | None
 ) -> Response:
@@ -287,10 +308,7 @@ async def sessions(request: Request) -> Response:
             response = json_response({"logged_out": True})
             response.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="strict")
             return response
-        try:
-            data = json.loads(body)
-        except (ValueError, UnicodeDecodeError):
-            raise Refusal(400, "bad_request", 'the body must be {"token": "..."}') from None
+        data = json_body(body, '{"token": "..."}')
         token = data.get("token") if isinstance(data, dict) and set(data) == {"token"} else None
         if not isinstance(token, str) or not 16 <= len(token) <= 128:
             raise Refusal(400, "bad_request", 'the body must be {"token": "..."}')
@@ -312,14 +330,20 @@ async def sessions(request: Request) -> Response:
 
 
 async def me(request: Request) -> Response:
-    """Which player the session cookie is (the page asks first)."""
+    """Which player the session cookie is (the page asks first); no terminal's business."""
     service: PlayService = request.app.state.service
-    session = request.cookies.get(SESSION_COOKIE)
-    player = None
-    if service.demo and session is not None and len(session) <= 128:
-        player = await service.run(service.dealer.session_player, session=session)
-    if player is None:
-        return error_response(401, "unauthorized", "not logged in: open your login link")
+    try:
+        if _signed(request):
+            body = await read_body(request)
+            await _terminal(service, request, body, SESSION_ONLY)  # 401, or 403: none admitted
+        try:
+            player = await _session_player(service, request)
+        except Refusal:
+            raise Refusal(401, "unauthorized", "not logged in: open your login link") from None
+    except Refusal as refusal:
+        return refusal.response()
+    except RequestRefused as exc:
+        return error_response(401, "unauthorized", str(exc))
     return json_response({"player": player})
 
 
@@ -345,7 +369,16 @@ async def health(request: Request) -> Response:
 
 
 async def openapi(request: Request) -> Response:
-    return json_response(openapi_document())
+    return json_response(api_document())
+
+
+@functools.cache
+def api_document() -> dict[str, Any]:
+    """The OpenAPI document served: :func:`openapi_document`, each operation listing who its
+    route admits (from :data:`ROUTES`)."""
+    return with_roles(
+        openapi_document(), ((r.path, m, r.access) for r in ROUTES for m in r.methods)
+    )
 
 
 def _file(path: Path, media_type: str) -> Response:
@@ -365,6 +398,45 @@ async def static(request: Request) -> Response:
     return error_response(404, "not_found", f"GET {request.url.path}: not_found")
 
 
+@dataclass(frozen=True)
+class PlayRoute:
+    """A path of the API, its methods, what answers them, and who it admits: public, or the
+    terminal roles (and the session cookie) :func:`for_player` lets in, 403 for any other."""
+
+    path: str
+    methods: tuple[str, ...]
+    endpoint: Callable[..., Awaitable[Response]]
+    access: Access
+
+    def route(self) -> Route:
+        endpoint = self.endpoint
+        if self.path.startswith(PLAYER):
+            endpoint = for_player(self.endpoint, self.access)
+        return Route(self.path, endpoint, methods=list(self.methods))
+
+
+PLAYER = "/v1/players/{player}"
+FOR_PLAYERS = signed_by("platform", session=True)
+"""A player's account and plays: the operator's platform, or the player's demo session."""
+SESSION_ONLY = Access(session=True)
+
+ROUTES = (
+    PlayRoute("/", ("GET",), page, PUBLIC),
+    PlayRoute("/static/{name}", ("GET",), static, PUBLIC),
+    PlayRoute("/v1/health", ("GET",), health, PUBLIC),
+    PlayRoute("/v1/openapi.json", ("GET",), openapi, PUBLIC),
+    PlayRoute("/v1/game", ("GET",), game, PUBLIC),
+    PlayRoute("/v1/commitments", ("GET",), commitments, PUBLIC),
+    PlayRoute("/v1/sessions", ("POST", "DELETE"), sessions, PUBLIC),
+    PlayRoute("/v1/me", ("GET",), me, SESSION_ONLY),
+    PlayRoute(PLAYER, ("GET",), account, FOR_PLAYERS),
+    PlayRoute(f"{PLAYER}/plays", ("GET", "POST"), plays, FOR_PLAYERS),
+    PlayRoute(f"{PLAYER}/plays/last", ("GET",), last_play, FOR_PLAYERS),
+    PlayRoute(f"{PLAYER}/plays/{{play}}", ("GET",), one_play, FOR_PLAYERS),
+    PlayRoute(f"{PLAYER}/plays/{{play}}/proof", ("GET",), play_proof, FOR_PLAYERS),
+)
+
+
 def create_app(ledger: Any, dealer: Dealer, *, threads: int, demo: bool) -> ASGIApp:
     """The game server's ASGI application over an open ledger and its dealer."""
     service = PlayService(ledger, dealer, threads=threads, demo=demo)
@@ -374,23 +446,8 @@ def create_app(ledger: Any, dealer: Dealer, *, threads: int, demo: bool) -> ASGI
         async with service.running():  # its plays' entries sealed as the service's are
             yield
 
-    player = "/v1/players/{player}"
     app = Starlette(
-        routes=[
-            Route("/", page, methods=["GET"]),
-            Route("/static/{name}", static, methods=["GET"]),
-            Route("/v1/health", health, methods=["GET"]),
-            Route("/v1/openapi.json", openapi, methods=["GET"]),
-            Route("/v1/game", game, methods=["GET"]),
-            Route("/v1/commitments", commitments, methods=["GET"]),
-            Route("/v1/sessions", sessions, methods=["POST", "DELETE"]),
-            Route("/v1/me", me, methods=["GET"]),
-            Route(player, account, methods=["GET"]),
-            Route(f"{player}/plays", plays, methods=["GET", "POST"]),
-            Route(f"{player}/plays/last", last_play, methods=["GET"]),
-            Route(f"{player}/plays/{{play}}", one_play, methods=["GET"]),
-            Route(f"{player}/plays/{{play}}/proof", play_proof, methods=["GET"]),
-        ],
+        routes=[route.route() for route in ROUTES],
         exception_handlers={HTTPException: http_error, Exception: unexpected},
         lifespan=lifespan,
     )
