@@ -8,6 +8,7 @@ import json
 import os
 import resource
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -227,3 +228,34 @@ def assert_revocation_reaches_every_worker(
             if refused == answered:
                 break
         assert refused == answered, "a worker was not asked after the revocation"
+
+
+FLOOD = 1_100
+"""Half-requests an attacker keeps open against a server allowed 1,024 open files."""
+
+
+def flood(url: str, data: bytes, count: int = FLOOD) -> list[socket.socket]:
+    """``count`` connections to ``url``, each sending ``data`` (half a request) and waiting."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    attackers = []
+    for _ in range(count):
+        sock = socket.create_connection((host, int(port)), timeout=5)
+        sock.sendall(data)
+        attackers.append(sock)
+    time.sleep(0.5)  # every one accepted (or cut) by the server
+    return attackers
+
+
+def cut(attackers: list[socket.socket]) -> int:
+    """How many of the ``attackers``' connections the server closed."""
+    closed = 0
+    for sock in attackers:
+        sock.setblocking(False)
+        try:
+            data = sock.recv(65536)
+            closed += data == b"" or data.startswith(b"HTTP/1.1 ")
+        except BlockingIOError:
+            pass
+        except OSError:
+            closed += 1
+    return closed

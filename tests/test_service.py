@@ -31,13 +31,16 @@ from printpipe.service.openapi import openapi_document
 from printpipe.service.signatures import RequestSigner, key_id_of, raw_public_key
 from printpipe.service.terminal import TerminalClient
 from tests.conftest import run_cli
-from tests.ledger_helpers import db_arg
+from tests.ledger_helpers import OFFICE_SCOPE, db_arg
 from tests.service_helpers import (
+    FLOOD,
     SERVE_OPTIONS,
     World,
     assert_problem,
     assert_revocation_reaches_every_worker,
     build_world,
+    cut,
+    flood,
     server_log,
     start_server,
     stop_server,
@@ -48,7 +51,7 @@ from tests.storm import signed_request
 @pytest.fixture(scope="module")
 def world(ledgers, game, keys_dir, tmp_path_factory):
     world = build_world(game, keys_dir, ledgers.new(), tmp_path_factory.mktemp("service"))
-    start_server(world, options=(*SERVE_OPTIONS, "--header-timeout", "2"))
+    start_server(world, options=(*SERVE_OPTIONS, "--header-timeout", "2", "--body-timeout", "2"))
     yield world
     stop_server(world)
     log = server_log(world)
@@ -430,6 +433,85 @@ def test_the_http_layer_answers_problems_too_malformed_slow_and_oversized_reques
     assert 1.5 <= time.monotonic() - began < 8  # --header-timeout 2
 
 
+def test_a_head_over_the_limit_is_refused_however_it_arrives(world):
+    """16 KiB of request line and headers, whether they come in many reads or in one (a head
+    of 20 or 100 KiB sent at once, or behind a pipelined request): 431, and the application
+    never sees it."""
+    for size in (20_000, 100_000):
+        big = b"GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * size + b"\r\n\r\n"
+        assert_problem(*_raw(world, big), 431)
+        pipelined = b"GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n" + big
+        assert_problem(*_raw(world, pipelined), 431)  # the connection is refused as a whole
+    for size in (20_000, 100_000):  # the protocol itself, fed the whole head in one read
+        status, text, called = _fed_at_once(
+            b"GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * size + b"\r\n\r\n"
+        )
+        assert (status, called) == (431, False), text
+
+
+def _fed_at_once(data: bytes) -> tuple[int, str, bool]:
+    """``data`` given to the service's HTTP protocol in one ``data_received``: the status it
+    wrote back, the text, and whether the application was called."""
+    import uvicorn
+    from uvicorn.server import ServerState
+
+    from printpipe.service.protocol import BoundedHttpToolsProtocol
+
+    called = []
+
+    async def app(scope: dict, receive: Any, send: Any) -> None:
+        called.append(scope)
+
+    class Transport(asyncio.Transport):
+        def __init__(self) -> None:
+            super().__init__()
+            self.sent, self.closing = b"", False
+
+        def write(self, data: bytes) -> None:  # type: ignore[override]
+            self.sent += data
+
+        def close(self) -> None:
+            self.closing = True
+
+        def is_closing(self) -> bool:
+            return self.closing
+
+        def get_extra_info(self, name: str, default: Any = None) -> Any:
+            return ("127.0.0.1", 9) if name in ("sockname", "peername") else default
+
+    async def feed() -> Transport:
+        config = uvicorn.Config(app, http=BoundedHttpToolsProtocol, lifespan="off")
+        config.load()
+        protocol = BoundedHttpToolsProtocol(config=config, server_state=ServerState(),
+                                            app_state={})  # fmt: skip
+        transport = Transport()
+        protocol.connection_made(transport)
+        protocol.data_received(data)
+        await asyncio.sleep(0.05)  # any application task it started runs
+        protocol.connection_lost(None)
+        return transport
+
+    sent = asyncio.run(feed()).sent
+    head, _, body = sent.partition(b"\r\n\r\n")
+    return int(head.split(b" ")[1]), body.decode(), bool(called)
+
+
+def test_a_body_that_never_ends_is_answered_408_and_writes_nothing(world):
+    """The body has its deadline as the headers have theirs (--body-timeout 2): a request
+    whose body stops halfway is answered 408 and closed; nothing is written nor logged."""
+    body = json.dumps({"code": world.of_pack(1, prize="small")[7].code}).encode()
+    raw = signed_request(world.signers["storm-13"], world.url, "POST", "/v1/validations", body)
+    before, log_before = world.counts(), server_log(world)
+    began = time.monotonic()
+    answer = _raw(world, raw[: -len(body) // 2])
+    assert 1.5 <= time.monotonic() - began < 8
+    problem = assert_problem(*answer, 408)
+    assert "body" in problem["detail"]
+    time.sleep(0.2)
+    assert world.counts() == before
+    assert server_log(world) == log_before
+
+
 def test_the_request_id_is_echoed_and_written_in_the_audit_entry(world):
     body = json.dumps({"code": world.of_pack(1, prize="none")[2].code}).encode()
     response = signed(world, "storm-12", "POST", "/v1/validations", body)
@@ -453,45 +535,39 @@ def test_a_body_cut_short_writes_nothing_and_logs_nothing(world):
     assert server_log(world) == log_before
 
 
-def test_the_service_stays_up_for_terminals_under_1100_idle_half_requests(world):
-    """1,100 connections that never finish their headers, against a server allowed 1,024 open
-    files: an honest terminal is still answered, within a second."""
-    flood = World(world.location, world.keys_dir, world.key, world.folder / "flood", [])
-    flood.folder.mkdir(exist_ok=True)
-    start_server(flood, options=(*SERVE_OPTIONS, "--header-timeout", "60"), open_files=1024)
-    host, port = flood.url.removeprefix("http://").rsplit(":", 1)
+HALF_HEAD = b"POST /v1/validations HTTP/1.1\r\nHost: x\r\nContent-Type: a"
+HALF_BODY = b'POST /v1/validations HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"code"'
+
+
+@pytest.mark.parametrize("half", [HALF_HEAD, HALF_BODY], ids=["headers", "bodies"])
+def test_the_service_stays_up_for_terminals_under_1100_half_requests(world, half):
+    """1,100 connections that never finish their headers, or whose body never ends, against a
+    server allowed 1,024 open files (and timeouts longer than the test): an honest terminal is
+    still answered at its first attempt; the connections that waited longest made room."""
+    server = World(world.location, world.keys_dir, world.key, world.folder / "flood", [])
+    server.folder.mkdir(exist_ok=True)
+    options = (*SERVE_OPTIONS, "--header-timeout", "60", "--body-timeout", "60")
+    start_server(server, options=options, open_files=1024)
     attackers = []
     try:
-        for _ in range(1_100):
-            sock = socket.create_connection((host, int(port)), timeout=5)
-            sock.sendall(b"POST /v1/validations HTTP/1.1\r\nHost: x\r\nContent-Type: a")
-            attackers.append(sock)
-        time.sleep(0.5)  # every one accepted (or cut) by the server
+        attackers = flood(server.url, half)
         ticket = world.of_pack(1, prize="small")[4]
         began = time.monotonic()
-        with TerminalClient(flood.url, key=world.private["storm-04"], attempts=1) as till:
+        with TerminalClient(server.url, key=world.private["storm-04"], attempts=1) as till:
             answer = till.validate(ticket.code)
         elapsed = time.monotonic() - began
-        assert answer.text == f"WIN {ticket.prize}", answer
-        assert elapsed < 1.0, elapsed
-        cut = 0
-        for sock in attackers:
-            sock.setblocking(False)
-            try:
-                cut += sock.recv(1) == b""
-            except BlockingIOError:
-                pass
-            except OSError:
-                cut += 1
-        assert cut >= 1_100 - 1_024, cut  # the longest waiting made room
-        assert flood.process is not None
-        descriptors = len(os.listdir(f"/proc/{flood.process.pid}/fd"))
+        assert answer.text == f"WIN {ticket.prize}", answer  # once: a 503 is not retried
+        assert elapsed < 5.0, elapsed  # at once (the shared machine's load aside)
+        assert cut(attackers) >= FLOOD - 1_024  # the longest waiting made room
+        assert server.process is not None
+        descriptors = len(os.listdir(f"/proc/{server.process.pid}/fd"))
         assert descriptors < 1_024
     finally:
         for sock in attackers:
             sock.close()
-        stop_server(flood)
-    assert "Traceback" not in server_log(flood)
+        stop_server(server)
+    log = server_log(server)
+    assert "Traceback" not in log and "ERROR" not in log, log
 
 
 def test_health_and_the_openapi_document_describe_every_route(world):
@@ -762,8 +838,12 @@ def test_every_error_the_openapi_document_lists_is_a_problem_of_that_status(worl
     9457 problem details of that status; 401 with WWW-Authenticate and Accept-Signature, 405
     with Allow, 409/429/503 with Retry-After."""
     with world.ledger(read_only=False) as book:  # a settled pack: its activation is refused
-        book.set_pack_state([parse_pack_ref("8")], state="activated", terminal=LOTTERY)
-        book.set_pack_state([parse_pack_ref("8")], state="settled", terminal=LOTTERY)
+        book.set_pack_state(
+            [parse_pack_ref("8")], state="activated", terminal=LOTTERY, scope=OFFICE_SCOPE
+        )
+        book.set_pack_state(
+            [parse_pack_ref("8")], state="settled", terminal=LOTTERY, scope=OFFICE_SCOPE
+        )
     document = httpx.get(world.url + "/v1/openapi.json").json()
     produced = 0
     for path, item in document["paths"].items():

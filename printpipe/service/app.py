@@ -216,7 +216,8 @@ class Service:
     async def running(self) -> AsyncIterator[None]:
         """A server's lifetime over the ledger: its maintenance and its log's sealer run
         meanwhile; then they stop, the ledger's threads end and the ledger is closed (sealing
-        what is left)."""
+        what is left).  Stopped while its database is down, it says so in one line: what it
+        logged and could not seal is sealed by the next keyed process, as after a kill."""
         tasks = [asyncio.create_task(self.maintain()), asyncio.create_task(self.seal())]
         try:
             yield
@@ -224,7 +225,14 @@ class Service:
             for task in tasks:
                 task.cancel()
             self.executor.shutdown(wait=True)
-            self.ledger.close()
+            try:
+                self.ledger.close()
+            except database_errors() as exc:
+                log.warning(
+                    "stopped with the ledger's database unavailable (%s): what was logged since "
+                    "the last seal is sealed by the next process that opens it with its key",
+                    " ".join(str(exc).split())[:200],
+                )
 
     async def run(self, function: Callable[..., T], /, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
