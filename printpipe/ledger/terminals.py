@@ -43,11 +43,10 @@ class Terminal:
         raise PrintpipeError(f"terminal {self.id} (role {self.role}) acts on no pack")
 
     def describe(self) -> str:
-        who = (
-            "office (every pack, above the retailer limit)"
-            if self.office
-            else (f"retailer {self.retailer}")
-        )
+        who = {
+            "office": "office (every pack, above the retailer limit)",
+            "platform": "platform (acts for players at printpipe play; no pack)",
+        }.get(self.role, f"retailer {self.retailer}")
         state = f"revoked {self.revoked_at}" if self.revoked_at else "active"
         return f"{self.id}: {who}, key {self.key_id}, added {self.added_at}, {state}"
 
