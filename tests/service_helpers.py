@@ -116,18 +116,26 @@ def build_world(
                       ("office-1", None, "office"), ("platform-1", None, "platform")]  # fmt: skip
         registered += [(f"storm-{i:02d}", SHOP_1, "retailer") for i in range(STORM_TERMINALS)]
         for name, retailer, role in registered:
-            private = Ed25519PrivateKey.generate()
-            book.add_terminal(
-                TerminalId(name),
-                public_key=raw_public_key(private.public_key()),
-                key_id=key_id_of(private.public_key()),
-                retailer=TerminalId(retailer) if retailer else None,
-                role=role,
-                by=LOTTERY,
-            )
+            private = register_terminal(book, name, role=role, retailer=retailer)
             world.private[name] = private
             world.signers[name] = RequestSigner(private)
     return world
+
+
+def register_terminal(
+    book: Ledger, name: str, *, role: str, retailer: str | None = None
+) -> Ed25519PrivateKey:
+    """A new key, registered in ``book`` for terminal ``name`` of ``role``: its private half."""
+    private = Ed25519PrivateKey.generate()
+    book.add_terminal(
+        TerminalId(name),
+        public_key=raw_public_key(private.public_key()),
+        key_id=key_id_of(private.public_key()),
+        retailer=TerminalId(retailer) if retailer else None,
+        role=role,
+        by=LOTTERY,
+    )
+    return private
 
 
 SERVE_OPTIONS = ("--terminal-rate", "1000", "--terminal-burst", "1000")

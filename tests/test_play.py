@@ -12,7 +12,6 @@ import uuid
 
 import numpy as np
 import pytest
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from starlette.testclient import TestClient
@@ -20,23 +19,22 @@ from starlette.testclient import TestClient
 from printpipe.commitment import load_commitment
 from printpipe.errors import InvalidInput
 from printpipe.ledger import (
-    LOTTERY,
     DailyLimitReached,
     InsufficientFunds,
     KeyReused,
     Ledger,
     NoSuchPlayer,
     SoldOut,
-    TerminalId,
     load_ledger_key,
     parse_euros,
 )
 from printpipe.ledger.deal import DEAL_PURPOSE, DealOrder, deal_key, order_digest
 from printpipe.play.app import create_app
 from printpipe.play.server import open_dealer
-from printpipe.service.signatures import RequestSigner, key_id_of, raw_public_key
+from printpipe.service.signatures import RequestSigner
 from tests.ledger_helpers import db_arg, run_in_process
 from tests.play_helpers import make_block, make_world
+from tests.service_helpers import register_terminal
 
 pytestmark = pytest.mark.xdist_group("play")
 
@@ -310,17 +308,8 @@ def test_the_demo_session_cookie_and_cross_site_requests(world):
 
 def _terminal(world, name: str, role: str, retailer: str | None = None) -> RequestSigner:
     """A terminal of ``role`` registered in the world's ledger: its signer."""
-    private = Ed25519PrivateKey.generate()
     with Ledger(world.location, key=load_ledger_key(world.keys)) as book:
-        book.add_terminal(
-            TerminalId(name),
-            public_key=raw_public_key(private.public_key()),
-            key_id=key_id_of(private.public_key()),
-            retailer=TerminalId(retailer) if retailer else None,
-            role=role,
-            by=LOTTERY,
-        )
-    return RequestSigner(private)
+        return RequestSigner(register_terminal(book, name, role=role, retailer=retailer))
 
 
 def test_every_route_of_the_game_server_admits_exactly_who_its_openapi_operation_lists(world):

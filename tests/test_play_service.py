@@ -14,14 +14,20 @@ import httpx
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from printpipe.ledger import LOTTERY, Ledger, TerminalId, load_ledger_key
+from printpipe.ledger import Ledger, load_ledger_key
 from printpipe.play.app import create_app
 from printpipe.play.openapi import openapi_document
 from printpipe.play.server import open_dealer
-from printpipe.service.signatures import RequestSigner, key_id_of, raw_public_key
+from printpipe.service.signatures import RequestSigner
 from tests.ledger_helpers import run_in_process
 from tests.play_helpers import PlayWorld, db_text, make_block, make_world
-from tests.service_helpers import FLOOD, assert_revocation_reaches_every_worker, cut, flood
+from tests.service_helpers import (
+    FLOOD,
+    assert_revocation_reaches_every_worker,
+    cut,
+    flood,
+    register_terminal,
+)
 from tests.storm import signed_request, storm
 
 PLAYERS = 64
@@ -196,13 +202,8 @@ def test_a_signed_read_is_admitted_once_and_its_replay_refused(world):
 def test_a_revocation_reaches_every_worker_at_once(world, block, tmp_path):
     """``printpipe play --workers 2``: the platform's reads, answered by both workers, are
     refused by both as soon as ``printpipe terminals revoke`` returns."""
-    private = Ed25519PrivateKey.generate()
     with Ledger(world.location, key=load_ledger_key(world.keys)) as book:
-        book.add_terminal(TerminalId("operator-revoked"),
-                          public_key=raw_public_key(private.public_key()),
-                          key_id=key_id_of(private.public_key()), retailer=None,
-                          role="platform", by=LOTTERY)  # fmt: skip
-    signer = RequestSigner(private)
+        signer = RequestSigner(register_terminal(book, "operator-revoked", role="platform"))
     two = PlayWorld(block, world.location, tmp_path, signer)
     two.start(workers=2)
     player = next(iter(world.players))

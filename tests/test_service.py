@@ -28,7 +28,7 @@ from printpipe.ledger import LOTTERY, TerminalId, database_errors, parse_pack_re
 from printpipe.ledger.store import PostgresLocation, ticket_key
 from printpipe.service.app import RateLimit, Service, api_document, create_app
 from printpipe.service.openapi import openapi_document
-from printpipe.service.signatures import RequestSigner, key_id_of, raw_public_key
+from printpipe.service.signatures import RequestSigner
 from printpipe.service.terminal import TerminalClient
 from tests.conftest import run_cli
 from tests.ledger_helpers import OFFICE_SCOPE, db_arg
@@ -41,6 +41,7 @@ from tests.service_helpers import (
     build_world,
     cut,
     flood,
+    register_terminal,
     server_log,
     start_server,
     stop_server,
@@ -182,12 +183,8 @@ def test_unsigned_forged_expired_replayed_and_revoked_requests_get_401_and_chang
 def test_a_revocation_reaches_every_worker_at_once(world):
     """``printpipe serve --workers 2``: a terminal both workers answered is refused by both as
     soon as ``printpipe terminals revoke`` returns (each request reads the terminal's row)."""
-    private = Ed25519PrivateKey.generate()
     with world.ledger(read_only=False) as book:
-        book.add_terminal(TerminalId("till-revoked"),
-                          public_key=raw_public_key(private.public_key()),
-                          key_id=key_id_of(private.public_key()), retailer=TerminalId("shop-1"),
-                          role="retailer", by=LOTTERY)  # fmt: skip
+        private = register_terminal(book, "till-revoked", role="retailer", retailer="shop-1")
     signer = RequestSigner(private)
     two = World(world.location, world.keys_dir, world.key, world.folder / "two-workers", [])
     two.folder.mkdir(exist_ok=True)
@@ -817,7 +814,7 @@ def _produce(world: World, method: str, path: str, status: int) -> httpx.Respons
         many = "".join(f"X-F{i}: 1\r\n" for i in range(100))
         return _raw(world, f"{method} {pack_path} HTTP/1.1\r\nHost: x\r\n{many}\r\n".encode())
     if status == 503:
-        broken = mock.patch("printpipe.service.app.openapi_document", side_effect=RuntimeError)
+        broken = mock.patch("printpipe.service.app.api_document", side_effect=RuntimeError)
         with in_process(world) as (http, service), broken:
             service.run = _failing  # type: ignore[method-assign,assignment]
             fields = {"Idempotency-Key": uuid.uuid4().hex} if key else {}

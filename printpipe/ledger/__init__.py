@@ -77,7 +77,14 @@ if TYPE_CHECKING:
         SoldOut,
         check_player,
     )
-    from printpipe.ledger.rules import Answer, PackScope, Settings, format_time, parse_time
+    from printpipe.ledger.rules import (
+        TERMINAL_ROLES,
+        Answer,
+        PackScope,
+        Settings,
+        format_time,
+        parse_time,
+    )
     from printpipe.ledger.store import Location, database_errors, location_argument, parse_location
     from printpipe.ledger.terminals import Terminal
     from printpipe.ledger.wallet import (
@@ -127,6 +134,7 @@ _HOMES = {
     "write_checkpoint": "log",
     "Answer": "rules",
     "PackScope": "rules",
+    "TERMINAL_ROLES": "rules",
     "Settings": "rules",
     "format_time": "rules",
     "parse_time": "rules",
@@ -154,6 +162,7 @@ _HOMES = {
 __all__ = [
     "LOTTERY",
     "SEAL_DELAY_S",
+    "TERMINAL_ROLES",
     "Admission",
     "Answer",
     "Batcher",

@@ -400,8 +400,11 @@ async def static(request: Request) -> Response:
 
 @dataclass(frozen=True)
 class PlayRoute:
-    """A path of the API, its methods, what answers them, and who it admits: public, or the
-    terminal roles (and the session cookie) :func:`for_player` lets in, 403 for any other."""
+    """A path of the API, its methods, what answers them, and who it admits.  A route that
+    admits terminals acts for the player its path names: its handler is a
+    :data:`PlayerHandler`, behind :func:`for_player`, which lets in the roles (and the session
+    cookie) ``access`` names, 403 for any other.  Any other route's endpoint takes the request
+    itself (public, or ``/v1/me``'s session alone)."""
 
     path: str
     methods: tuple[str, ...]
@@ -409,9 +412,7 @@ class PlayRoute:
     access: Access
 
     def route(self) -> Route:
-        endpoint = self.endpoint
-        if self.path.startswith(PLAYER):
-            endpoint = for_player(self.endpoint, self.access)
+        endpoint = for_player(self.endpoint, self.access) if self.access.roles else self.endpoint
         return Route(self.path, endpoint, methods=list(self.methods))
 
 

@@ -20,7 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from printpipe.ledger.rules import TERMINAL_ROLES
+from printpipe.ledger import TERMINAL_ROLES
 
 ANYONE = "anyone"
 """What the OpenAPI documents list for a public route."""
