@@ -62,7 +62,14 @@ from printpipe.keys import (
     load_signing_key,
 )
 from printpipe.ledger import LOTTERY as LOTTERY_TERMINAL
-from printpipe.ledger import Ledger, TerminalId, import_manifest, load_ledger_key, publish_remaining
+from printpipe.ledger import (
+    Ledger,
+    PackScope,
+    TerminalId,
+    import_manifest,
+    load_ledger_key,
+    publish_remaining,
+)
 from printpipe.ledger.tree import read_leaf_and_path, read_salt
 from printpipe.manifest import BLOCK_MANIFEST, verify_manifest
 from printpipe.merkle import TreeBuilder
@@ -197,7 +204,7 @@ def main() -> None:
                 samples = []
                 for code in codes:
                     started = time.perf_counter()
-                    answer = book.claim(code, terminal=office, office=True)
+                    answer = book.claim(code, terminal=office, scope=PackScope.office())
                     samples.append(time.perf_counter() - started)
                     assert answer.outcome == "PAID", answer.text
                 claims[name] = samples

@@ -80,6 +80,7 @@ from printpipe.ledger import (
     LOTTERY,
     Ledger,
     Location,
+    PackScope,
     TerminalId,
     import_manifest,
     load_ledger_key,
@@ -145,7 +146,7 @@ def build(location: Location, root: Path, packs: int) -> tuple[Path, list[tuple[
     refs = [parse_pack_ref(str(p)) for p in range(1, packs + 1)]
     with Ledger(location, key=key) as book:
         book.ship_packs(refs, retailer=TerminalId(RETAILER), terminal=LOTTERY)
-        book.set_pack_state(refs, state="activated", terminal=LOTTERY)
+        book.set_pack_state(refs, state="activated", terminal=LOTTERY, scope=PackScope.office())
     store = BlockStore.open(block)
     tickets = store.read()
     codes = []

@@ -34,7 +34,7 @@ from printpipe.keys import (
     load_secrets,
     load_signing_key,
 )
-from printpipe.ledger import Ledger, TerminalId, import_manifest, load_ledger_key
+from printpipe.ledger import Ledger, PackScope, TerminalId, import_manifest, load_ledger_key
 from printpipe.manifest import verify_manifest, write_run_manifest
 from printpipe.store import BlockStore
 
@@ -141,7 +141,7 @@ def main() -> None:
             started = time.perf_counter()
             for i, code in enumerate(codes):
                 t0 = time.perf_counter()
-                book.validate(code, terminal=terminal)
+                book.validate(code, terminal=terminal, scope=PackScope.office())
                 latencies[i] = time.perf_counter() - t0
             elapsed = time.perf_counter() - started
         p50, p99 = np.percentile(latencies, [50, 99]) * 1000

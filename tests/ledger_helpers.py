@@ -16,11 +16,15 @@ from printpipe.cli import main
 from printpipe.games.base import Game
 from printpipe.ids import TicketId
 from printpipe.keys import load_secrets
+from printpipe.ledger.rules import PackScope
 from printpipe.ledger.store import Location, PostgresLocation
 from printpipe.plan import plan_block
 from printpipe.rng import derive_block_key
 from printpipe.store import BlockStore
 from tests import conftest
+
+OFFICE_SCOPE = PackScope.office()
+"""Every pack: what the office's command line acts on (and the tests that act as the office)."""
 
 
 def generate_store(game: Game, keys: Path, out: Path, packs: PackRange, block: int = 1) -> Path:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -114,16 +115,23 @@ class PlayWorld:
         with self.ledger() as book:
             return book.query(sql)
 
-    def start(self, *, demo: bool = False, workers: int = 1) -> str:
+    def start(self, *, demo: bool = False, workers: int = 1, open_files: int | None = None) -> str:
+        """``printpipe play`` on the world's ledger (``open_files``: its RLIMIT_NOFILE)."""
         url_file = self.folder / "play.url"
         url_file.unlink(missing_ok=True)
         log = open(self.folder / "play.log", "ab")  # noqa: SIM115 - the server's
         args = [sys.executable, "-m", "printpipe", "play", "--db", db_text(self.location),
                 "--keys", str(self.keys), "--port", "0", "--url-file", str(url_file),
                 "--workers", str(workers)]  # fmt: skip
+
+        def limit_files() -> None:
+            if open_files is not None:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
+
         self.process = subprocess.Popen(
-            [*args, *(["--demo"] if demo else [])], stdout=log, stderr=log
-        )
+            [*args, *(["--demo"] if demo else [])], stdout=log, stderr=log,
+            preexec_fn=limit_files if open_files is not None else None,
+        )  # fmt: skip
         log.close()
         deadline = time.monotonic() + 60
         while not url_file.exists():

@@ -8,12 +8,16 @@ import json
 import os
 import resource
 import signal
+import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from printpipe.block import PackRange
@@ -28,7 +32,7 @@ from printpipe.manifest import BLOCK_MANIFEST
 from printpipe.service.signatures import RequestSigner, key_id_of, raw_public_key
 from printpipe.store import BlockStore
 from tests.conftest import kill_group, run_cli
-from tests.ledger_helpers import db_arg, generate_store, ticket_codes
+from tests.ledger_helpers import OFFICE_SCOPE, db_arg, generate_store, ticket_codes
 
 SHOP_1, SHOP_2 = "shop-1", "shop-2"
 RETAILER_LIMIT = 4
@@ -88,8 +92,8 @@ def build_world(
 ) -> World:
     """Packs 1:8 with their countersigned commitment (every payment answered with its proof);
     1-4 shipped to shop-1 and activated, 5-6 to shop-2 (5 activated), 7-8 at
-    the lottery; terminals: till-1 (shop-1), till-2 (shop-2), office-1, and 64 storm
-    terminals of shop-1."""
+    the lottery; terminals: till-1 (shop-1), till-2 (shop-2), office-1, platform-1 (an online
+    operator's, which the service must not admit), and 64 storm terminals of shop-1."""
     store_dir = generate_store(game, keys_dir, folder / "blk", PackRange(1, 8))
     commitment = store_dir / COMMITMENT_FILE
     run_cli("commitment", "sign", str(commitment), "--manifest", str(store_dir / BLOCK_MANIFEST),
@@ -107,23 +111,31 @@ def build_world(
         book.ship_packs([parse_pack_ref(p) for p in "56"], retailer=TerminalId(SHOP_2),
                         terminal=LOTTERY)  # fmt: skip
         book.set_pack_state([parse_pack_ref(p) for p in "12345"], state="activated",
-                            terminal=LOTTERY)  # fmt: skip
+                            terminal=LOTTERY, scope=OFFICE_SCOPE)  # fmt: skip
         registered = [("till-1", SHOP_1, "retailer"), ("till-2", SHOP_2, "retailer"),
-                      ("office-1", None, "office")]  # fmt: skip
+                      ("office-1", None, "office"), ("platform-1", None, "platform")]  # fmt: skip
         registered += [(f"storm-{i:02d}", SHOP_1, "retailer") for i in range(STORM_TERMINALS)]
         for name, retailer, role in registered:
-            private = Ed25519PrivateKey.generate()
-            book.add_terminal(
-                TerminalId(name),
-                public_key=raw_public_key(private.public_key()),
-                key_id=key_id_of(private.public_key()),
-                retailer=TerminalId(retailer) if retailer else None,
-                role=role,
-                by=LOTTERY,
-            )
+            private = register_terminal(book, name, role=role, retailer=retailer)
             world.private[name] = private
             world.signers[name] = RequestSigner(private)
     return world
+
+
+def register_terminal(
+    book: Ledger, name: str, *, role: str, retailer: str | None = None
+) -> Ed25519PrivateKey:
+    """A new key, registered in ``book`` for terminal ``name`` of ``role``: its private half."""
+    private = Ed25519PrivateKey.generate()
+    book.add_terminal(
+        TerminalId(name),
+        public_key=raw_public_key(private.public_key()),
+        key_id=key_id_of(private.public_key()),
+        retailer=TerminalId(retailer) if retailer else None,
+        role=role,
+        by=LOTTERY,
+    )
+    return private
 
 
 SERVE_OPTIONS = ("--terminal-rate", "1000", "--terminal-burst", "1000")
@@ -196,3 +208,62 @@ def assert_problem(status: int | None, headers: object, text: str, expected: int
 def server_log(world: World, name: str = "serve.log") -> str:
     path = world.folder / name
     return path.read_text(errors="replace") if path.exists() else ""
+
+
+def assert_revocation_reaches_every_worker(
+    send: Callable[[], httpx.Response], revoke: Callable[[], None]
+) -> None:
+    """A server of 2 workers: ``send`` (one signed request, on a connection of its own)
+    answered 200 by both workers (told apart by their request ids' first 16 digits, random
+    for each process), so that each has seen the terminal's key; then ``revoke``; from then on
+    every request is refused 401, by both workers: the revocation reached each at once."""
+    with ThreadPoolExecutor(8) as pool:
+        answered: set[str] = set()
+        for _ in range(50):
+            for response in pool.map(lambda _: send(), range(8)):
+                assert response.status_code == 200, response.text
+                answered.add(response.headers["x-request-id"][:16])
+            if len(answered) == 2:
+                break
+        assert len(answered) == 2, "one worker answered every request"
+        revoke()
+        refused: set[str] = set()
+        for _ in range(50):
+            for response in pool.map(lambda _: send(), range(8)):
+                assert response.status_code == 401, (response.status_code, response.text)
+                assert "revoked" in response.json()["detail"], response.text
+                refused.add(response.headers["x-request-id"][:16])
+            if refused == answered:
+                break
+        assert refused == answered, "a worker was not asked after the revocation"
+
+
+FLOOD = 1_100
+"""Half-requests an attacker keeps open against a server allowed 1,024 open files."""
+
+
+def flood(url: str, data: bytes, count: int = FLOOD) -> list[socket.socket]:
+    """``count`` connections to ``url``, each sending ``data`` (half a request) and waiting."""
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    attackers = []
+    for _ in range(count):
+        sock = socket.create_connection((host, int(port)), timeout=5)
+        sock.sendall(data)
+        attackers.append(sock)
+    time.sleep(0.5)  # every one accepted (or cut) by the server
+    return attackers
+
+
+def cut(attackers: list[socket.socket]) -> int:
+    """How many of the ``attackers``' connections the server closed."""
+    closed = 0
+    for sock in attackers:
+        sock.setblocking(False)
+        try:
+            data = sock.recv(65536)
+            closed += data == b"" or data.startswith(b"HTTP/1.1 ")
+        except BlockingIOError:
+            pass
+        except OSError:
+            closed += 1
+    return closed

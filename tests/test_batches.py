@@ -13,7 +13,15 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from printpipe.ledger import Admission, Claim, ClaimStart, Ledger, RequestRefused, Validation
+from printpipe.ledger import (
+    Admission,
+    Claim,
+    ClaimStart,
+    Ledger,
+    PackScope,
+    RequestRefused,
+    Validation,
+)
 from printpipe.ledger.book import IdempotentClaim
 from printpipe.ledger.inputs import LOTTERY, TerminalId
 from printpipe.service.app import render_answer
@@ -50,11 +58,11 @@ def _code(ticket: Any, variant: str) -> str:
     return "not a code"
 
 
-def _terminal(world: World, name: str) -> tuple[TerminalId, str | None, bool]:
-    """The terminal, the retailer it acts for (None: every pack), whether it is the office."""
+def _terminal(world: World, name: str) -> tuple[TerminalId, PackScope]:
+    """The terminal, and the packs it acts on."""
     if name == "office-1":
-        return TerminalId(name), None, True
-    return TerminalId(name), "shop-2" if name == "till-2" else "shop-1", False
+        return TerminalId(name), PackScope.office()
+    return TerminalId(name), PackScope.of_retailer("shop-2" if name == "till-2" else "shop-1")
 
 
 def _admission(world: World, name: str, nonce: str, index: int) -> Admission:
@@ -109,9 +117,9 @@ def test_a_batch_of_validations_answers_and_writes_as_one_by_one(twin_world, led
         if replay and batch:
             batch.append(batch[-1])
             continue
-        terminal, retailer, _ = _terminal(world, name)
+        terminal, scope = _terminal(world, name)
         admission = _admission(world, name, uuid.uuid4().hex, index)
-        batch.append(Validation(_code(pool[which], variant), terminal, retailer, admission))
+        batch.append(Validation(_code(pool[which], variant), terminal, scope, admission))
     together, one_by_one = ledgers.copy(world.location), ledgers.copy(world.location)
     with Ledger(together, key=world.key, clock=lambda: NOW) as book:
         answered = [_outcome(outcome) for outcome in book.validate_many(batch)]
@@ -123,7 +131,7 @@ def test_a_batch_of_validations_answers_and_writes_as_one_by_one(twin_world, led
                 outcome: object = book.validate(
                     request.code,
                     terminal=request.terminal,
-                    retailer=request.retailer,
+                    scope=request.scope,
                     admission=request.admission,
                 )
             except RequestRefused as exc:
@@ -164,13 +172,13 @@ def test_batches_of_claims_pay_answer_and_write_as_one_by_one(twin_world, ledger
         planned.append([])
         for name, which, variant, key in requests:
             index += 1
-            terminal, retailer, office = _terminal(world, name)
+            terminal, scope = _terminal(world, name)
             code = _code(pool[which], variant)
             admission = _admission(world, name, uuid.uuid4().hex, index)
             fingerprint = f"{which}:{variant}".encode().ljust(32, b"-")
             planned[-1].append(
-                Claim(code, terminal, f"{run}-{key}", fingerprint, render_answer, office=office,
-                      retailer=retailer, admission=admission)
+                Claim(code, terminal, f"{run}-{key}", fingerprint, render_answer, scope,
+                      admission=admission)
             )  # fmt: skip
     together, one_by_one = ledgers.copy(world.location), ledgers.copy(world.location)
     with Ledger(together, key=world.key, clock=lambda: NOW) as book:
@@ -196,8 +204,7 @@ def test_batches_of_claims_pay_answer_and_write_as_one_by_one(twin_world, ledger
             answer = book.claim(
                 claim.code,
                 terminal=claim.terminal,
-                office=claim.office,
-                retailer=claim.retailer,
+                scope=claim.scope,
                 idempotent=IdempotentClaim(
                     claim.terminal.value, claim.key, start.token, render_answer
                 ),
@@ -230,9 +237,9 @@ def test_a_ticket_paid_earlier_in_a_batch_is_already_paid_for_the_claims_after(t
         [(above, "office-1", "till-1"), (below, "till-1", "office-1")]
     ):
         for name in (first, then):
-            terminal, retailer, office = _terminal(world, name)
+            terminal, scope = _terminal(world, name)
             batch.append(Claim(ticket.code, terminal, f"{run}-{n}", b"f" * 32, render_answer,
-                               office=office, retailer=retailer))  # fmt: skip
+                               scope))  # fmt: skip
     with Ledger(ledgers.copy(world.location), key=world.key, clock=lambda: NOW) as book:
         answers: list[Any] = [_outcome(answer) for answer in book.claim_many(batch)]
     assert [a["outcome"] for a in answers] == ["PAID", "ALREADY_PAID", "PAID", "ALREADY_PAID"]

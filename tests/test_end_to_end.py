@@ -25,6 +25,7 @@ from printpipe.ledger.key import load_ledger_key
 from printpipe.render.imposition import impose, parse_sheet
 from printpipe.render.template import load_template
 from tests.conftest import run_cli
+from tests.ledger_helpers import OFFICE_SCOPE
 
 DPI = 300
 
@@ -114,7 +115,7 @@ def test_scanned_codes_get_the_prize_of_the_printed_symbols(printed_run):
     with Ledger(db, key=load_ledger_key(db.parent / "keys")) as ledger:
         for code, effigy, paws, bonus in tickets:
             prize = game.prize_eur(effigy, paws, bonus)  # the rules, on what is printed
-            answer = ledger.validate(code, terminal=TerminalId("T-E2E"))
+            answer = ledger.validate(code, terminal=TerminalId("T-E2E"), scope=OFFICE_SCOPE)
             if code[4:10] == "000002":
                 assert answer.text == "PACK NOT ACTIVATED"
             elif prize == 0:

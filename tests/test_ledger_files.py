@@ -26,7 +26,7 @@ from printpipe.ledger.key import load_ledger_key
 from printpipe.ledger.store.sqlite import APPLICATION_ID, SqliteDatabase
 from printpipe.manifest import BLOCK_MANIFEST
 from tests.conftest import forked_together, run_cli
-from tests.ledger_helpers import generate_store, run_in_process
+from tests.ledger_helpers import OFFICE_SCOPE, generate_store, run_in_process
 
 
 def start_together(*commands: list[str]) -> list[subprocess.CompletedProcess]:
@@ -238,10 +238,10 @@ def test_validations_commit_normal_and_payments_full(two_blocks, keys_dir, tmp_p
         conn = book.db.conn
         conn.set_trace_callback(lambda sql: seen.append(sql) if "synchronous" in sql else None)
         assert conn.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL
-        book.validate("0" * 25, terminal=TerminalId("T1"))
+        book.validate("0" * 25, terminal=TerminalId("T1"), scope=OFFICE_SCOPE)
         assert conn.execute("PRAGMA synchronous").fetchone() == (1,)
         assert not [sql for sql in seen if "FULL" in sql]
-        book.claim("0" * 25, terminal=TerminalId("T1"))
+        book.claim("0" * 25, terminal=TerminalId("T1"), scope=OFFICE_SCOPE)
         assert [sql for sql in seen if "=" in sql] == [
             "PRAGMA synchronous=FULL",
             "PRAGMA synchronous=NORMAL",

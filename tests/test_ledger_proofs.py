@@ -50,7 +50,7 @@ from printpipe.manifest import BLOCK_MANIFEST, verify_manifest
 from printpipe.merkle import TreeBuilder, audit_path, tree_levels
 from printpipe.store import BlockStore
 from tests.conftest import run_cli
-from tests.ledger_helpers import db_arg, generate_store, ticket_codes
+from tests.ledger_helpers import OFFICE_SCOPE, db_arg, generate_store, ticket_codes
 
 OFFICE = TerminalId("office")
 
@@ -105,7 +105,10 @@ def db(ledgers, block, keys_dir, keys, key):
     assert "its commitment" in load(location, block, keys_dir, keys, key)
     with Ledger(location, key=key) as book:
         book.set_pack_state(
-            [parse_pack_ref(str(p)) for p in range(1, 9)], state="activated", terminal=LOTTERY
+            [parse_pack_ref(str(p)) for p in range(1, 9)],
+            state="activated",
+            terminal=LOTTERY,
+            scope=OFFICE_SCOPE,
         )
     return location
 
@@ -132,10 +135,10 @@ def test_a_paid_claim_is_answered_with_a_proof_that_verifies_offline(
     work = ledgers.copy(db)
     code, prize, serial = winners[0]
     with Ledger(work, key=key) as book:
-        answer = book.claim(code, terminal=OFFICE, office=True)
+        answer = book.claim(code, terminal=OFFICE, scope=OFFICE_SCOPE)
         assert answer.text == f"PAID {prize}"
         document = answer.as_json()["proof"]
-        again = book.claim(code, terminal=OFFICE, office=True)
+        again = book.claim(code, terminal=OFFICE, scope=OFFICE_SCOPE)
         assert again.outcome == "ALREADY_PAID" and "proof" not in again.as_json()
         stored_serial, stored = book.prove(code, terminal=OFFICE)
     assert stored_serial == serial and json.loads(stored) == document
@@ -192,7 +195,7 @@ def test_a_proof_is_given_only_for_a_paid_ticket_and_every_request_is_logged(
     with Ledger(work, key=key) as book:
         with pytest.raises(PrintpipeError, match=f"ticket {serial} is not paid"):
             book.prove(code, terminal=OFFICE)
-        book.claim(code, terminal=OFFICE, office=True)
+        book.claim(code, terminal=OFFICE, scope=OFFICE_SCOPE)
         from printpipe.ids import parse_validation_code
 
         if parse_validation_code(wrong) is not None:  # a check digit may refuse it first
@@ -252,7 +255,7 @@ def ledger_proof(db, ledgers, winners, key):
     work = ledgers.copy(db)
     code, _, _ = winners[3]
     with Ledger(work, key=key) as book:
-        document = book.claim(code, terminal=OFFICE, office=True).as_json()["proof"]
+        document = book.claim(code, terminal=OFFICE, scope=OFFICE_SCOPE).as_json()["proof"]
     return parse_proof(json.dumps(document).encode()), document
 
 
@@ -266,8 +269,10 @@ def test_payments_made_before_the_commitment_was_loaded_get_their_proofs_then(
     load(location, block, keys_dir, keys, key, commitment=False)
     code, prize, serial = winners[4]
     with Ledger(location, key=key) as book:
-        book.set_pack_state([parse_pack_ref(serial[5:11])], state="activated", terminal=LOTTERY)
-        answer = book.claim(code, terminal=OFFICE, office=True)
+        book.set_pack_state(
+            [parse_pack_ref(serial[5:11])], state="activated", terminal=LOTTERY, scope=OFFICE_SCOPE
+        )
+        answer = book.claim(code, terminal=OFFICE, scope=OFFICE_SCOPE)
         assert answer.text == f"PAID {prize}" and "proof" not in answer.as_json()
         with pytest.raises(PrintpipeError, match="holds no commitment of its block"):
             book.prove(code, terminal=OFFICE)
@@ -328,7 +333,7 @@ def test_remaining_agrees_with_the_payments_and_verifies_offline(
     chosen = winners[5:45:3]
     with Ledger(work, key=key) as book:
         for code, _, _ in chosen:
-            assert book.claim(code, terminal=OFFICE, office=True).outcome == "PAID"
+            assert book.claim(code, terminal=OFFICE, scope=OFFICE_SCOPE).outcome == "PAID"
         payments = dict(book.query("SELECT amount_eur, COUNT(*) FROM payments GROUP BY amount_eur"))
     out = tmp_path / "remaining.txt"
     made = report(work, keys_dir, out)
@@ -383,7 +388,7 @@ def test_a_changed_report_is_refused(
     work = ledgers.copy(db)
     with Ledger(work, key=key) as book:
         for code, _, _ in winners[50:53]:
-            book.claim(code, terminal=OFFICE, office=True)
+            book.claim(code, terminal=OFFICE, scope=OFFICE_SCOPE)
     out = tmp_path / "remaining.txt"
     report(work, keys_dir, out)
     changed = tmp_path / "changed.txt"
@@ -405,7 +410,7 @@ def test_remaining_stays_consistent_under_concurrent_claims(
         try:
             with Ledger(work, key=key) as book:
                 for code in share:
-                    book.claim(code, terminal=TerminalId(name), office=True)
+                    book.claim(code, terminal=TerminalId(name), scope=OFFICE_SCOPE)
         except BaseException as exc:
             errors.append(exc)
 
@@ -451,13 +456,13 @@ def test_a_closed_block_pays_nothing_after_its_day(db, ledgers, winners, key, ke
         assert "closed on 2027-03-31" in book.close_block(
             closed_on=dt.date(2027, 3, 31), terminal=LOTTERY
         )
-        assert book.claim(code, terminal=OFFICE, office=True).outcome == "PAID"  # that day
+        assert book.claim(code, terminal=OFFICE, scope=OFFICE_SCOPE).outcome == "PAID"  # that day
         with pytest.raises(PrintpipeError, match="a closure is final"):
             book.close_block(closed_on=dt.date(2027, 3, 30), terminal=LOTTERY)
     later = day + dt.timedelta(days=1)
     with Ledger(work, key=key, clock=lambda: later) as book:
         before = book.query("SELECT COUNT(*) FROM payments")
-        answer = book.claim(winners[151][0], terminal=OFFICE, office=True)
+        answer = book.claim(winners[151][0], terminal=OFFICE, scope=OFFICE_SCOPE)
         assert answer.text == "BLOCK CLOSED 2027-03-31" and not answer.ok
         assert book.query("SELECT COUNT(*) FROM payments") == before
     assert report(work, keys_dir, tmp_path / "r.txt").closed_on == "2027-03-31"

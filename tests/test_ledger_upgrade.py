@@ -19,6 +19,7 @@ from printpipe.ledger.store import LAYOUT, Location, PostgresLocation
 from printpipe.play.server import open_dealer
 from printpipe.service.signatures import key_id_of, raw_public_key
 from tests.ledger_helpers import (
+    OFFICE_SCOPE,
     db_arg,
     imported_ledger,
     run_in_process,
@@ -102,7 +103,7 @@ def layout_5(tmp_path_factory, ledgers, game, keys_dir):
         book.add_terminal(TerminalId("till-1"), public_key=raw_public_key(private.public_key()),
                           key_id=key_id_of(private.public_key()), retailer=None, role="office",
                           by=LOTTERY)  # fmt: skip
-        assert book.claim(winner, terminal=LOTTERY, office=True).outcome == "PAID"
+        assert book.claim(winner, terminal=LOTTERY, scope=OFFICE_SCOPE).outcome == "PAID"
     old = int(time.time()) - 1_000
     old_nonce = ("INSERT INTO nonces VALUES (?, ?, ?)", ("k", "an-old-nonce-0123", old))
     _to_layout(db, 5, ("DROP TABLE nonces", ()), (OLD_NONCES, ()), old_nonce)
@@ -133,7 +134,9 @@ def test_a_layout_5_ledger_is_upgraded_in_place_keeping_its_payments(layout_5, k
         assert book.verify_log().ok
         signed = Admission(key_id_of(private.public_key()), "a-nonce-after-01", int(time.time()))
         code = next(code for _, code, _, prize in tickets if prize == 0)  # never paid
-        assert book.validate(code, terminal=TerminalId("till-1"), admission=signed).ok
+        assert book.validate(
+            code, terminal=TerminalId("till-1"), scope=OFFICE_SCOPE, admission=signed
+        ).ok
         assert book.query("SELECT COUNT(*) FROM nonces WHERE nonce = ?", (signed.nonce,)) == [(1,)]
     again = run_in_process(*upgrade)
     assert again.returncode == 0 and "already layout" in again.stdout

@@ -26,6 +26,7 @@ from printpipe.ledger.rules import (
     decide,
 )
 from tests.ledger_helpers import (
+    OFFICE_SCOPE,
     db_arg,
     imported_ledger,
     run_in_process,
@@ -165,7 +166,9 @@ def test_lockout_counts_follow_the_documented_policy(base, ledgers, key, sequenc
                 len(per_terminal) >= 2
             )
             answer = book.validate(
-                code if right else _wrong(ticket, code), terminal=TerminalId(who)
+                code if right else _wrong(ticket, code),
+                terminal=TerminalId(who),
+                scope=OFFICE_SCOPE,
             )
             if throttled:
                 assert answer.outcome == "TERMINAL_THROTTLED"
@@ -194,7 +197,7 @@ def test_one_terminal_cannot_lock_a_pack(base, ledgers, key, keys_dir):
     rogue = TerminalId("ROGUE")
     with Ledger(db, key=key) as book:
         answers = [
-            book.validate(_wrong(ticket, code, k), terminal=rogue).outcome
+            book.validate(_wrong(ticket, code, k), terminal=rogue, scope=OFFICE_SCOPE).outcome
             for ticket, code, _ in pack_one
             for k in range(1, 6)
         ]
@@ -207,7 +210,7 @@ def test_one_terminal_cannot_lock_a_pack(base, ledgers, key, keys_dir):
         throttles = book.query("SELECT terminal FROM audit_log WHERE action = 'throttle'")
         assert throttles == [("ROGUE",)]
         for ticket, code, _ in pack_one:  # every holder is still answered
-            assert book.validate(code, terminal=TerminalId("SHOP")).outcome in (
+            assert book.validate(code, terminal=TerminalId("SHOP"), scope=OFFICE_SCOPE).outcome in (
                 "WIN",
                 "WIN_AT_LOTTERY",
                 "NO_WIN",
@@ -221,14 +224,20 @@ def test_a_throttle_ends_with_its_window(base, ledgers, key, keys_dir):
     terminal = TerminalId("T1")
     with Ledger(db, key=key, clock=clock) as book:
         for k in range(1, 4):
-            assert book.validate(_wrong(ticket, code, k), terminal=terminal).outcome == (
-                "WRONG_VALIDATION_NUMBER"
-            )
+            assert book.validate(
+                _wrong(ticket, code, k), terminal=terminal, scope=OFFICE_SCOPE
+            ).outcome == ("WRONG_VALIDATION_NUMBER")
         clock.now += timedelta(hours=SETTINGS.terminal_window_hours) - timedelta(seconds=1)
         until = (START + SETTINGS.terminal_window).strftime("%Y-%m-%dT%H:%M:%SZ")
-        assert book.validate(code, terminal=terminal).text == f"TERMINAL THROTTLED {until}"
+        assert (
+            book.validate(code, terminal=terminal, scope=OFFICE_SCOPE).text
+            == f"TERMINAL THROTTLED {until}"
+        )
         clock.now += timedelta(seconds=1)
-        assert book.validate(code, terminal=terminal).outcome != "TERMINAL_THROTTLED"
+        assert (
+            book.validate(code, terminal=terminal, scope=OFFICE_SCOPE).outcome
+            != "TERMINAL_THROTTLED"
+        )
         assert book.locks().terminals == []
 
 
@@ -267,11 +276,17 @@ def test_unsold_tickets_cannot_be_locked(base, ledgers, key, keys_dir):
     ticket, code, prize = next(t for t in base[1] if t[0].pack == 3 and t[2] > 0)  # issued
     with Ledger(db, key=key) as book:
         for k, who in enumerate(("T1", "T2", "T3", "T1", "T2", "T3", "T4"), start=1):
-            answer = book.validate(_wrong(ticket, code, k), terminal=TerminalId(who))
+            answer = book.validate(
+                _wrong(ticket, code, k), terminal=TerminalId(who), scope=OFFICE_SCOPE
+            )
             assert answer.text == "PACK NOT ACTIVATED"
         assert book.query("SELECT COUNT(*) FROM virn_failures") == [(0,)]
-        book.set_pack_state([parse_pack_ref("3")], state="activated", terminal=LOTTERY)
-        assert book.validate(code, terminal=TerminalId("SHOP")).amount_eur == prize
+        book.set_pack_state(
+            [parse_pack_ref("3")], state="activated", terminal=LOTTERY, scope=OFFICE_SCOPE
+        )
+        assert (
+            book.validate(code, terminal=TerminalId("SHOP"), scope=OFFICE_SCOPE).amount_eur == prize
+        )
 
 
 def test_the_office_reviews_unlocks_and_pays_a_ticket_two_terminals_locked(

@@ -15,6 +15,7 @@ from printpipe.ledger.book import Ledger
 from printpipe.ledger.inputs import TerminalId
 from printpipe.ledger.key import load_ledger_key
 from tests.conftest import run_cli
+from tests.ledger_helpers import OFFICE_SCOPE
 
 
 @pytest.fixture
@@ -152,6 +153,6 @@ def test_the_ledger_and_its_wal_files_are_private_whatever_the_umask(
     with Ledger(
         db, key=load_ledger_key(keys_dir)
     ) as book:  # a terminal at work: the WAL and its index exist
-        book.validate("0" * 25, terminal=TerminalId("T1"))
+        book.validate("0" * 25, terminal=TerminalId("T1"), scope=OFFICE_SCOPE)
         for side in ("-wal", "-shm"):
             assert stat.S_IMODE(db.with_name(db.name + side).stat().st_mode) == 0o600, side

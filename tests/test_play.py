@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import os
+import uuid
 
 import numpy as np
 import pytest
@@ -30,9 +32,12 @@ from printpipe.ledger import (
 from printpipe.ledger.deal import DEAL_PURPOSE, DIGEST_PURPOSE, DealOrder, deal_key, order_mac
 from printpipe.ledger.plays import LoginExpired
 from printpipe.play.app import create_app
+from printpipe.play.launch import make_launch_token
 from printpipe.play.server import open_dealer
+from printpipe.service.signatures import RequestSigner
 from tests.ledger_helpers import db_arg, run_in_process
 from tests.play_helpers import make_block, make_world
+from tests.service_helpers import register_terminal
 
 pytestmark = pytest.mark.xdist_group("play")
 
@@ -319,3 +324,132 @@ def test_the_demo_session_cookie_and_cross_site_requests(world):
         )
         assert len(stored) == 1 and stored[0][0] is not None
         assert not book.query("SELECT 1 FROM player_logins WHERE token_hash = ?", (token,))
+
+
+def _terminal(world, name: str, role: str, retailer: str | None = None) -> RequestSigner:
+    """A terminal of ``role`` registered in the world's ledger: its signer."""
+    with Ledger(world.location, key=load_ledger_key(world.keys)) as book:
+        return RequestSigner(register_terminal(book, name, role=role, retailer=retailer))
+
+
+LAUNCH = b"<a launch token made for the request>"
+
+
+def test_every_route_of_the_game_server_admits_exactly_who_its_openapi_operation_lists(world):
+    """The table: every operation of the served OpenAPI document x every caller (unsigned, the
+    demo player's session, a terminal of each role), generated from the document so that a
+    route the application serves without a row here fails the test.  Who the operation's
+    ``x-printpipe-roles`` lists is answered; an unsigned caller is 401; a terminal of another
+    role 403 ``role_refused`` naming its role (its nonce admitted all the same)."""
+    ledger, dealer = open_dealer(world.location, world.keys)
+    signers = {"platform": world.platform,
+               "retailer": _terminal(world, "roles-till", "retailer", "shop-1"),
+               "office": _terminal(world, "roles-office", "office")}  # fmt: skip
+    with Ledger(world.location, key=load_ledger_key(world.keys)) as book:
+        launcher = register_terminal(book, "roles-launcher", role="platform", retailer=None)
+    player = "roles-player"
+    tokens = [dealer.add_player(player=player, balance_cents=10_000, by="test")]
+    tokens += [dealer.add_player(player=f"roles-{n}", balance_cents=0, by="test") for n in range(5)]
+    world.players.update({player: 10_000, **{f"roles-{n}": 0 for n in range(5)}})
+    app = create_app(ledger, dealer, threads=1, demo=True)
+    json_type = {"Content-Type": "application/json"}
+    with TestClient(app, base_url="http://play.test") as client:
+        session = client.post("/v1/sessions", json={"token": tokens.pop(0)}).cookies["pp_session"]
+        client.cookies.clear()
+        first = world.platform.headers("POST", f"http://play.test/v1/players/{player}/plays", b"",
+                                       fields={"Idempotency-Key": "roles-first-play"})  # fmt: skip
+        made = client.post(f"/v1/players/{player}/plays", headers=first)
+        assert made.status_code == 201, made.text
+        play = made.json()["play"]
+        requests = {
+            ("GET", "/"): ("/", b"", 200),
+            ("GET", "/static/{name}"): ("/static/play.js", b"", 200),
+            ("GET", "/v1/health"): ("/v1/health", b"", 200),
+            ("GET", "/v1/health/live"): ("/v1/health/live", b"", 200),
+            ("GET", "/v1/health/ready"): ("/v1/health/ready", b"", 200),
+            ("GET", "/metrics"): ("/metrics", b"", 200),
+            ("GET", "/v1/openapi.json"): ("/v1/openapi.json", b"", 200),
+            ("GET", "/v1/game"): ("/v1/game", b"", 200),
+            ("GET", "/v1/commitments"): ("/v1/commitments", b"", 200),
+            ("POST", "/v1/sessions"): ("/v1/sessions", None, 201),  # a new token each time
+            ("POST", "/v1/launches"): ("/v1/launches", LAUNCH, 201),  # a new launch each time
+            ("GET", "/v1/me"): ("/v1/me", b"", 200),
+            ("GET", "/v1/players/{player}"): (f"/v1/players/{player}", b"", 200),
+            ("POST", "/v1/players/{player}/plays"): (f"/v1/players/{player}/plays", b"", 201),
+            ("GET", "/v1/players/{player}/plays"): (f"/v1/players/{player}/plays", b"", 200),
+            ("GET", "/v1/players/{player}/plays/last"): (f"/v1/players/{player}/plays/last",
+                                                        b"", 200),
+            ("GET", "/v1/players/{player}/plays/{play}"): (f"/v1/players/{player}/plays/{play}",
+                                                          b"", 200),
+            ("GET", "/v1/players/{player}/plays/{play}/proof"): (
+                f"/v1/players/{player}/plays/{play}/proof", b"", 200),
+            ("DELETE", "/v1/sessions"): ("/v1/sessions", b"", 200),  # last: it logs out
+        }  # fmt: skip
+        document = client.get("/v1/openapi.json").json()
+        operations = {(m.upper(), path): op for path, item in document["paths"].items()
+                      for m, op in item.items()}  # fmt: skip
+        routes = app.app.routes  # type: ignore[attr-defined]
+        served = {(m, route.path) for route in routes for m in route.methods - {"HEAD"}}
+        assert served == set(operations) == set(requests), "a route without its row in the table"
+        for operation in requests:  # in the table's order: the session logs out last
+            admitted = operations[operation]["x-printpipe-roles"]
+            method, template = operation
+            for caller in ("anyone", "session", "platform", "retailer", "office"):
+                path, body, expected = requests[operation]
+                if body is None:
+                    body = json.dumps({"token": tokens.pop()}).encode()
+                elif body is LAUNCH:
+                    launched = make_launch_token(launcher, player=f"launched-{uuid.uuid4().hex}")
+                    body = json.dumps({"token": launched}).encode()
+                headers = dict(json_type)
+                if method == "POST" and "plays" in path:
+                    headers["Idempotency-Key"] = uuid.uuid4().hex
+                if caller == "session":
+                    headers["Cookie"] = f"pp_session={session}"
+                elif caller != "anyone":
+                    url = "http://play.test" + path
+                    headers.update(signers[caller].headers(method, url, body, fields={
+                        k: v for k, v in headers.items() if k == "Idempotency-Key"}))  # fmt: skip
+                client.cookies.clear()
+                response = client.request(method, path, content=body, headers=headers)
+                row = (method, template, caller, response.status_code, response.text[:200])
+                if admitted == ["anyone"] or caller in admitted:
+                    assert response.status_code == expected, row
+                elif caller in ("anyone", "session"):
+                    assert response.status_code == 401, row
+                else:
+                    assert response.status_code == 403, row
+                    problem = response.json()
+                    assert problem["error"] == "role_refused" and problem["role"] == caller, row
+                    assert f"role {caller}" in problem["detail"], row
+    world.check_books(sum(world.players.values()))
+
+
+def test_a_login_body_is_parsed_as_strictly_as_the_services(world, caplog):
+    """``POST /v1/sessions`` takes UTF-8 JSON only, as the validation service's bodies: deep
+    nesting, a lone surrogate, UTF-16, a BOM or a key twice are one 4xx line of JSON each (no
+    503, nothing logged), and the token sent in them is not spent."""
+    ledger, dealer = open_dealer(world.location, world.keys)
+    token = dealer.add_player(player="strict", balance_cents=0, by="test")
+    world.players["strict"] = 0
+    app = create_app(ledger, dealer, threads=1, demo=True)
+    bodies = {
+        "deep": b'{"token": ' + b"[" * 5_000 + b"]" * 5_000 + b"}",
+        "lone surrogate": b'{"token": "\\ud800' + b"a" * 20 + b'"}',
+        "UTF-16": json.dumps({"token": token}).encode("utf-16"),
+        "BOM": b"\xef\xbb\xbf" + json.dumps({"token": token}).encode(),
+        "a key twice": json.dumps({"token": "x" * 20}).encode()[:-1]
+        + f', "token": "{token}"}}'.encode(),
+    }
+    with TestClient(app, base_url="http://play.test") as client:
+        for name, body in bodies.items():
+            response = client.post(
+                "/v1/sessions", content=body, headers={"Content-Type": "application/json"}
+            )
+            assert response.status_code == 400, (name, response.status_code, response.text)
+            assert response.headers["content-type"] == "application/problem+json", name
+            assert "\n" not in response.text.strip(), name
+            assert response.json()["error"] == "bad_request", name
+        assert client.post("/v1/sessions", json={"token": token}).status_code == 201  # unspent
+    assert "Traceback" not in caplog.text
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")], caplog.text

@@ -188,7 +188,7 @@ def test_launches_refused(world, client):
         response = client.post("/v1/launches", json={"token": token}, headers=headers)
         return response.status_code, response.json().get("error", "")
 
-    assert launch(make_launch_token(RETAILER_KEY, player="x")) == (403, "not_platform")
+    assert launch(make_launch_token(RETAILER_KEY, player="x")) == (403, "role_refused")
     stranger = Ed25519PrivateKey.generate()
     assert launch(make_launch_token(stranger, player="x")) == (401, "unauthorized")
     token = make_launch_token(PLATFORM_KEY, player="x")

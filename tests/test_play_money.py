@@ -36,7 +36,13 @@ from printpipe.ledger.deal import DEAL_PURPOSE, DealOrder, deal_key
 from printpipe.ledger.log import PlayRecord, play_answer
 from printpipe.play.app import create_app
 from printpipe.play.server import open_dealer
-from tests.ledger_helpers import db_arg, imported_ledger, run_in_process, ticket_codes
+from tests.ledger_helpers import (
+    OFFICE_SCOPE,
+    db_arg,
+    imported_ledger,
+    run_in_process,
+    ticket_codes,
+)
 from tests.play_helpers import make_block, make_world
 
 pytestmark = pytest.mark.xdist_group("play")
@@ -334,7 +340,7 @@ def test_a_rewind_is_named_by_the_witness_the_servers_keep(paper, ledgers, keys_
         book.seal_all()
         (saved,) = book.query("SELECT seq, hash, mac FROM audit_head")
         (last,) = book.query("SELECT MAX(id) FROM audit_log")
-        assert book.claim(winners[0], terminal=LOTTERY, office=True).outcome == "PAID"
+        assert book.claim(winners[0], terminal=LOTTERY, scope=OFFICE_SCOPE).outcome == "PAID"
         assert write_witness(book, witness) is None
     assert _verify(work, keys_dir, "--witness", str(witness)).returncode == 0
     with Ledger(work, key=key) as book, book.db.transaction() as tx:
@@ -351,7 +357,9 @@ def test_a_rewind_is_named_by_the_witness_the_servers_keep(paper, ledgers, keys_
     assert named.returncode == 1 and "witness" in named.stderr, named
     assert "no longer in the sealed log" in named.stderr
     with Ledger(work, key=key) as book:  # the paid ticket wins again, the log goes on
-        assert book.validate(winners[0], terminal=TerminalId("T1")).text.startswith("WIN ")
+        assert book.validate(
+            winners[0], terminal=TerminalId("T1"), scope=OFFICE_SCOPE
+        ).text.startswith("WIN ")
     named = _verify(work, keys_dir, "--witness", str(witness))
     assert named.returncode == 1 and "was rewritten after it" in named.stderr, named
     with Ledger(work, key=key) as book:  # a server finds it rewound: the witness is kept

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from printpipe.ledger.book import Ledger
 from printpipe.ledger.inputs import TerminalId
+from printpipe.ledger.rules import PackScope
 from printpipe.ledger.store import ticket_key
 from printpipe.service.signatures import RequestSigner, Unauthorized, verify_request
 from tests.service_helpers import build_world
@@ -126,7 +127,7 @@ def test_a_key_replays_its_first_answer_and_a_ticket_is_paid_once(idempotency_wo
                 answer = book.claim(
                     code,
                     terminal=terminal,
-                    retailer="shop-1",
+                    scope=PackScope.of_retailer("shop-1"),
                     idempotent=IdempotentClaim("till-1", key, start.token, render_answer),
                 )
                 first[key_index] = (body_index, render_answer(answer)[1])

@@ -31,11 +31,13 @@ from printpipe.ledger.importer import import_manifest
 from printpipe.ledger.inputs import LOTTERY, TerminalId, parse_pack_ref
 from printpipe.ledger.key import load_ledger_key
 from printpipe.ledger.log import GENESIS, Checkpoint, Entry, LogKey, seal_batch, write_checkpoint
+from printpipe.ledger.rules import PackScope
 from printpipe.ledger.store import Location, database_errors
 from printpipe.manifest import BLOCK_MANIFEST, verify_manifest, write_run_manifest
 from printpipe.store import BlockStore
 from tests.conftest import forked_together, run_cli
 from tests.ledger_helpers import (
+    OFFICE_SCOPE,
     copy_store,
     db_arg,
     generate_store,
@@ -124,20 +126,28 @@ def test_round_trip_every_tier(db, ledgers, key, stores, game):
     assert amounts == set(game.definition.tier_amounts.tolist())  # every tier, losers too
     with Ledger(work, key=key) as book:
         for _ticket, code, inventory, _prize, _ in samples:
-            assert book.validate(code, terminal=TerminalId("t")).text == "PACK NOT ACTIVATED"
-            assert book.validate(inventory, terminal=TerminalId("t")).text == "PACK ISSUED"
+            assert (
+                book.validate(code, terminal=TerminalId("t"), scope=OFFICE_SCOPE).text
+                == "PACK NOT ACTIVATED"
+            )
+            assert (
+                book.validate(inventory, terminal=TerminalId("t"), scope=OFFICE_SCOPE).text
+                == "PACK ISSUED"
+            )
         packs = sorted({f"{t.pack:06d}" for t, *_ in samples})
-        book.set_pack_state(pack_refs(packs), state="activated", terminal=TerminalId("t"))
+        book.set_pack_state(
+            pack_refs(packs), state="activated", terminal=TerminalId("t"), scope=OFFICE_SCOPE
+        )
         for ticket, code, inventory, prize, store_dir in samples:
             assert prize == _rules_prize(game, store_dir, ticket)
-            answer = book.validate(code, terminal=TerminalId("t"))
+            answer = book.validate(code, terminal=TerminalId("t"), scope=OFFICE_SCOPE)
             if prize == 0:
                 assert answer.text == "NO WIN"
             elif prize <= 150:
                 assert answer.text == f"WIN {prize}"
             else:
                 assert answer.text == f"WIN {prize} - claim at the lottery"
-            inv = book.validate(inventory, terminal=TerminalId("t"))
+            inv = book.validate(inventory, terminal=TerminalId("t"), scope=OFFICE_SCOPE)
             assert inv.text == "PACK ACTIVATED" and inv.amount_eur is None
             assert str(prize) not in json.dumps(inv.as_json()).replace(ticket.serial, "")
 
@@ -189,26 +199,31 @@ def test_claim_pays_once_and_respects_the_retailer_limit(db, ledgers, key, store
     small = next(s for s in samples if 0 < s[3] <= 150)
     big = next(s for s in samples if s[3] > 150)
     loser = next(s for s in samples if s[3] == 0)
+    shop = PackScope.of_retailer("shop-1")  # T1 and T2: its terminals
     with Ledger(work, key=key) as book:
-        book.set_pack_state(
-            pack_refs({f"{s[0].pack:06d}" for s in samples}), state="activated", terminal=LOTTERY
+        packs = pack_refs({f"{s[0].pack:06d}" for s in samples})
+        book.ship_packs(packs, retailer=TerminalId("shop-1"), terminal=LOTTERY)
+        book.set_pack_state(packs, state="activated", terminal=LOTTERY, scope=OFFICE_SCOPE)
+        assert (
+            book.claim(small[2], terminal=TerminalId("T1"), scope=shop).text == "INVALID CODE"
+        )  # the inventory code never pays
+        paid = book.claim(small[1], terminal=TerminalId("T1"), scope=shop)
+        assert paid.text == f"PAID {small[3]}"
+        again = book.claim(small[1], terminal=TerminalId("T2"), scope=shop)
+        assert again.text == f"ALREADY PAID {paid.paid_at} T1"
+        assert (
+            book.validate(small[1], terminal=TerminalId("T3"), scope=OFFICE_SCOPE).text
+            == again.text
         )
         assert (
-            book.claim(small[2], terminal=TerminalId("T1")).text == "INVALID CODE"
-        )  # the inventory code never pays
-        paid = book.claim(small[1], terminal=TerminalId("T1"))
-        assert paid.text == f"PAID {small[3]}"
-        again = book.claim(small[1], terminal=TerminalId("T2"))
-        assert again.text == f"ALREADY PAID {paid.paid_at} T1"
-        assert book.validate(small[1], terminal=TerminalId("T3")).text == again.text
-        assert (
-            book.claim(big[1], terminal=TerminalId("T1")).text
+            book.claim(big[1], terminal=TerminalId("T1"), scope=shop).text
             == f"WIN {big[3]} - claim at the lottery"
         )
         assert (
-            book.claim(big[1], terminal=TerminalId("OFFICE"), office=True).text == f"PAID {big[3]}"
+            book.claim(big[1], terminal=TerminalId("OFFICE"), scope=OFFICE_SCOPE).text
+            == f"PAID {big[3]}"
         )
-        assert book.claim(loser[1], terminal=TerminalId("T1")).text == "NO WIN"
+        assert book.claim(loser[1], terminal=TerminalId("T1"), scope=shop).text == "NO WIN"
         book.configure(terminal=LOTTERY, retailer_limit_eur=1000)
         assert book.settings.retailer_limit_eur == 1000
         payments = book.query("SELECT COUNT(*), SUM(amount_eur) FROM payments")
@@ -255,12 +270,20 @@ def test_wrong_virns_from_two_terminals_lock_the_ticket(db, ledgers, key, stores
     config = ["ledger", "config", "--db", db_arg(work), "--max-virn-failures", "3"]
     assert "lock after 3" in run_cli(*config, check=True).stdout
     with Ledger(work, key=key) as book:
-        book.set_pack_state(pack_refs([f"{ticket.pack:06d}"]), state="activated", terminal=LOTTERY)
+        book.set_pack_state(
+            pack_refs([f"{ticket.pack:06d}"]),
+            state="activated",
+            terminal=LOTTERY,
+            scope=OFFICE_SCOPE,
+        )
         t1, t2 = TerminalId("T1"), TerminalId("T2")
-        answers = [book.validate(c, terminal=t) for c, t in zip(wrong, (t1, t1, t2), strict=True)]
+        answers = [
+            book.validate(c, terminal=t, scope=OFFICE_SCOPE)
+            for c, t in zip(wrong, (t1, t1, t2), strict=True)
+        ]
         assert [a.text for a in answers] == ["WRONG VALIDATION NUMBER"] * 3
-        assert book.validate(code, terminal=t1).text == "LOCKED"
-        assert book.claim(code, terminal=TerminalId("OFFICE"), office=True).text == "LOCKED"
+        assert book.validate(code, terminal=t1, scope=OFFICE_SCOPE).text == "LOCKED"
+        assert book.claim(code, terminal=TerminalId("OFFICE"), scope=OFFICE_SCOPE).text == "LOCKED"
         failures = book.query("SELECT terminal, failures FROM virn_failures")
         assert sorted(failures) == [("T1", 2), ("T2", 1)]
 
@@ -398,7 +421,10 @@ def fuzz_book(db, ledgers, key, stores, game):
     book = Ledger(work, key=key)
     samples = _samples(stores, game)
     book.set_pack_state(
-        pack_refs({f"{s[0].pack:06d}" for s in samples}), state="activated", terminal=LOTTERY
+        pack_refs({f"{s[0].pack:06d}" for s in samples}),
+        state="activated",
+        terminal=LOTTERY,
+        scope=OFFICE_SCOPE,
     )
     book.configure(
         terminal=LOTTERY, max_virn_failures=10**6, max_terminal_virn_failures=10**6
@@ -439,7 +465,7 @@ def _mutations(samples):
 def test_fuzzed_codes_never_crash_and_never_give_a_wrong_prize(fuzz_book, data):
     book, samples = fuzz_book
     code = data.draw(_mutations(samples))
-    answer = book.validate(code, terminal=TerminalId("fuzz"))
+    answer = book.validate(code, terminal=TerminalId("fuzz"), scope=OFFICE_SCOPE)
     assert answer.text.startswith(ANSWER_PREFIXES)
     if answer.outcome in ("WIN", "WIN_AT_LOTTERY", "NO_WIN"):
         truth = {s[1]: s[3] for s in samples}
@@ -486,7 +512,8 @@ def test_only_the_printed_forms_of_a_code_are_answered(db, ledgers, key, stores,
     with Ledger(work, key=key) as book:
         for given_code in (code, text, f" {code} ", text.replace(" ", "-")):
             assert (
-                book.validate(given_code, terminal=TerminalId("T")).text == "PACK NOT ACTIVATED"
+                book.validate(given_code, terminal=TerminalId("T"), scope=OFFICE_SCOPE).text
+                == "PACK NOT ACTIVATED"
             ), given_code
         for given_code in (
             f"{code[:23]}{int(code[23:]) - 97:02d}",  # same value modulo 97, never printed
@@ -496,9 +523,10 @@ def test_only_the_printed_forms_of_a_code_are_answered(db, ledgers, key, stores,
             code.replace("0", "\uff10"),
             text.replace(" ", "  "),
         ):
-            assert book.validate(given_code, terminal=TerminalId("T")).text == "INVALID CODE", repr(
-                given_code
-            )
+            assert (
+                book.validate(given_code, terminal=TerminalId("T"), scope=OFFICE_SCOPE).text
+                == "INVALID CODE"
+            ), repr(given_code)
 
 
 TAMPERINGS = ["entry edited", "sealed entry deleted", "tail deleted and head rewound",
@@ -516,12 +544,13 @@ def _paid_ledger(db, ledgers, key, stores, game) -> Location:
     winners = [s for s in samples if 0 < s[3] <= 150][:2]
     with Ledger(work, key=key) as book:
         book.set_pack_state(pack_refs({f"{s[0].pack:06d}" for s in winners}), state="activated",
-                            terminal=LOTTERY)  # fmt: skip
+                            terminal=LOTTERY, scope=OFFICE_SCOPE)  # fmt: skip
         for code in ("1", "2", "3"):
-            book.validate(code, terminal=TerminalId("T1"))
+            book.validate(code, terminal=TerminalId("T1"), scope=OFFICE_SCOPE)
         for winner in winners:
-            assert book.claim(winner[1], terminal=TerminalId("T2")).text.startswith("PAID ")
-        book.validate("4", terminal=TerminalId("T1"))
+            answer = book.claim(winner[1], terminal=TerminalId("T2"), scope=OFFICE_SCOPE)
+            assert answer.text.startswith("PAID ")
+        book.validate("4", terminal=TerminalId("T1"), scope=OFFICE_SCOPE)
     return work
 
 
@@ -603,7 +632,7 @@ def test_checkpoints_are_kept_by_verify_log_and_forged_or_out_of_order_ones_refu
     first = run_cli(*checkpoint, "--out", str(tmp_path / "one.json"))
     assert first.returncode == 0 and "wrote" in first.stdout, first.stderr
     with Ledger(work, key=key) as book:
-        book.validate("5", terminal=TerminalId("T1"))
+        book.validate("5", terminal=TerminalId("T1"), scope=OFFICE_SCOPE)
     second = run_cli(*checkpoint, "--out", str(tmp_path / "two.json"))
     assert second.returncode == 0, second.stderr
     verify = ["ledger", "verify-log", "--db", db_arg(work), "--keys", str(keys_dir)]

@@ -459,11 +459,14 @@ def _pack_command(state: str) -> Callable[..., None]:
     @terminal_option("lottery", "Who moves the packs, for the log")
     @_database_errors
     def command(pack_refs: tuple[PackRef, ...], db_path: Location, terminal: TerminalId) -> None:
-        from printpipe.ledger import Ledger
+        from printpipe.ledger import Ledger, PackScope
 
-        with Ledger(db_path) as book:
-            for line in book.set_pack_state(pack_refs, state=state, terminal=terminal):
-                click.echo(line)
+        with Ledger(db_path) as book:  # the command line at the database is the office
+            lines = book.set_pack_state(
+                pack_refs, state=state, terminal=terminal, scope=PackScope.office()
+            )
+        for line in lines:
+            click.echo(line)
 
     return command
 
@@ -538,10 +541,10 @@ def validate(
 ) -> None:
     """Answer a scanned CODE: the validation code (25 digits, or as printed:
     GGGG-PPPPPP-TTT VVVVVVVVVV KK), or the inventory code or serial (pack state only)."""
-    from printpipe.ledger import Ledger
+    from printpipe.ledger import Ledger, PackScope
 
-    with Ledger(db_path, key=_ledger_key(keys_dir)) as book:
-        answer = book.validate(code, terminal=terminal)
+    with Ledger(db_path, key=_ledger_key(keys_dir)) as book:  # the office's, at the database
+        answer = book.validate(code, terminal=terminal, scope=PackScope.office())
     _print_answer(answer, as_json, answer.ok)
 
 
@@ -572,10 +575,10 @@ def claim(
     Retailers' terminals use the service, where only an office terminal pays big prizes. A
     paid ticket of a block whose commitment the ledger holds is answered with its inclusion
     proof (in --json, and to --proof-out)."""
-    from printpipe.ledger import Ledger
+    from printpipe.ledger import Ledger, PackScope
 
     with Ledger(db_path, key=_ledger_key(keys_dir)) as book:
-        answer = book.claim(code, terminal=terminal, office=True)
+        answer = book.claim(code, terminal=terminal, scope=PackScope.office())
     _print_answer(answer, as_json, answer.outcome == "PAID", proof_out=proof_out)
 
 

@@ -39,6 +39,10 @@ if TYPE_CHECKING:
     help="Seconds for a request's headers to arrive (then 408, closed).",
 )  # fmt: skip
 @click.option(
+    "--body-timeout", type=click.FloatRange(0.1, 600), default=10.0, show_default=True,
+    help="Seconds for a request's body to arrive after its headers (then 408, closed).",
+)  # fmt: skip
+@click.option(
     "--keep-alive-timeout", type=click.FloatRange(1, 600), default=5.0, show_default=True,
     help="Seconds an idle connection is kept between requests.",
 )  # fmt: skip
@@ -77,6 +81,7 @@ def serve(
     pid_file: Path | None,
     log_file: Path | None,
     header_timeout: float,
+    body_timeout: float,
     keep_alive_timeout: float,
     max_connections: int,
     max_header_bytes: int,
@@ -104,6 +109,7 @@ def serve(
         log_format=log_format,
         limits=ConnectionLimits(
             header_timeout_s=header_timeout,
+            body_timeout_s=body_timeout,
             keep_alive_timeout_s=keep_alive_timeout,
             max_connections=max_connections,
             max_header_bytes=max_header_bytes,

@@ -78,7 +78,14 @@ if TYPE_CHECKING:
         SoldOut,
         check_player,
     )
-    from printpipe.ledger.rules import Answer, Settings, format_time, parse_time
+    from printpipe.ledger.rules import (
+        TERMINAL_ROLES,
+        Answer,
+        PackScope,
+        Settings,
+        format_time,
+        parse_time,
+    )
     from printpipe.ledger.store import Location, database_errors, location_argument, parse_location
     from printpipe.ledger.terminals import Terminal
     from printpipe.ledger.wallet import (
@@ -141,6 +148,8 @@ _HOMES = {
     "read_checkpoint": "log",
     "write_checkpoint": "log",
     "Answer": "rules",
+    "PackScope": "rules",
+    "TERMINAL_ROLES": "rules",
     "Settings": "rules",
     "format_time": "rules",
     "parse_time": "rules",
@@ -168,6 +177,7 @@ _HOMES = {
 __all__ = [
     "LOTTERY",
     "SEAL_DELAY_S",
+    "TERMINAL_ROLES",
     "WITNESS_INTERVAL_S",
     "Admission",
     "Answer",
@@ -191,6 +201,7 @@ __all__ = [
     "NoSuchPlay",
     "NoSuchPlayer",
     "PackRef",
+    "PackScope",
     "Play",
     "PlayRefused",
     "PlayRequest",

@@ -40,6 +40,7 @@ from printpipe.ledger.rules import (
     INVALID,
     Answer,
     Decision,
+    PackScope,
     ScannedCode,
     Settings,
     TerminalCounter,
@@ -96,29 +97,27 @@ terminal's counter, the retailer its pack was shipped to."""
 @dataclass(frozen=True, slots=True)
 class Validation:
     """One scanned code to answer, from ``terminal`` (:meth:`Ledger.validate_many`):
-    ``retailer``, the only retailer whose packs it may ask about (None: every pack);
-    ``admission``, the signed request's nonce."""
+    ``scope``, the packs it may ask about; ``admission``, the signed request's nonce."""
 
     code: str
     terminal: TerminalId
-    retailer: str | None = None
+    scope: PackScope
     admission: Admission | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Claim:
     """One claim of the service (:meth:`Ledger.claim_many`): the code, from ``terminal``
-    (``office``: the lottery's, which pays above the retailer limit; ``retailer``: the only
-    retailer whose packs it may claim on), under its Idempotency-Key ``key`` bound to the
-    request's ``fingerprint``; ``render`` turns its answer into what a replay returns."""
+    acting on the packs of ``scope`` (the office's pays above the retailer limit), under its
+    Idempotency-Key ``key`` bound to the request's ``fingerprint``; ``render`` turns its answer
+    into what a replay returns."""
 
     code: str
     terminal: TerminalId
     key: str
     fingerprint: bytes
     render: Callable[[Answer], tuple[int, str]]
-    office: bool = False
-    retailer: str | None = None
+    scope: PackScope
     admission: Admission | None = None
 
 
@@ -208,13 +207,12 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
         return lock_key("terminal", terminal.value), lock_key("ticket", ticket_key(ticket))
 
     def _decide(
-        self, scanned: ScannedCode, found: Found, at: datetime, retailer: str | None
+        self, scanned: ScannedCode, found: Found, at: datetime, scope: PackScope
     ) -> tuple[Decision, TicketRow | None]:
-        """Decide on what was read; ``retailer``: the caller acts only on packs shipped to it
-        (None: every pack)."""
+        """Decide on what was read; ``scope``: the packs the caller acts on."""
         row, counter, pack_retailer = found
         ticket = scanned.ticket
-        if ticket.pack != SPECIMEN_PACK and retailer is not None and pack_retailer != retailer:
+        if ticket.pack != SPECIMEN_PACK and not scope.covers(pack_retailer):
             return Decision(foreign_pack(ticket.serial)), None
         keyed = scanned.keyed(self._require_key())
         return decide(keyed, row, counter, self.settings, at=at), row
@@ -258,14 +256,14 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
         scanned: ScannedCode,
         terminal: TerminalId,
         at: datetime,
-        retailer: str | None,
+        scope: PackScope,
     ) -> tuple[Answer, TicketRow | None]:
         """Read under locks, decide, and apply what the decision counts (a claim, or a
         validation whose decision counts a failure)."""
         found: Found = (None, TerminalCounter(), None)
         if scanned.ticket.pack != SPECIMEN_PACK:
             found = self._lookup(tx, scanned.ticket, terminal)
-        decision, row = self._decide(scanned, found, at, retailer)
+        decision, row = self._decide(scanned, found, at, scope)
         self._count_failure(tx, decision, scanned.ticket, terminal, at)
         return decision.answer, row
 
@@ -274,15 +272,15 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
         code: str,
         *,
         terminal: TerminalId,
-        retailer: str | None = None,
+        scope: PackScope,
         admission: Admission | None = None,
     ) -> Answer:
         """Answer a scanned code (validation or inventory), logging it; never pays.
 
-        ``retailer``: the caller acts only on that retailer's packs (a terminal of the
-        service); ``admission``: a signed request's nonce, admitted in the same transaction.
+        ``scope``: the packs the caller acts on; ``admission``: a signed request's nonce,
+        admitted in the same transaction.
         """
-        (outcome,) = self.validate_many([Validation(code, terminal, retailer, admission)])
+        (outcome,) = self.validate_many([Validation(code, terminal, scope, admission)])
         if isinstance(outcome, RequestRefused):
             raise outcome
         return outcome
@@ -325,7 +323,7 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
                     outcomes[i] = INVALID
                     continue
                 nothing: Found = (None, TerminalCounter(), None)  # a specimen: nothing to read
-                decision, _ = self._decide(code, found.get(i, nothing), at, request.retailer)
+                decision, _ = self._decide(code, found.get(i, nothing), at, request.scope)
                 outcomes[i] = decision.answer
                 if decision.counts_failure:
                     failing.append(i)
@@ -340,7 +338,7 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
                 tx.lock(*(key for pair in keys for key in pair))
                 for i, code in again:
                     request = requests[i]
-                    outcomes[i], _ = self._answer(tx, code, request.terminal, at, request.retailer)
+                    outcomes[i], _ = self._answer(tx, code, request.terminal, at, request.scope)
             entries = [
                 _entry(request.terminal, "validate", request.code, outcome, request.admission)
                 for request, outcome in zip(requests, outcomes, strict=True)
@@ -354,12 +352,12 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
         code: str,
         *,
         terminal: TerminalId,
-        office: bool = False,
-        retailer: str | None = None,
+        scope: PackScope,
         admission: Admission | None = None,
         idempotent: IdempotentClaim | None = None,
     ) -> Answer:
-        """Pay a winning ticket at most once; ``office`` (the lottery) pays above the limit.
+        """Pay a winning ticket at most once, of a pack in ``scope`` (the office's pays above
+        the retailer limit).
 
         The payment is one statement that checks and writes (``INSERT ... ON CONFLICT DO
         NOTHING RETURNING``): of concurrent claims exactly one writes it, the others answer
@@ -382,8 +380,8 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
             if scanned is None or scanned.virn is None:  # the inventory code never pays
                 answer = INVALID
             else:
-                answer, row = self._answer(tx, scanned, terminal, at, retailer)
-                if _pays(answer, office=office):
+                answer, row = self._answer(tx, scanned, terminal, at, scope)
+                if _pays(answer, scope):
                     answer = self._pay(tx, scanned, answer, terminal, at, row)
             self._log_many(tx, [_entry(terminal, "claim", code, answer, admission)], at=at)
             if idempotent is not None:
@@ -440,13 +438,13 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
                 claim, code = claims[i], scanned[i]
                 answer = INVALID  # the inventory code never pays
                 if code is not None and code.virn is not None:
-                    decision, row = self._decide(code, found[i], at, claim.retailer)
+                    decision, row = self._decide(code, found[i], at, claim.scope)
                     answer = decision.answer
                     if decision.counts_failure or {claim.terminal, code.ticket} & changed:
                         tx.request = claim.admission and claim.admission.request  # type: ignore[attr-defined]
-                        answer, row = self._answer(tx, code, claim.terminal, at, claim.retailer)
+                        answer, row = self._answer(tx, code, claim.terminal, at, claim.scope)
                         changed.update((claim.terminal, code.ticket))
-                    if _pays(answer, office=claim.office):
+                    if _pays(answer, claim.scope):
                         answer = self._pay(tx, code, answer, claim.terminal, at, row)
                         changed.add(code.ticket)
                 outcomes[i] = answer
@@ -787,10 +785,12 @@ def configure(location: Location, *, terminal: TerminalId, **changes: int | None
         return book.configure(terminal=terminal, **changes)
 
 
-def _pays(answer: Answer, *, office: bool) -> bool:
+def _pays(answer: Answer, scope: PackScope) -> bool:
     """Whether a claim answered so is paid: a win within the retailer limit, or any win at the
     lottery's office."""
-    return answer.outcome == "WIN" or (office and answer.outcome == "WIN_AT_LOTTERY")
+    return answer.outcome == "WIN" or (
+        scope.pays_above_limit and answer.outcome == "WIN_AT_LOTTERY"
+    )
 
 
 def _entry(

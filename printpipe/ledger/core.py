@@ -311,6 +311,13 @@ class LedgerCore:
 
     # -- validate and claim ----------------------------------------------------------------
 
+    def admit(self, admission: Admission) -> None:
+        """Admit a signed request that writes nothing else (a read of the game server), in a
+        transaction of its own: its nonce recorded once; a replay or a revoked terminal
+        raises :class:`RequestRefused`."""
+        with self.db.transaction() as tx:
+            self._admit(tx, admission)
+
     def _admit(self, tx: Tx, admission: Admission | None) -> None:
         """Record a signed request's nonce, refusing a replay or a revoked terminal; raises
         inside the transaction, so nothing it did is kept."""

@@ -1,7 +1,8 @@
 """Pack states: issued, activated (shipped to a retailer), settled; asked and changed.
 
 A pack is payable only once activated; a retailer's terminal sees and changes only the packs
-shipped to its retailer (:class:`ForeignPack`, which the service answers 403).
+shipped to its retailer (:class:`ForeignPack`, which the service answers 403): every call that
+asks or changes a pack's state names its caller's :class:`~printpipe.ledger.rules.PackScope`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Sequence
 from printpipe.errors import PrintpipeError
 from printpipe.ledger.core import Admission, LedgerCore
 from printpipe.ledger.inputs import PackRef, TerminalId, require_terminal
-from printpipe.ledger.rules import format_time, pack_key
+from printpipe.ledger.rules import PackScope, format_time, pack_key
 from printpipe.ledger.store import Tx
 
 
@@ -34,11 +35,11 @@ class PackAdministration(LedgerCore):
         *,
         state: str,
         terminal: TerminalId,
-        retailer: str | None = None,
+        scope: PackScope,
         admission: Admission | None = None,
     ) -> list[str]:
-        """Move packs to ``activated`` or ``settled``, all or none; one line per pack.
-        ``retailer``: only packs shipped to it (a retailer's terminal activating on receipt)."""
+        """Move packs to ``activated`` or ``settled``, all or none; one line per pack, each in
+        ``scope`` (a retailer's terminal activates on receipt the packs shipped to it)."""
         require_terminal(terminal)
         if state not in ("activated", "settled"):
             raise ValueError(state)
@@ -49,8 +50,8 @@ class PackAdministration(LedgerCore):
             self._admit(tx, admission)
             for given in packs:
                 key, label, current, owner = self._find_pack(tx, given)
-                if retailer is not None and owner != retailer:
-                    raise ForeignPack(f"pack {label} is not shipped to retailer {retailer}")
+                if not scope.covers(owner):
+                    raise ForeignPack(f"pack {label} is not shipped to {scope}")
                 if current == state:
                     report.append(f"pack {label}: already {state}")
                     continue
@@ -90,14 +91,14 @@ class PackAdministration(LedgerCore):
         return report
 
     def pack_state(
-        self, given: PackRef, *, retailer: str | None = None, admission: Admission | None = None
+        self, given: PackRef, *, scope: PackScope, admission: Admission | None = None
     ) -> tuple[str, str]:
-        """(pack label, state) of one pack; ``retailer``: only a pack shipped to it."""
+        """(pack label, state) of one pack, in ``scope``."""
         with self.db.transaction() as tx:
             self._admit(tx, admission)
             _, label, state, owner = self._find_pack(tx, given)
-            if retailer is not None and owner != retailer:  # nothing kept: the caller audits
-                raise ForeignPack(f"pack {label} is not shipped to retailer {retailer}")
+            if not scope.covers(owner):  # nothing kept: the caller audits
+                raise ForeignPack(f"pack {label} is not shipped to {scope}")
         return label, state
 
     def _find_pack(self, tx: Tx, given: PackRef) -> tuple[int, str, str, str | None]:

@@ -88,6 +88,45 @@ def foreign_pack(serial: str) -> Answer:
     return Answer("NOT_YOUR_PACK", "PACK OF ANOTHER RETAILER", serial)
 
 
+@dataclass(frozen=True, slots=True)
+class PackScope:
+    """The packs a caller acts on: one retailer's (those shipped to it), or every pack, which
+    is the lottery office's reach alone (it also pays above the retailer limit).
+
+    Every call that acts on a pack or a ticket takes one, with no default: a caller without a
+    retailer is never taken to mean every pack.  Made by :meth:`office` or :meth:`of_retailer`
+    (a terminal's: :meth:`printpipe.ledger.terminals.Terminal.pack_scope`)."""
+
+    retailer: str | None
+    every_pack: bool = False
+
+    def __post_init__(self) -> None:
+        if self.every_pack != (self.retailer is None):
+            raise ValueError("a pack scope is one retailer's or the office's, not both nor none")
+
+    @classmethod
+    def office(cls) -> PackScope:
+        return cls(None, every_pack=True)
+
+    @classmethod
+    def of_retailer(cls, retailer: str) -> PackScope:
+        if not retailer:
+            raise ValueError("a retailer's pack scope needs the retailer")
+        return cls(retailer)
+
+    @property
+    def pays_above_limit(self) -> bool:
+        """Whether a win above the retailer limit is paid here (the office's)."""
+        return self.every_pack
+
+    def covers(self, pack_retailer: str | None) -> bool:
+        """Whether a pack shipped to ``pack_retailer`` (None: not shipped) is in scope."""
+        return self.every_pack or (pack_retailer is not None and pack_retailer == self.retailer)
+
+    def __str__(self) -> str:
+        return "every pack (the office)" if self.every_pack else f"retailer {self.retailer}"
+
+
 @dataclass(frozen=True)
 class Settings:
     retailer_limit_eur: int = DEFAULT_RETAILER_LIMIT_EUR

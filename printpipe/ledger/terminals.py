@@ -1,7 +1,10 @@
 """The terminals allowed to sign requests: registered, listed, revoked (each audited).
 
-A terminal is its public key's id, its role (``retailer`` or ``office``) and, for a retailer,
-the retailer whose packs it may validate; the service reads it on every signed request.
+A terminal is its public key's id, its role (``retailer``, ``office`` or ``platform``) and, for
+a retailer, the retailer whose packs it may validate; the servers read it on every signed
+request.  Its role says which routes admit it (``printpipe.service.access``); its pack scope
+(:meth:`Terminal.pack_scope`) which packs it acts on: a retailer's, its retailer's; the
+office's, every pack; a platform's, none.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from dataclasses import dataclass
 from printpipe.errors import InvalidInput, PrintpipeError
 from printpipe.ledger.core import LedgerCore
 from printpipe.ledger.inputs import Reason, TerminalId, audit_text, require_terminal
-from printpipe.ledger.rules import TERMINAL_ROLES, format_time
+from printpipe.ledger.rules import TERMINAL_ROLES, PackScope, format_time
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,12 +33,20 @@ class Terminal:
     def office(self) -> bool:
         return self.role == "office"
 
+    def pack_scope(self) -> PackScope:
+        """The packs this terminal acts on: its retailer's, or every pack for the office's;
+        a terminal of any other role acts on no pack (``PrintpipeError``)."""
+        if self.role == "office":
+            return PackScope.office()
+        if self.role == "retailer" and self.retailer:
+            return PackScope.of_retailer(self.retailer)
+        raise PrintpipeError(f"terminal {self.id} (role {self.role}) acts on no pack")
+
     def describe(self) -> str:
-        who = (
-            "office (every pack, above the retailer limit)"
-            if self.office
-            else (f"retailer {self.retailer}")
-        )
+        who = {
+            "office": "office (every pack, above the retailer limit)",
+            "platform": "platform (acts for players at printpipe play; no pack)",
+        }.get(self.role, f"retailer {self.retailer}")
         state = f"revoked {self.revoked_at}" if self.revoked_at else "active"
         return f"{self.id}: {who}, key {self.key_id}, added {self.added_at}, {state}"
 

@@ -1,11 +1,16 @@
 """The game server's ASGI application (Starlette): the JSON API and the player's page.
 
-Two kinds of callers, one API (``docs/play.md``):
+Two kinds of callers, one API (``docs/play.md``); each route names who it admits
+(:data:`ROUTES`, ``printpipe.service.access``), and nobody else gets in:
 
 - **the operator's platform** (production): every request under ``/v1/players/{player}`` is
   signed with the validation service's RFC 9421 profile (``printpipe.service.signatures``) by
-  a terminal registered with the ``platform`` role; it names the player in the path and acts
-  for them (it authenticated them).  Its nonce is admitted in the request's own transaction.
+  a terminal registered with the ``platform`` role (a retailer's or the office's terminal is
+  answered 403, its role named); it names the player in the path and acts for them (it
+  authenticated them).  Every signed request is admitted as the validation service's are:
+  its ``created`` time within the window, its nonce recorded once (a replay is refused), its
+  terminal read from the ledger as it is then (a revoked one is refused at once, on every
+  worker): a play's nonce in the play's own transaction, a read's in one of its own first.
 - **the player's browser**: the operator's launch link (a token the platform signs,
   ``printpipe.play.launch``, spent once at ``/v1/launches``) or, with ``printpipe play
   --demo``, a one-time login link gives a session cookie (HttpOnly, SameSite=Strict); the
@@ -23,9 +28,10 @@ guard (``printpipe.service.app.Guard``) wraps the application.
 from __future__ import annotations
 
 import contextlib
-import json
+import functools
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -62,6 +68,7 @@ from printpipe.play.openapi import openapi_document
 from printpipe.play.screen import ScreenMaker
 from printpipe.render.fonts import FONTS_DIR
 from printpipe.service import metrics
+from printpipe.service.access import PUBLIC, Access, signed_by, with_roles
 from printpipe.service.app import (
     IDEMPOTENCY_KEY,
     Caller,
@@ -73,8 +80,10 @@ from printpipe.service.app import (
     error_response,
     health_answer,
     http_error,
+    json_body,
     metrics_page,
     read_body,
+    role_refusal,
     unexpected,
 )
 from printpipe.service.problems import REQUEST_ID
@@ -170,16 +179,26 @@ def _same_site(request: Request) -> None:
             raise Refusal(403, "cross_site", "a request from another origin is refused")
 
 
-async def _caller(
-    service: PlayService, request: Request, body: bytes, player: str
-) -> Caller | None:
-    """Who may act for ``player``: a platform terminal that signed the request (and its nonce,
-    to admit), or, in demo mode, the player's own session cookie (None: nothing to admit)."""
-    if any(name.lower() == b"signature" for name, _ in request.scope["headers"]):
-        caller = await service.caller(request, body)  # 401 if the signature is refused
-        if caller.terminal.role != "platform":
-            raise Refusal(403, "not_platform", "only a platform terminal acts for players")
-        return caller
+def _signed(request: Request) -> bool:
+    return any(name.lower() == b"signature" for name, _ in request.scope["headers"])
+
+
+async def _terminal(service: PlayService, request: Request, body: bytes, access: Access) -> Caller:
+    """The terminal that signed the request (401 if the signature is refused), of a role the
+    route admits (403, its role named).  Its nonce is admitted here, in a transaction of its
+    own (a replay or a revoked terminal: ``RequestRefused``, 401), unless the request is a play
+    the route admits: the play admits it in its own transaction."""
+    caller = await service.caller(request, body)
+    admitted = access.admits(caller.terminal.role)
+    if not (admitted and request.method == "POST"):
+        await service.run(service.ledger.admit, admission=caller.admission)
+    if not admitted:
+        raise role_refusal(caller.terminal.role, access)
+    return caller
+
+
+async def _session_player(service: PlayService, request: Request) -> str:
+    """The player of the request's session cookie (demo mode), or 401."""
     session = request.cookies.get(SESSION_COOKIE)
     if session is None:  # a session: a demo login's, or a launch's
         raise Refusal(401, "unauthorized", "sign the request (RFC 9421) or log in")
@@ -188,18 +207,16 @@ async def _caller(
     owner = await service.run(service.dealer.session_player, session=session)
     if owner is None:
         raise Refusal(401, "unauthorized", "no such session (expired or logged out): log in")
-    if owner != player:
-        raise Refusal(403, "not_your_account", "this session acts for another player")
-    if request.method not in ("GET", "HEAD"):
-        _same_site(request)
-    return None
+    return str(owner)
 
 
 PlayerHandler = Callable[[PlayService, Request, bytes, str, Caller | None], Awaitable[Response]]
 
 
-def for_player(handler: PlayerHandler) -> Callable[[Request], Awaitable[Response]]:
-    """An endpoint under ``/v1/players/{player}``: body bounded, caller authenticated."""
+def for_player(handler: PlayerHandler, access: Access) -> Callable[[Request], Awaitable[Response]]:
+    """An endpoint under ``/v1/players/{player}``: body bounded, then the caller: a terminal
+    of a role ``access`` admits (:func:`_terminal`), or the player's own session cookie
+    (None: nothing to admit; a change must come from the page itself)."""
 
     async def endpoint(request: Request) -> Response:
         service: PlayService = request.app.state.service
@@ -209,7 +226,16 @@ def for_player(handler: PlayerHandler) -> Callable[[Request], Awaitable[Response
                 player = check_player(request.path_params["player"])
             except InvalidInput as exc:
                 raise Refusal(400, "bad_request", str(exc)) from None
-            caller = await _caller(service, request, body, player)
+            caller: Caller | None = None
+            if _signed(request):
+                caller = await _terminal(service, request, body, access)
+            elif not access.session:
+                raise Refusal(401, "unauthorized", "sign the request (RFC 9421)")
+            else:
+                if await _session_player(service, request) != player:
+                    raise Refusal(403, "not_your_account", "this session acts for another player")
+                if request.method not in ("GET", "HEAD"):
+                    _same_site(request)
             with _refusals():
                 return await handler(service, request, body, player, caller)
         except Refusal as refusal:
@@ -227,7 +253,6 @@ def _empty_body(body: bytes) -> None:
         raise Refusal(400, "bad_request", "this request takes no body (or {})")
 
 
-@for_player
 async def plays(
     service: PlayService, request: Request, body: bytes, player: str, caller: Caller | None
 ) -> Response:
@@ -263,7 +288,6 @@ def _count(play: Play, replayed: bool) -> None:
             metrics.LOT_CENTS.inc(play.lot_eur * 100)
 
 
-@for_player
 async def last_play(
     service: PlayService, request: Request, body: bytes, player: str, caller: Caller | None
 ) -> Response:
@@ -280,7 +304,6 @@ def _play_id(request: Request) -> str:
     return str(play_id)
 
 
-@for_player
 async def one_play(
     service: PlayService, request: Request, body: bytes, player: str, caller: Caller | None
 ) -> Response:
@@ -288,7 +311,6 @@ async def one_play(
     return json_response(service.play_json(play))
 
 
-@for_player
 async def play_proof(
     service: PlayService, request: Request, body: bytes, player: str, caller: Caller | None
 ) -> Response:
@@ -296,7 +318,6 @@ async def play_proof(
     return json_response(proof.document())
 
 
-@for_player
 async def account(
     service: PlayService, request: Request, body: bytes, player: str, caller: Caller | None
 ) -> Response:
@@ -349,10 +370,7 @@ def _session_started(request: Request, player: str, session: str) -> Response:
 
 def _token_of(body: bytes) -> str:
     """The ``token`` of a body ``{"token": "..."}`` (a login's or a launch's)."""
-    try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        raise Refusal(400, "bad_request", 'the body must be {"token": "..."}') from None
+    data = json_body(body, '{"token": "..."}')
     token = data.get("token") if isinstance(data, dict) and set(data) == {"token"} else None
     if not isinstance(token, str) or not 16 <= len(token) <= MAX_TOKEN_CHARS:
         raise Refusal(400, "bad_request", 'the body must be {"token": "..."}')
@@ -372,7 +390,7 @@ async def launches(request: Request) -> Response:
         if terminal is None or terminal.revoked_at is not None:
             raise LaunchRefused("no active platform has this token's key (unknown or revoked)")
         if terminal.role != "platform":
-            raise Refusal(403, "not_platform", "only a platform terminal launches players")
+            raise role_refusal(terminal.role, signed_by("platform"))
         key = public_key_from_raw(terminal.public_key)
         launch = read_launch_token(token, public_key={key_id: key}.get)
         admission = Admission(key_id, launch.nonce, launch.issued_at, request=REQUEST_ID.get())
@@ -394,14 +412,20 @@ async def launches(request: Request) -> Response:
 
 
 async def me(request: Request) -> Response:
-    """Which player the session cookie is (the page asks first)."""
+    """Which player the session cookie is (the page asks first); no terminal's business."""
     service: PlayService = request.app.state.service
-    session = request.cookies.get(SESSION_COOKIE)
-    player = None
-    if session is not None and len(session) <= 128:
-        player = await service.run(service.dealer.session_player, session=session)
-    if player is None:
-        return error_response(401, "unauthorized", "not logged in: open your login link")
+    try:
+        if _signed(request):
+            body = await read_body(request)
+            await _terminal(service, request, body, SESSION_ONLY)  # 401, or 403: none admitted
+        try:
+            player = await _session_player(service, request)
+        except Refusal:
+            raise Refusal(401, "unauthorized", "not logged in: open your login link") from None
+    except Refusal as refusal:
+        return refusal.response()
+    except RequestRefused as exc:
+        return error_response(401, "unauthorized", str(exc))
     return json_response({"player": player})
 
 
@@ -431,7 +455,16 @@ async def health_ready(request: Request) -> Response:
 
 
 async def openapi(request: Request) -> Response:
-    return json_response(openapi_document())
+    return json_response(api_document())
+
+
+@functools.cache
+def api_document() -> dict[str, Any]:
+    """The OpenAPI document served: :func:`openapi_document`, each operation listing who its
+    route admits (from :data:`ROUTES`)."""
+    return with_roles(
+        openapi_document(), ((r.path, m, r.access) for r in ROUTES for m in r.methods)
+    )
 
 
 def _file(path: Path, media_type: str) -> Response:
@@ -451,6 +484,51 @@ async def static(request: Request) -> Response:
     return error_response(404, "not_found", f"GET {request.url.path}: not_found")
 
 
+@dataclass(frozen=True)
+class PlayRoute:
+    """A path of the API, its methods, what answers them, and who it admits.  A route that
+    admits terminals acts for the player its path names: its handler is a
+    :data:`PlayerHandler`, behind :func:`for_player`, which lets in the roles (and the session
+    cookie) ``access`` names, 403 for any other.  Any other route's endpoint takes the request
+    itself (public, or ``/v1/me``'s session alone)."""
+
+    path: str
+    methods: tuple[str, ...]
+    endpoint: Callable[..., Awaitable[Response]]
+    access: Access
+
+    def route(self) -> Route:
+        endpoint = for_player(self.endpoint, self.access) if self.access.roles else self.endpoint
+        return Route(self.path, endpoint, methods=list(self.methods))
+
+
+PLAYER = "/v1/players/{player}"
+FOR_PLAYERS = signed_by("platform", session=True)
+"""A player's account and plays: the operator's platform, or the player's session (a launch's
+or a demo login's)."""
+SESSION_ONLY = Access(session=True)
+
+ROUTES = (
+    PlayRoute("/", ("GET",), page, PUBLIC),
+    PlayRoute("/static/{name}", ("GET",), static, PUBLIC),
+    PlayRoute("/v1/health", ("GET",), health, PUBLIC),
+    PlayRoute("/v1/health/live", ("GET",), health_live, PUBLIC),
+    PlayRoute("/v1/health/ready", ("GET",), health_ready, PUBLIC),
+    PlayRoute("/metrics", ("GET",), metrics_page, PUBLIC),
+    PlayRoute("/v1/openapi.json", ("GET",), openapi, PUBLIC),
+    PlayRoute("/v1/game", ("GET",), game, PUBLIC),
+    PlayRoute("/v1/commitments", ("GET",), commitments, PUBLIC),
+    PlayRoute("/v1/sessions", ("POST", "DELETE"), sessions, PUBLIC),
+    PlayRoute("/v1/launches", ("POST",), launches, PUBLIC),
+    PlayRoute("/v1/me", ("GET",), me, SESSION_ONLY),
+    PlayRoute(PLAYER, ("GET",), account, FOR_PLAYERS),
+    PlayRoute(f"{PLAYER}/plays", ("GET", "POST"), plays, FOR_PLAYERS),
+    PlayRoute(f"{PLAYER}/plays/last", ("GET",), last_play, FOR_PLAYERS),
+    PlayRoute(f"{PLAYER}/plays/{{play}}", ("GET",), one_play, FOR_PLAYERS),
+    PlayRoute(f"{PLAYER}/plays/{{play}}/proof", ("GET",), play_proof, FOR_PLAYERS),
+)
+
+
 def create_app(
     ledger: Any, dealer: Dealer, *, threads: int, demo: bool, witness: Path | None = None
 ) -> ASGIApp:
@@ -463,27 +541,8 @@ def create_app(
         async with service.running():  # its plays' entries sealed as the service's are
             yield
 
-    player = "/v1/players/{player}"
     app = Starlette(
-        routes=[
-            Route("/", page, methods=["GET"]),
-            Route("/static/{name}", static, methods=["GET"]),
-            Route("/v1/health", health, methods=["GET"]),
-            Route("/v1/health/live", health_live, methods=["GET"]),
-            Route("/v1/health/ready", health_ready, methods=["GET"]),
-            Route("/metrics", metrics_page, methods=["GET"]),
-            Route("/v1/openapi.json", openapi, methods=["GET"]),
-            Route("/v1/game", game, methods=["GET"]),
-            Route("/v1/commitments", commitments, methods=["GET"]),
-            Route("/v1/sessions", sessions, methods=["POST", "DELETE"]),
-            Route("/v1/launches", launches, methods=["POST"]),
-            Route("/v1/me", me, methods=["GET"]),
-            Route(player, account, methods=["GET"]),
-            Route(f"{player}/plays", plays, methods=["GET", "POST"]),
-            Route(f"{player}/plays/last", last_play, methods=["GET"]),
-            Route(f"{player}/plays/{{play}}", one_play, methods=["GET"]),
-            Route(f"{player}/plays/{{play}}/proof", play_proof, methods=["GET"]),
-        ],
+        routes=[route.route() for route in ROUTES],
         exception_handlers={HTTPException: http_error, Exception: unexpected},
         lifespan=lifespan,
     )

@@ -18,12 +18,14 @@ from printpipe.service.openapi import openapi_document as service_document
 _ERROR = {"$ref": "#/components/schemas/Error"}
 _PLAY = {"$ref": "#/components/schemas/Play"}
 _TEXTS = {
-    400: "malformed request (player name, play id, body, Idempotency-Key)",
+    400: "malformed request (player name, play id, Idempotency-Key, a body that is not UTF-8 "
+    "JSON of the shape asked: a key twice, a lone surrogate, nested too deep)",
     401: "unsigned and no session, badly signed, expired, replayed, or an unknown or revoked "
     "terminal (a launch token: not the platform's, expired, or used already): nothing changed",
     402: "the balance does not cover the stake: nothing debited",
-    403: "a terminal that is not a platform, another player's session, the daily stake limit "
-    "reached, or a cross-site request",
+    403: "a terminal whose role the operation does not admit (role_refused, the role named: "
+    "see x-printpipe-roles), another player's session, the daily stake limit reached, or a "
+    "cross-site request",
     404: "no such player, play or path",
     409: "sold out: every unit of the block has been dealt",
     413: "a body over 16 KiB",
@@ -77,7 +79,10 @@ def openapi_document() -> dict[str, Any]:
             "an order fixed before sale. Requests under /v1/players/{player} are signed by "
             "the operator's platform (RFC 9421, the validation service's profile, a terminal "
             "of role platform) or carry the player's session cookie (from the operator's launch "
-            "link, POST /v1/launches, or with printpipe play --demo a login link). Every error "
+            "link, POST /v1/launches, or with printpipe play --demo a login link). Each "
+            "operation lists who it admits (x-printpipe-roles; anyone: unsigned, session: the "
+            "player's cookie); a terminal of any other role is answered 403 role_refused. Every "
+            "signed request, reads included, is admitted once (its nonce recorded). Every error "
             "is one line of JSON. See docs/play.md.",
         },
         "paths": {
@@ -112,7 +117,7 @@ def openapi_document() -> dict[str, Any]:
                         "schema": {"type": "object", "required": ["token"],
                                    "properties": {"token": {"type": "string"}}}}}},
                     "responses": {"201": _ok("logged in", {"type": "object"}),
-                                  **_errors(400, 403, 404, 409, 415)}},
+                                  **_errors(400, 403, 404, 409, 413, 415)}},
                 "delete": {"summary": "demo: log out", "responses": {
                     "200": _ok("logged out", {"type": "object"}), **_errors(403, 404, 415)}},
             },
@@ -129,7 +134,7 @@ def openapi_document() -> dict[str, Any]:
                                   **_errors(400, 401, 403, 415)}},
             },
             "/v1/me": {"get": {"summary": "the session's player", "responses": {
-                "200": _ok("the player", {"type": "object"}), **_errors(401)}}},
+                "200": _ok("the player", {"type": "object"}), **_errors(401, 403)}}},
             "/v1/players/{player}": {"get": {"summary": "the player's account: balance, "
                 "stake, daily limit and what was staked today", "security": _AUTH,
                 "parameters": [_PLAYER],

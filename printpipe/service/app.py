@@ -3,8 +3,11 @@
 Every request but ``/v1/health`` and ``/v1/openapi.json`` is signed by a registered terminal
 (``signatures.py``); its answers are the ledger's, from the same pure ``decide`` as the command
 line (``printpipe.ledger``).  What a request may do follows from the terminal's
-registration, never from what it sends: a retailer's terminal acts only on the packs shipped
-to its retailer, and only an ``office`` terminal pays above the retailer limit.
+registration, never from what it sends: each route names the roles it admits (:data:`ROUTES`,
+``access.py``: ``retailer`` and ``office``; a ``platform`` terminal reaches nothing here, 403),
+a retailer's terminal acts only on the packs shipped to its retailer, and only an ``office``
+terminal acts on every pack and pays above the retailer limit (its
+:class:`~printpipe.ledger.PackScope`).
 
 Every error is one line of RFC 9457 problem details (``problems.py``), with a 4xx status, or
 503 and ``Retry-After`` when the database is unreachable or anything unexpected happens:
@@ -57,6 +60,7 @@ from printpipe.ledger import (
     ForeignPack,
     Ledger,
     NoSuchPack,
+    PackScope,
     RequestRefused,
     Terminal,
     TerminalId,
@@ -68,6 +72,7 @@ from printpipe.ledger import (
     write_witness,
 )
 from printpipe.service import metrics
+from printpipe.service.access import PUBLIC, Access, signed_by, with_roles
 from printpipe.service.openapi import openapi_document
 from printpipe.service.problems import PROBLEM_JSON, REQUEST_ID, json_line, problem_bytes
 from printpipe.service.signatures import (
@@ -104,9 +109,14 @@ class RateLimit:
 
 
 def error_response(
-    status: int, kind: str, message: str, headers: dict[str, str] | None = None
+    status: int,
+    kind: str,
+    message: str,
+    headers: dict[str, str] | None = None,
+    **extra: str,
 ) -> Response:
-    body = problem_bytes(status, kind, message)
+    """A problem (``extra``: its extension members, e.g. the ``role`` refused)."""
+    body = problem_bytes(status, kind, message, **extra)
     return Response(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 
@@ -114,13 +124,24 @@ class Refusal(Exception):
     """A request refused with a status, a kind and one line (audited when it was signed)."""
 
     def __init__(
-        self, status: int, kind: str, message: str, headers: dict[str, str] | None = None
+        self,
+        status: int,
+        kind: str,
+        message: str,
+        headers: dict[str, str] | None = None,
+        **extra: str,
     ) -> None:
         super().__init__(message)
         self.status, self.kind, self.message, self.headers = status, kind, message, headers
+        self.extra = extra
 
     def response(self) -> Response:
-        return error_response(self.status, self.kind, self.message, self.headers)
+        return error_response(self.status, self.kind, self.message, self.headers, **self.extra)
+
+
+def role_refusal(role: str, access: Access) -> Refusal:
+    """A signed request of a terminal whose role the route does not admit: 403, the role named."""
+    return Refusal(403, "role_refused", access.refusal(role), role=role)
 
 
 def unauthorized_headers(*, idempotent: bool) -> dict[str, str]:
@@ -177,9 +198,9 @@ class Caller:
         return TerminalId(self.terminal.id)
 
     @property
-    def retailer(self) -> str | None:
-        """The packs it may act on: its retailer's (None: the office, every pack)."""
-        return None if self.terminal.office else self.terminal.retailer
+    def scope(self) -> PackScope:
+        """The packs it acts on: its retailer's, or every pack for the office's terminal."""
+        return self.terminal.pack_scope()
 
 
 class Service:
@@ -207,7 +228,8 @@ class Service:
     async def running(self) -> AsyncIterator[None]:
         """A server's lifetime over the ledger: its maintenance and its log's sealer run
         meanwhile; then they stop, the ledger's threads end and the ledger is closed (sealing
-        what is left)."""
+        what is left).  Stopped while its database is down, it says so in one line: what it
+        logged and could not seal is sealed by the next keyed process, as after a kill."""
         tasks = [asyncio.create_task(self.maintain()), asyncio.create_task(self.seal())]
         if self.witness is not None:
             tasks.append(asyncio.create_task(self.keep_witness()))
@@ -218,9 +240,17 @@ class Service:
                 task.cancel()
             self.executor.shutdown(wait=True)
             try:
-                self.write_witness()
+                try:
+                    self.write_witness()
+                finally:
+                    self.ledger.close()
+            except database_errors() as exc:
+                log.warning(
+                    "stopped with the ledger's database unavailable (%s): what was logged since "
+                    "the last seal is sealed by the next process that opens it with its key",
+                    " ".join(str(exc).split())[:200],
+                )
             finally:
-                self.ledger.close()
                 metrics.worker_stopped()
 
     async def run(self, function: Callable[..., T], /, **kwargs: Any) -> T:
@@ -383,13 +413,25 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 _STRICT_JSON = json.JSONDecoder(object_pairs_hook=_unique_keys)
 
 
-def code_of(body: bytes) -> str:
-    """The ``code`` of a body ``{"code": "..."}`` (nothing else), or a 400 Refusal: UTF-8
-    JSON only (RFC 8259 section 8.1), no key twice, not nested past Python's recursion."""
+def json_body(body: bytes, shape: str) -> Any:
+    """A request's JSON body, parsed strictly, or a 400 Refusal naming the ``shape`` expected:
+    UTF-8 only (RFC 8259 section 8.1: no BOM, no UTF-16), no key twice, no string that is not
+    Unicode text (a lone surrogate escaped as ``\\ud800``), not nested past Python's
+    recursion.  The one parser of both servers' bodies."""
     try:
-        data = _STRICT_JSON.decode(body.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError, RecursionError):
-        raise Refusal(400, "bad_request", 'the body must be UTF-8 JSON: {"code": "..."}') from None
+        text = body.decode("utf-8")
+        data = _STRICT_JSON.decode(text)
+        if "\\u" in text:  # only an escape can make a lone surrogate: rare, then checked
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except (ValueError, RecursionError):  # UnicodeError and JSONDecodeError included
+        raise Refusal(400, "bad_request", f"the body must be UTF-8 JSON: {shape}") from None
+    return data
+
+
+def code_of(body: bytes) -> str:
+    """The ``code`` of a body ``{"code": "..."}`` (nothing else), or a 400 Refusal
+    (:func:`json_body`)."""
+    data = json_body(body, '{"code": "..."}')
     if not isinstance(data, dict) or set(data) != {"code"} or not isinstance(data["code"], str):
         raise Refusal(400, "bad_request", 'the body must be {"code": "<scanned code>"}')
     return str(data["code"])
@@ -404,19 +446,23 @@ Handler = Callable[[Service, Request, bytes, Caller], Awaitable[Response]]
 
 
 def signed(action: str) -> Callable[[Handler], Callable[[Request], Awaitable[Response]]]:
-    """An endpoint for signed requests: body read and bounded, signature verified (401), then
-    ``handler``; a refusal after authentication is audited."""
+    """An endpoint for signed requests: body read and bounded, signature verified (401), the
+    terminal's role checked against the route's :class:`~printpipe.service.access.Access`
+    (403), then ``handler``; a refusal after authentication is audited (its nonce admitted)."""
 
     def wrap(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
         @functools.wraps(handler)
         async def endpoint(request: Request) -> Response:
             service: Service = request.app.state.service
+            access: Access = request.scope["route"].access
             try:
                 body = await read_body(request)
                 caller = await service.caller(request, body)
             except Refusal as refusal:
                 return refusal.response()  # not authenticated: nothing is written
             try:
+                if not access.admits(caller.terminal.role):
+                    raise role_refusal(caller.terminal.role, access)
                 return await handler(service, request, body, caller)
             except Refusal as refusal:
                 given = audit_text(body.decode("utf-8", "replace"), limit=120)
@@ -433,7 +479,7 @@ def signed(action: str) -> Callable[[Handler], Callable[[Request], Awaitable[Res
 async def validations(service: Service, request: Request, body: bytes, caller: Caller) -> Response:
     code = code_of(body)
     answer = await service.validations.ask(
-        Validation(code, caller.id, caller.retailer, caller.admission)
+        Validation(code, caller.id, caller.scope, caller.admission)
     )
     return answer_response(*render_answer(answer))
 
@@ -452,8 +498,7 @@ async def claims(service: Service, request: Request, body: bytes, caller: Caller
         key,
         service.ledger.request_fingerprint("POST", request.url.path, body),
         render_answer,
-        office=caller.terminal.office,
-        retailer=caller.retailer,
+        caller.scope,
         admission=caller.admission,
     )
     outcome = await service.claims.ask(claim)
@@ -489,7 +534,7 @@ async def pack_state(service: Service, request: Request, body: bytes, caller: Ca
         label, state = await service.run(
             service.ledger.pack_state,
             given=ref,
-            retailer=caller.retailer,
+            scope=caller.scope,
             admission=caller.admission,
         )
     except ForeignPack as exc:
@@ -510,7 +555,7 @@ async def activation(service: Service, request: Request, body: bytes, caller: Ca
             packs=[ref],
             state="activated",
             terminal=caller.id,
-            retailer=caller.retailer,
+            scope=caller.scope,
             admission=caller.admission,
         )
     except ForeignPack as exc:
@@ -568,7 +613,14 @@ async def metrics_page(request: Request) -> Response:
 
 
 async def openapi(request: Request) -> Response:
-    return Response(_json_line(openapi_document()), media_type=JSON)
+    return Response(_json_line(api_document()), media_type=JSON)
+
+
+@functools.cache
+def api_document() -> dict[str, Any]:
+    """The OpenAPI document served: :func:`openapi_document`, each operation listing the
+    roles its route admits (from :data:`ROUTES`)."""
+    return with_roles(openapi_document(), ((r.path, r.method, r.access) for r in ROUTES))
 
 
 def _unavailable(exc: BaseException) -> Response:
@@ -658,23 +710,29 @@ Endpoint = Callable[[Request], Awaitable[Response]]
 
 @dataclass(frozen=True)
 class Route:
-    """A path of the API (as the OpenAPI document names it) and what answers it."""
+    """A path of the API (as the OpenAPI document names it), what answers it, and who it
+    admits (public, or the roles whose signed requests it takes: 403 for any other)."""
 
     path: str
     method: str
     endpoint: Endpoint
+    access: Access
 
+
+TERMINALS = signed_by("retailer", "office")
+"""The validation service's signed routes: retailers' terminals and the office's, never a
+platform (the online operator acts at ``printpipe play`` only)."""
 
 ROUTES = (
-    Route("/v1/health", "GET", health),
-    Route("/v1/health/live", "GET", health_live),
-    Route("/v1/health/ready", "GET", health_ready),
-    Route("/metrics", "GET", metrics_page),
-    Route("/v1/openapi.json", "GET", openapi),
-    Route("/v1/validations", "POST", validations),
-    Route("/v1/claims", "POST", claims),
-    Route("/v1/packs/{pack}", "GET", pack_state),
-    Route("/v1/packs/{pack}/activation", "POST", activation),
+    Route("/v1/health", "GET", health, PUBLIC),
+    Route("/v1/health/live", "GET", health_live, PUBLIC),
+    Route("/v1/health/ready", "GET", health_ready, PUBLIC),
+    Route("/metrics", "GET", metrics_page, PUBLIC),
+    Route("/v1/openapi.json", "GET", openapi, PUBLIC),
+    Route("/v1/validations", "POST", validations, TERMINALS),
+    Route("/v1/claims", "POST", claims, TERMINALS),
+    Route("/v1/packs/{pack}", "GET", pack_state, TERMINALS),
+    Route("/v1/packs/{pack}/activation", "POST", activation, TERMINALS),
 )
 
 

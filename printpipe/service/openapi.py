@@ -2,8 +2,10 @@
 
 Written by hand rather than generated from code: the request schemas are tiny, and what
 matters most to an integrator (the signature profile, Idempotency-Key, the answers' strings,
-every status) is prose and headers a generator would not know.  ``tests/test_service.py``
-checks that every route of the application is described and every described route exists.
+every status) is prose and headers a generator would not know.  Who each operation admits
+(``x-printpipe-roles``) is not written here: the application adds it from its route table
+(``app.api_document``), which refuses a route without an operation and an operation without a
+route.
 """
 
 from __future__ import annotations
@@ -33,10 +35,12 @@ _TEXTS = {
     "number, an Idempotency-Key, or malformed HTTP",
     401: "unsigned, badly signed, expired (more than 60 s of skew), replayed nonce, or a revoked "
     "or unknown terminal: nothing changed",
-    403: "a pack not shipped to this terminal's retailer (an answer: PACK OF ANOTHER RETAILER)",
+    403: "a terminal whose role the operation does not admit (role_refused, the role named in "
+    "role: see x-printpipe-roles), or a pack not shipped to this terminal's retailer "
+    "(not_your_pack; an answer: PACK OF ANOTHER RETAILER)",
     404: "no such pack, or no such path",
     405: "a method the path does not take (Allow lists those it does)",
-    408: "the request's headers did not arrive within the header timeout",
+    408: "the request's headers, or its body, did not arrive within their timeout",
     409: "a claim with this Idempotency-Key is in progress (retry after Retry-After), or a pack "
     "that cannot be activated",
     413: "a body over 16 KiB",
@@ -126,7 +130,9 @@ def openapi_document() -> dict[str, Any]:
             "version": __version__,
             "description": "Retailer terminals validate and claim instant tickets. Every "
             "request but health and this document is signed (RFC 9421, Ed25519): see "
-            "docs/validation-service.md. Every error is RFC 9457 problem details "
+            "docs/validation-service.md. Each operation lists the terminal roles it admits "
+            "(x-printpipe-roles; anyone: unsigned); any other role is answered 403 "
+            "role_refused. Every error is RFC 9457 problem details "
             "(application/problem+json); every answer carries X-Request-Id.",
         },
         "servers": [

@@ -2,8 +2,9 @@
 send, and no client holds more than its share of the server.
 
 uvicorn bounds the idle time between requests (``timeout_keep_alive``) but nothing before a
-request's headers end: a client sending half a request keeps its connection (and a file
-descriptor) forever, and httptools takes headers of any size and number.  Its
+request's headers end, nor while its body arrives: a client sending half a request keeps its
+connection (and a file descriptor) forever, and httptools takes headers of any size and
+number.  Its
 ``limit_concurrency`` answers 503 to every request once that many connections are open, idle
 ones included, so 1,000 idle attackers would lock every terminal out.  This subclass adds, per
 worker process (:class:`ConnectionLimits`):
@@ -11,14 +12,21 @@ worker process (:class:`ConnectionLimits`):
 - a **header-read timeout**: from the connection's first byte (or the end of the answer
   before, on a kept-alive connection) to the end of the request's headers; past it, 408 and the
   connection closed;
-- **header limits**: at most ``max_header_bytes`` bytes of request line and headers (counted as
-  they arrive, so an endless header is cut as soon as it passes the limit, not when it ends),
-  at most ``max_headers`` fields: 431 and closed;
+- a **body-read timeout**: from the end of the headers to the end of the body; past it, 408
+  (unless the application answered already) and the connection closed.  The timer is armed
+  only when a read ends with the body incomplete, so the common request, whose body comes with
+  its headers, costs no timer;
+- **header limits**: at most ``max_header_bytes`` bytes of request line and headers, counted
+  both as bytes arrive (an endless header is cut as soon as it passes the limit, not when it
+  ends) and as the parser reads each field (so a head that arrives whole in one read, or behind
+  a pipelined request, is held to the same limit), at most ``max_headers`` fields: 431 and
+  closed, before the application sees the request;
 - a **connection cap**: past ``max_connections`` open connections, the one that has waited
-  longest for a request (idle between requests, or still sending its headers) is closed to make
-  room, as nginx reuses its idle keep-alive connections; only when every connection has a
-  request in progress is the new one answered 503 with ``Retry-After`` and closed.  So however
-  many half-requests an attacker keeps open, a terminal that sends a whole request is served.
+  longest for a request (idle between requests, still sending its headers, or still sending
+  the body the application waits for) is closed to make room, as nginx reuses its idle
+  keep-alive connections; only when every connection has a request being answered is the new
+  one answered 503 with ``Retry-After`` and closed.  So however many half-requests an attacker
+  keeps open, a terminal that sends a whole request is served.
   The cap is kept below the process's open-file limit, so that the server never runs out of
   descriptors (``accept`` failing would refuse everyone);
 - uvicorn's own 400 for malformed HTTP as RFC 9457 problem details, like every other error.
@@ -48,6 +56,7 @@ class ConnectionLimits:
     """Per worker process; safe defaults for terminals that send one small request at a time."""
 
     header_timeout_s: float = 10.0
+    body_timeout_s: float = 10.0
     keep_alive_timeout_s: float = 5.0
     max_connections: int = 1000
     max_header_bytes: int = 16 * 1024
@@ -78,10 +87,13 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         self.timeout_keep_alive = self.limits.keep_alive_timeout_s  # type: ignore[assignment]
         self._cap = self.limits.connection_cap()
         self._header_timer: asyncio.TimerHandle | None = None
+        self._body_timer: asyncio.TimerHandle | None = None
         self._waiting_since = 0.0
         self._head_bytes = 0
+        self._head_parsed = 0
         self._head_fields = 0
         self._awaiting_head = True
+        self._awaiting_body = False
         self._rejected: _Rejected | None = None
 
     # -- the connection cap -------------------------------------------------------------------
@@ -101,16 +113,20 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             )
             self.transport.close()
 
-    def _idle(self) -> bool:
-        """Waiting for a request: none in progress, none of its headers complete."""
-        return self._awaiting_head and (self.cycle is None or self.cycle.response_complete)
+    def _waiting(self) -> bool:
+        """Waiting for the client: for a request (none in progress, none of its headers
+        complete), or for the rest of a body the application has not answered yet."""
+        cycle = self.cycle
+        if self._awaiting_body and cycle is not None and not cycle.response_started:
+            return True
+        return self._awaiting_head and (cycle is None or cycle.response_complete)
 
     def _make_room(self) -> bool:
-        """Close the connection that has waited longest for a request, or say there is none."""
+        """Close the connection that has waited longest for its client, or say there is none."""
         waiting = [
             c
             for c in self.connections
-            if c is not self and isinstance(c, BoundedHttpToolsProtocol) and c._idle()
+            if c is not self and isinstance(c, BoundedHttpToolsProtocol) and c._waiting()
         ]
         if not waiting:
             return False
@@ -120,6 +136,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_header_timer()
+        self._cancel_body_timer()
         super().connection_lost(exc)
 
     # -- the header-read timeout and limits --------------------------------------------------
@@ -143,33 +160,54 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
 
     def _reject(self, status: int, kind: str, detail: str) -> None:
         self._cancel_header_timer()
+        self._cancel_body_timer()
         self.transport.write(raw_response(status, kind, detail))
         self.transport.close()
 
+    # -- the body-read timeout ------------------------------------------------------------------
+
+    def _cancel_body_timer(self) -> None:
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
+
+    def _body_timeout(self) -> None:
+        self._body_timer = None
+        if self.transport.is_closing():
+            return
+        cycle = self.cycle
+        if cycle is None or cycle.response_started:
+            self.transport.close()  # answered already: the rest of the body is not awaited
+            return
+        cycle.disconnected = True  # the application's answer, if any, is not written after it
+        self._reject(408, "timeout", "the request's body did not arrive in time")
+
     def data_received(self, data: bytes) -> None:
-        if self._awaiting_head:
+        if self._awaiting_head and not self._awaiting_body:
             self._head_bytes += len(data)
         super().data_received(data)
-        if (
-            self._awaiting_head
-            and self._head_bytes > self.limits.max_header_bytes
-            and not self.transport.is_closing()
-        ):
+        if self.transport.is_closing():
+            return
+        if self._awaiting_head and self._head_bytes > self.limits.max_header_bytes:
             self._reject_head()
+        elif self._awaiting_body and self._body_timer is None:
+            self._body_timer = self.loop.call_later(self.limits.body_timeout_s, self._body_timeout)
+
+    def _head_limit_text(self) -> str:
+        return (
+            f"a request's headers are at most {self.limits.max_header_bytes} bytes and "
+            f"{self.limits.max_headers} fields"
+        )
 
     def _reject_head(self) -> None:
-        self._reject(
-            431,
-            "headers_too_large",
-            f"a request's headers are at most {self.limits.max_header_bytes} bytes and "
-            f"{self.limits.max_headers} fields",
-        )
+        self._reject(431, "headers_too_large", self._head_limit_text())
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
         if self._header_timer is None:  # a kept-alive connection's next request
             self._arm_header_timer()
         self._head_fields = 0
+        self._head_parsed = 0
 
     def _refuse_in_parser(self, status: int, kind: str, detail: str) -> None:
         """Stop the parser (it raises HttpParserCallbackError, which uvicorn answers with
@@ -181,6 +219,7 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
         super().on_url(url)
         if len(self.url) > self.limits.max_header_bytes:
             self._refuse_in_parser(414, "uri_too_long", "the request's target is too long")
+        self._head_parsed += len(url)
 
     def on_header(self, name: bytes, value: bytes) -> None:
         self._head_fields += 1
@@ -188,12 +227,22 @@ class BoundedHttpToolsProtocol(HttpToolsProtocol):
             self._refuse_in_parser(
                 431, "headers_too_large", f"a request has at most {self.limits.max_headers} fields"
             )
+        self._head_parsed += len(name) + len(value) + 4  # ": " and CRLF
+        if self._head_parsed > self.limits.max_header_bytes:
+            self._refuse_in_parser(431, "headers_too_large", self._head_limit_text())
         super().on_header(name, value)
 
     def on_headers_complete(self) -> None:
         self._awaiting_head = False
+        self._awaiting_body = True
+        self._waiting_since = self.loop.time()
         self._cancel_header_timer()
         super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        self._awaiting_body = False
+        self._cancel_body_timer()
+        super().on_message_complete()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()

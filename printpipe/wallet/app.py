@@ -29,6 +29,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from printpipe import __version__
+from printpipe.service.access import PUBLIC
 from printpipe.service.app import (
     Guard,
     Refusal,
@@ -246,14 +247,18 @@ async def openapi(request: Request) -> Response:
     return json_response(openapi_document())
 
 
+GAME_SERVERS = PUBLIC
+"""The wallet's signed routes: it has no ledger nor terminal roles; each endpoint verifies its
+request against the game servers' keys it trusts (``--trust``) itself."""
+
 ROUTES = (
-    Route("/v1/health", "GET", health),
-    Route("/v1/openapi.json", "GET", openapi),
-    Route("/v1/debits", "POST", movement("debit")),
-    Route("/v1/credits", "POST", movement("credit")),
-    Route("/v1/cancels", "POST", movement("cancel")),
-    Route("/v1/players/{player}", "GET", account),
-    Route("/v1/statements/{day}", "GET", statement),
+    Route("/v1/health", "GET", health, PUBLIC),
+    Route("/v1/openapi.json", "GET", openapi, PUBLIC),
+    Route("/v1/debits", "POST", movement("debit"), GAME_SERVERS),
+    Route("/v1/credits", "POST", movement("credit"), GAME_SERVERS),
+    Route("/v1/cancels", "POST", movement("cancel"), GAME_SERVERS),
+    Route("/v1/players/{player}", "GET", account, GAME_SERVERS),
+    Route("/v1/statements/{day}", "GET", statement, GAME_SERVERS),
 )
 
 
