@@ -86,7 +86,15 @@ if TYPE_CHECKING:
         format_time,
         parse_time,
     )
-    from printpipe.ledger.store import Location, database_errors, location_argument, parse_location
+    from printpipe.ledger.store import (
+        Location,
+        PostgresLocation,
+        Tx,
+        database_errors,
+        location_argument,
+        over_connection,
+        parse_location,
+    )
     from printpipe.ledger.terminals import Terminal
     from printpipe.ledger.wallet import (
         DatabaseWallet,
@@ -154,6 +162,9 @@ _HOMES = {
     "format_time": "rules",
     "parse_time": "rules",
     "Location": "store",
+    "PostgresLocation": "store",
+    "Tx": "store",
+    "over_connection": "store",
     "database_errors": "store",
     "location_argument": "store",
     "parse_location": "store",
@@ -205,12 +216,14 @@ __all__ = [
     "Play",
     "PlayRefused",
     "PlayRequest",
+    "PostgresLocation",
     "Reason",
     "RequestRefused",
     "Settings",
     "SoldOut",
     "Terminal",
     "TerminalId",
+    "Tx",
     "Upgraded",
     "Validation",
     "Wallet",
@@ -226,6 +239,7 @@ __all__ = [
     "import_manifest",
     "load_ledger_key",
     "location_argument",
+    "over_connection",
     "parse_euros",
     "parse_location",
     "parse_pack_ref",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from printpipe.ledger.store import postgresql, sqlite
 from printpipe.ledger.store.base import (
@@ -38,6 +39,7 @@ __all__ = [
     "database_errors",
     "location_argument",
     "open_database",
+    "over_connection",
     "parse_location",
     "ticket_key",
     "ticket_of_key",
@@ -99,3 +101,12 @@ def database_errors() -> tuple[type[BaseException], ...]:
     """The driver errors a database may raise (locked, disk full, connection lost): the
     command line shows them as one line, the service as 503."""
     return (sqlite3.Error, *postgresql.error_types())
+
+
+def over_connection(conn: sqlite3.Connection | Any) -> Tx:
+    """A driver's open connection (sqlite3's, or psycopg's) as a :class:`Tx` speaking the
+    ledger's statement text (``?`` placeholders, advisory locks): for a database of its own
+    that is not a ledger (the reference wallet's, :mod:`printpipe.wallet.store`)."""
+    if isinstance(conn, sqlite3.Connection):
+        return sqlite.SqliteTx(conn)
+    return postgresql.PostgresTx(conn)
