@@ -326,7 +326,9 @@ def _document_rules(
     else:
         yield "", "info", f"it claims {claimed!r}, which is not {wanted}"
     if claims.xmp_pdfvt or kind == "variable":
-        yield from preflight_press.pdfvt_document(pdf, claims, expected, named or {})
+        yield from preflight_press.pdfvt_document(
+            pdf, claims, expected, {} if named is None else named
+        )
     if pdf.is_encrypted:
         yield "", "encryption", "the file is encrypted"
     info = pdf.trailer.get("/Info")

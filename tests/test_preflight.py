@@ -96,7 +96,7 @@ INJECTIONS: dict[str, tuple[Callable[[pikepdf.Pdf], None], str, str]] = {
     "no output intent": (_drop_output_intent, "output-intent", "0 GTS_PDFX output intents"),
     "no TrimBox": (_drop_trim_box, "page-boxes", "page 2: page-boxes: no TrimBox"),
     "a font not embedded": (_unembed_a_font, "fonts", "is not embedded"),
-    "no GTS_PDFXVersion": (_no_pdfx_version, "info", "GTS_PDFXVersion is 'missing'"),
+    "no GTS_PDFXVersion": (_no_pdfx_version, "info", "claims no PDF/X version"),
     "a library's author": (_library_author, "info", "Author is 'anonymous'"),
     "constant alpha": (_transparency, "transparency", "constant alpha ca 0.5"),
     "an ink not of the job": (_unnamed_ink, "separations", "'Gold' is not one of this job's"),
