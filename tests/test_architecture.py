@@ -5,7 +5,8 @@ A subsystem is a top-level module or package of ``printpipe`` (``block``, ``hand
 only the shared modules and the subsystems :data:`BELOW` it); a wing (:data:`WINGS`) is used
 from outside only through its face, its ``__init__``; no import circle passes through modules of
 two subsystems (each subsystem can be understood, tested and moved on its own); at most eight
-shared modules stand at the package's top; and the ledger's engine modules
+shared modules stand at the package's top; nothing outside ``games/`` names a game's module or
+its symbols; and the ledger's engine modules
 (``ledger/store/sqlite.py``, ``ledger/store/postgresql.py``) are imported only by the store
 (``ledger/store/__init__.py``): nothing else in the package names an engine.  Every import
 counts, those inside functions and under ``TYPE_CHECKING`` too.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import ast
 import functools
 import importlib
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -313,3 +315,87 @@ def test_a_face_loads_nothing_until_a_name_is_used():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+GAME_MODULES = {"printpipe.games.chien_chat", "printpipe.games.golden_animals"}
+KNOWN_GAME_WORDS = {
+    ("play/static/index.html", "EXTRA"),
+    ("play/static/play.js", "EXTRA"),
+}
+"""The player's page titles a unit's second grid after Golden Animals' EXTRA symbol: the words
+the page shows should come from the game (its texts), as the ticket's do.  Listed exactly: a new
+naming fails the test."""
+
+
+def _game_words() -> set[str]:
+    """What each game's definition names: its symbols' codes, its effigies and their boxes."""
+    from printpipe.games import GAMES, load_game
+
+    words: set[str] = set()
+    for game_id in GAMES:
+        definition = load_game(game_id).definition
+        words |= set(definition.symbol_codes) | set(definition.variants)
+        for effigy in definition.raw.get("effigies", {}).values():
+            words.add(effigy["bonus_box"])
+    return words
+
+
+def _named_in_code(source: str, words: set[str]) -> set[str]:
+    """The ``words`` a module's source names: as a string, a name or an attribute."""
+    named: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            named.add(node.value)
+        elif isinstance(node, ast.Name):
+            named.add(node.id)
+        elif isinstance(node, ast.Attribute):
+            named.add(node.attr)
+    return named & words
+
+
+def _named_on_page(text: str, words: set[str]) -> set[str]:
+    """The ``words`` a page (HTML, script, style) shows or names, as whole words."""
+    return set(re.findall(r"\b(?:" + "|".join(sorted(words)) + r")\b", text))
+
+
+def _naming_a_game(graph: Graph, words: set[str]) -> set[tuple[str, str]]:
+    """Outside ``games/``: every import of a game's own module, and every word of ``words``
+    that a module's code or the player's page names."""
+    found = {
+        (name.removeprefix("printpipe.").replace(".", "/") + ".py", target)
+        for name, targets in graph.items()
+        if _subsystem(name) != "games"
+        for target in targets & GAME_MODULES
+    }
+    for path in sorted(PACKAGE.rglob("*")):
+        relative = path.relative_to(PACKAGE).as_posix()
+        if relative.startswith("games/") or not path.is_file():
+            continue
+        if path.suffix == ".py":
+            named = _named_in_code(path.read_text(encoding="utf-8"), words)
+        elif path.suffix in {".html", ".js", ".css"}:
+            named = _named_on_page(path.read_text(encoding="utf-8"), words)
+        else:
+            continue
+        found |= {(relative, word) for word in named}
+    return found
+
+
+def test_nothing_outside_the_games_names_a_game():
+    """A game is a plug-in behind its protocol (``games/base.py``): outside ``games/`` (and
+    ``templates/``, its data), no module imports a game's own module or names its symbols."""
+    words = _game_words()
+    assert {"OS", "GAMELLE", "CHIEN", "NICHE", "HIBOU", "EXTRA"} <= words
+    assert _naming_a_game(_graph(), words) == KNOWN_GAME_WORDS
+
+
+def test_naming_a_game_would_be_seen():
+    graph = _graph()
+    graph["printpipe.press.export"].add("printpipe.games.chien_chat")
+    words = _game_words()
+    assert _naming_a_game(graph, words) - KNOWN_GAME_WORDS == {
+        ("press/export.py", "printpipe.games.chien_chat")
+    }
+    source = 'effigy = "CHIEN"\nif tickets.NICHE or OS:\n    """The OS of a dog."""'
+    assert _named_in_code(source, words) == {"CHIEN", "NICHE", "OS"}
+    assert _named_on_page('<h3>Étape EXTRA</h3> <p class="lion">Lion</p>', words) == {"EXTRA"}

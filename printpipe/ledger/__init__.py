@@ -79,7 +79,15 @@ if TYPE_CHECKING:
         check_player,
     )
     from printpipe.ledger.rules import Answer, Settings, format_time, parse_time
-    from printpipe.ledger.store import Location, database_errors, location_argument, parse_location
+    from printpipe.ledger.store import (
+        Location,
+        PostgresLocation,
+        Tx,
+        database_errors,
+        location_argument,
+        parse_location,
+        tx_over,
+    )
     from printpipe.ledger.terminals import Terminal
     from printpipe.ledger.wallet import (
         DatabaseWallet,
@@ -145,9 +153,12 @@ _HOMES = {
     "format_time": "rules",
     "parse_time": "rules",
     "Location": "store",
+    "PostgresLocation": "store",
+    "Tx": "store",
     "database_errors": "store",
     "location_argument": "store",
     "parse_location": "store",
+    "tx_over": "store",
     "Terminal": "terminals",
     "DailyLimitReached": "plays",
     "Dealer": "plays",
@@ -194,12 +205,14 @@ __all__ = [
     "Play",
     "PlayRefused",
     "PlayRequest",
+    "PostgresLocation",
     "Reason",
     "RequestRefused",
     "Settings",
     "SoldOut",
     "Terminal",
     "TerminalId",
+    "Tx",
     "Upgraded",
     "Validation",
     "Wallet",
@@ -227,6 +240,7 @@ __all__ = [
     "read_witness",
     "record_refusal",
     "start_launched_session",
+    "tx_over",
     "upgrade",
     "witness_path",
     "write_checkpoint",

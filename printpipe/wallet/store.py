@@ -3,7 +3,7 @@
 An SQLite file (the default; 0600, marked with its own ``application_id`` so that a ledger or
 any other file is refused untouched) or a PostgreSQL database (``postgresql://...``, one that
 holds no other tables: never the ledger's).  Statements are the same text on both, through the
-ledger's :class:`~printpipe.ledger.store.Tx` adapters (``?`` placeholders, advisory locks);
+ledger's :class:`~printpipe.ledger.Tx` adapters (``?`` placeholders, advisory locks);
 the schema is small enough to be written here once, in SQL both engines read.
 
 Each call is one transaction: the caller's nonce admitted (a replay is refused), the reference
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from printpipe.errors import PrintpipeError
-from printpipe.ledger.store import Location, PostgresLocation, Tx
+from printpipe.ledger import Location, PostgresLocation, Tx, tx_over
 from printpipe.wallet.api import (
     Call,
     Receipt,
@@ -189,17 +189,13 @@ class WalletStore:
     def transaction(self) -> Iterator[Tx]:
         """One durable read-write transaction."""
         if self.pool is not None:
-            from printpipe.ledger.store.postgresql import PostgresTx
-
             with self.pool.connection() as conn, conn.transaction():
-                yield PostgresTx(conn)
+                yield tx_over(conn)
             return
-        from printpipe.ledger.store.sqlite import SqliteTx
-
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
         try:
-            yield SqliteTx(conn)
+            yield tx_over(conn)
         except BaseException:
             conn.execute("ROLLBACK")
             raise

@@ -41,6 +41,7 @@ __all__ = [
     "parse_location",
     "ticket_key",
     "ticket_of_key",
+    "tx_over",
     "upgrade_layout",
     "values_table",
 ]
@@ -93,6 +94,15 @@ def location_argument(location: Location) -> str:
     """The ``--db`` text that names ``location`` again (a PostgreSQL DSN with its password:
     for a child process, never for a message)."""
     return location.dsn if isinstance(location, PostgresLocation) else str(location)
+
+
+def tx_over(conn: object) -> Tx:
+    """A :class:`Tx` over a connection opened elsewhere (an ``sqlite3.Connection``, or a
+    psycopg connection in a transaction): the operator's reference wallet keeps its own tables
+    and connections but writes its statements the ledger's way, without naming an engine."""
+    if isinstance(conn, sqlite3.Connection):
+        return sqlite.SqliteTx(conn)
+    return postgresql.PostgresTx(conn)
 
 
 def database_errors() -> tuple[type[BaseException], ...]:
