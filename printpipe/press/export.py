@@ -14,7 +14,7 @@ and the block summary's hash.
 What the coordinator does while the workers render, on two threads of its own (hashing,
 encryption and the disk release the GIL): it proves the block store intact (every column
 against the SHA-256 of the producer's signed summary, whose signature is checked before
-anything else), and it seals the run manifest's records (:func:`manifest.seal_run_records`).
+anything else), and it seals the run manifest's records (:func:`handover.seal_run_records`).
 Nothing is finalised before the store is proven intact: the first chunk to be renamed into
 place waits for the proof (then the folder's marker is written and a stale ``job.json``
 removed), and a store that fails it stops the run, removes every partial file (the rendered
