@@ -26,8 +26,8 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "printpipe"
 SHARED = {"printpipe", "atomic", "errors", "french", "ids", "keys", "merkle", "progress", "rng"}
-"""The shared modules at the package's top (``printpipe`` is its ``__init__``: the version):
-any subsystem may import them, and they import only each other."""
+"""The shared modules at the package's top (``printpipe`` is its ``__init__``: the version and
+the faces' loader): any subsystem may import them, and they import only each other."""
 BELOW: dict[str, set[str]] = {
     "games": set(),
     "block": {"games"},
@@ -203,7 +203,8 @@ def test_an_import_up_the_pipeline_would_be_seen(importer, imported):
 
 def test_at_most_eight_shared_modules_stand_at_the_top():
     """``ls printpipe/`` shows the pipeline: the wings and the few modules every stage shares,
-    beside the package's ``__init__`` (its version) and ``__main__`` (``python -m printpipe``)."""
+    beside the package's ``__init__`` (its version, the faces' loader) and ``__main__``
+    (``python -m printpipe``)."""
     top = {path.stem for path in PACKAGE.glob("*.py")} - {"__init__", "__main__"}
     assert top == SHARED - {"printpipe"}
     assert len(top) <= 8

@@ -16,8 +16,9 @@ use.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from printpipe import load_on_first_use
 
 if TYPE_CHECKING:
     from printpipe.generation.audit import audit_block, audit_store, pack_tallies
@@ -57,11 +58,4 @@ __all__ = [
     "run_in_order",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = load_on_first_use(__name__, _HOMES)

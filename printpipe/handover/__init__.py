@@ -21,8 +21,9 @@ use, so that a command that only names a default folder loads neither pyrage nor
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from printpipe import load_on_first_use
 
 if TYPE_CHECKING:
     from printpipe.handover.approval import (
@@ -110,11 +111,4 @@ __all__ = [
     "write_sealed_run_manifest",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = load_on_first_use(__name__, _HOMES)

@@ -23,8 +23,9 @@ drivers nor the manifest reader.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from printpipe import load_on_first_use
 
 if TYPE_CHECKING:
     from printpipe.ledger.batch import Batcher
@@ -248,11 +249,4 @@ __all__ = [
     "write_witness",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = load_on_first_use(__name__, _HOMES)
