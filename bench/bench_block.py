@@ -32,7 +32,7 @@ stage, game_id, keys, out = sys.argv[1:5]
 game = load_game(game_id)
 started = time.perf_counter()
 if stage.startswith("generate"):
-    from printpipe.generate import generate_block
+    from printpipe.generation import generate_block
     from printpipe.keys import load_lottery_recipient
     recipient = (load_lottery_recipient(Path(keys) / "lottery.age.pub")
                  if stage == "generate+manifest" else None)
@@ -41,12 +41,12 @@ if stage.startswith("generate"):
                    manifest_recipient=recipient)
 elif stage == "tree":
     from printpipe.commitment.tree import store_root
-    from printpipe.store import BlockStore
+    from printpipe.block import BlockStore
     store_root(BlockStore.open(Path(out)), game.definition)
 elif stage == "sign":
     from printpipe.commitment import countersign
     from printpipe.keys import load_lottery_identity
-    from printpipe.manifest import verify_manifest
+    from printpipe.handover import verify_manifest
     producer_key = load_public_key(Path(keys) / "producer-signing.pub")
     countersign(
         commitment_path=Path(out) / "commitment.json",
@@ -57,8 +57,8 @@ elif stage == "sign":
         out=Path(out).parent / "countersigned.json",
     )
 else:
-    from printpipe.audit import audit_block
-    from printpipe.store import BlockStore
+    from printpipe.generation import audit_block
+    from printpipe.block import BlockStore
     report = audit_block(BlockStore.open(Path(out)), game,
                          load_public_key(Path(keys) / "producer-signing.pub"), False)
     assert report.passed, report.render()

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+from printpipe.block import BlockStore
 from printpipe.commitment import (
     COMMITMENT_FILE,
     LOTTERY,
@@ -46,7 +47,8 @@ from printpipe.commitment.remaining import verify_remaining_file
 from printpipe.commitment.tree import store_leaf_hash_batches
 from printpipe.games import load_game
 from printpipe.games.base import Game
-from printpipe.generate import generate_block
+from printpipe.generation import generate_block
+from printpipe.handover import BLOCK_MANIFEST, verify_manifest
 from printpipe.ids import TicketId
 from printpipe.keys import (
     LOTTERY_IDENTITY,
@@ -71,9 +73,7 @@ from printpipe.ledger import (
     publish_remaining,
 )
 from printpipe.ledger.tree import read_leaf_and_path, read_salt
-from printpipe.manifest import BLOCK_MANIFEST, verify_manifest
 from printpipe.merkle import TreeBuilder
-from printpipe.store import BlockStore
 
 
 def reset_peak() -> None:

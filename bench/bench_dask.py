@@ -22,10 +22,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from printpipe.block import PackRange  # noqa: E402
-from printpipe.export import export_block  # noqa: E402
 from printpipe.games import load_game  # noqa: E402
-from printpipe.generate import generate_block  # noqa: E402
+from printpipe.generation import generate_block  # noqa: E402
 from printpipe.keys import init_keys, load_secrets, load_signing_key  # noqa: E402
+from printpipe.press import export_block  # noqa: E402
 
 
 def main() -> None:

@@ -52,8 +52,10 @@ import sys
 import tempfile
 import time
 import zlib
+from importlib import import_module
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 ROOT = Path(__file__).resolve().parent.parent
 CODE_ENV = "PRINTPIPE_BENCH_CODE"
@@ -61,11 +63,25 @@ CODE_ENV = "PRINTPIPE_BENCH_CODE"
 sys.path.insert(0, os.environ.get(CODE_ENV, str(ROOT)))
 
 from printpipe.block import PackRange  # noqa: E402
-from printpipe.export import ChunkJob, export_block, render_chunk  # noqa: E402
 from printpipe.games import game_template_dir, load_game  # noqa: E402
 from printpipe.render.barcodes import Code128Digits, InterleavedTwoOfFive  # noqa: E402
 from printpipe.render.ticket import TicketFace, faces_of_packs  # noqa: E402
-from printpipe.store import BlockStore  # noqa: E402
+
+if TYPE_CHECKING:
+    from printpipe.press.export import ChunkJob
+
+
+def _module(name: str, before_the_wings: str) -> ModuleType:
+    """A module of the measured checkout; a ``--baseline`` from before the printer's side moved
+    into wings (``printpipe/press/``, ``printpipe/handover/``) has it at the package's top."""
+    code = Path(os.environ.get(CODE_ENV, str(ROOT)))
+    return import_module(name if (code / "printpipe" / "press").is_dir() else before_the_wings)
+
+
+EXPORT = _module("printpipe.press.export", "printpipe.export")
+export_block = EXPORT.export_block
+render_chunk = EXPORT.render_chunk
+BlockStore = _module("printpipe.block.store", "printpipe.store").BlockStore
 
 SAMPLE_PACKS = 40
 """The render-only chunk: the export's default chunk, 5,000 tickets."""
@@ -210,13 +226,13 @@ def child_render(block: Path, work: Path, press: str, profile: Path) -> dict[str
 
 def child_approve(work: Path) -> dict[str, str]:
     """The lottery's approval of a proof of the default inputs, as a press run needs."""
-    from printpipe.approval import approve_proof
     from printpipe.keys import LOTTERY_SIGNING_KEY, load_signing_key
     from printpipe.proof import make_proof
 
+    approval = _module("printpipe.handover.approval", "printpipe.approval")
     make_proof(game_id="chien-chat", out_dir=work / "proof")
     key = load_signing_key(work.parent / "keys", LOTTERY_SIGNING_KEY)
-    approve_proof(work / "proof", signing_key=key, approvals_dir=work / "approvals")
+    approval.approve_proof(work / "proof", signing_key=key, approvals_dir=work / "approvals")
     return {"approvals": str(work / "approvals")}
 
 
@@ -224,22 +240,24 @@ def first_chunk(
     block: Path, out: Path, press: str = "digital", profile: Path | None = None
 ) -> ChunkJob:
     """The first 40 packs of the block as the export's own work unit, for a render-only time."""
-    from printpipe.export import ChunkSpec, ExportSettings, _chunk_job, chunk_file_name, job_date
     from printpipe.render.imposition import SRA3
     from printpipe.render.pdfx import FOGRA39, icc_output_intent
     from printpipe.render.template import Coating, load_template
 
     store = BlockStore.open(block)
     template = load_template(game_template_dir("chien-chat") / "ticket.toml")
-    settings = ExportSettings(
+    settings = EXPORT.ExportSettings(
         SRA3.name, SRA3.size_mm, template.name, template.sha256, SAMPLE_PACKS, Coating.PLATE,
         **_press(press),
     )  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
-    name = chunk_file_name(store.game_id, store.block, 1, SAMPLE_PACKS)
-    spec = ChunkSpec(name, 1, SAMPLE_PACKS)
+    name = EXPORT.chunk_file_name(store.game_id, store.block, 1, SAMPLE_PACKS)
+    spec = EXPORT.ChunkSpec(name, 1, SAMPLE_PACKS)
     intent = icc_output_intent(profile) if profile is not None else FOGRA39
-    return _chunk_job(store, spec, str(out), template, settings, job_date(), intent)
+    job: ChunkJob = EXPORT._chunk_job(
+        store, spec, str(out), template, settings, EXPORT.job_date(), intent
+    )
+    return job
 
 
 def _child(code: Path, *args: str) -> dict[str, Any]:
@@ -348,7 +366,7 @@ def main() -> None:
 
 
 def _make_block(tmp: Path, packs: int) -> Path:
-    from printpipe.generate import generate_block
+    from printpipe.generation import generate_block
     from printpipe.keys import init_keys, load_secrets, load_signing_key
 
     init_keys(tmp / "keys")

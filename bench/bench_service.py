@@ -61,9 +61,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from printpipe.block import PackRange
+from printpipe.block import BlockStore, PackRange
 from printpipe.games import load_game
-from printpipe.generate import generate_block
+from printpipe.generation import generate_block
+from printpipe.handover import BLOCK_MANIFEST, verify_manifest
 from printpipe.ids import TicketId
 from printpipe.keys import (
     LOTTERY_IDENTITY,
@@ -87,9 +88,7 @@ from printpipe.ledger import (
     location_argument,
     parse_pack_ref,
 )
-from printpipe.manifest import BLOCK_MANIFEST, verify_manifest
 from printpipe.service.signatures import RequestSigner, key_id_of, raw_public_key
-from printpipe.store import BlockStore
 from tests.storm import (
     Pace,
     claim_request,

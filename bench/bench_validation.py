@@ -20,8 +20,10 @@ from pathlib import Path
 
 import numpy as np
 
+from printpipe.block import BlockStore
 from printpipe.games import load_game
-from printpipe.generate import generate_block
+from printpipe.generation import generate_block
+from printpipe.handover import verify_manifest, write_run_manifest
 from printpipe.ids import TicketId
 from printpipe.keys import (
     LOTTERY_IDENTITY,
@@ -35,8 +37,6 @@ from printpipe.keys import (
     load_signing_key,
 )
 from printpipe.ledger import Ledger, PackScope, TerminalId, import_manifest, load_ledger_key
-from printpipe.manifest import verify_manifest, write_run_manifest
-from printpipe.store import BlockStore
 
 STAGE_PEAKS: list[float] = []
 """The peak RSS of each stage so far: the whole process's is their maximum (resetting the

@@ -21,7 +21,7 @@ from hypothesis import settings
 
 from printpipe.block import PackRange
 from printpipe.games import load_game
-from printpipe.generate import generate_block
+from printpipe.generation import generate_block
 from printpipe.keys import (
     LOTTERY_RECIPIENT,
     BlockSecrets,
@@ -298,7 +298,7 @@ def full_block(tmp_path_factory, game, keys_dir) -> Path:
 def approvals_dir(tmp_path_factory, keys_dir) -> Path:
     """The lottery's approval (signed with ``keys_dir``'s lottery key) of a proof of
     chien-chat's default inputs: what a press export of the default template needs."""
-    from printpipe.approval import approve_proof
+    from printpipe.handover import approve_proof
     from printpipe.keys import LOTTERY_SIGNING_KEY
     from printpipe.proof import make_proof
 

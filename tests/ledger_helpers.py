@@ -11,16 +11,14 @@ from pathlib import Path
 
 import numpy as np
 
-from printpipe.block import PackRange
+from printpipe.block import BlockStore, PackRange, plan_block
 from printpipe.cli import main
 from printpipe.games.base import Game
 from printpipe.ids import TicketId
 from printpipe.keys import load_secrets
 from printpipe.ledger.rules import PackScope
 from printpipe.ledger.store import Location, PostgresLocation
-from printpipe.plan import plan_block
 from printpipe.rng import derive_block_key
-from printpipe.store import BlockStore
 from tests import conftest
 
 OFFICE_SCOPE = PackScope.office()
@@ -131,7 +129,7 @@ def imported_ledger(
     """A block of ``packs`` generated in ``folder`` and imported into a new ledger at
     ``location`` (by the command line, as a lottery does), the ``activate`` packs activated;
     its block store."""
-    from printpipe.manifest import BLOCK_MANIFEST
+    from printpipe.handover import BLOCK_MANIFEST
 
     store_dir = generate_store(game, keys, folder / "blk", packs)
     conftest.run_cli("ledger", "import", str(store_dir / BLOCK_MANIFEST), "--keys", str(keys),

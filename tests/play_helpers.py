@@ -17,7 +17,7 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from printpipe.feed import FeedReader
+from printpipe.handover import FeedReader
 from printpipe.ledger import (
     LOTTERY,
     Ledger,

@@ -20,17 +20,16 @@ from pathlib import Path
 import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from printpipe.block import PackRange
+from printpipe.block import BlockStore, PackRange
 from printpipe.commitment import COMMITMENT_FILE
 from printpipe.games.base import Game
+from printpipe.handover import BLOCK_MANIFEST
 from printpipe.ids import TicketId
 from printpipe.ledger.book import Ledger
 from printpipe.ledger.inputs import LOTTERY, TerminalId, parse_pack_ref
 from printpipe.ledger.key import LedgerKey, load_ledger_key
 from printpipe.ledger.store import Location
-from printpipe.manifest import BLOCK_MANIFEST
 from printpipe.service.signatures import RequestSigner, key_id_of, raw_public_key
-from printpipe.store import BlockStore
 from tests.conftest import kill_group, run_cli
 from tests.ledger_helpers import OFFICE_SCOPE, db_arg, generate_store, ticket_codes
 

@@ -115,7 +115,8 @@ def test_the_default_artwork_needs_no_svg_machinery():
 
     code = (
         "import sys\n"
-        "from printpipe.export import export_block, render_chunk\n"
+        "from printpipe.press import export_block\n"
+        "from printpipe.press.export import render_chunk\n"
         "from printpipe.render import sheet, ticket\n"
         "from printpipe.proof import make_proof\n"
         "loaded = [m for m in sys.modules if m.startswith(('reportlab.graphics', 'svglib'))]\n"

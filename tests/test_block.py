@@ -6,12 +6,10 @@ import shutil
 import numpy as np
 import pytest
 
-from printpipe.audit import audit_block
-from printpipe.block import PackRange
+from printpipe.block import BlockStore, BlockSummary, PackRange
 from printpipe.errors import PrintpipeError
+from printpipe.generation import audit_block
 from printpipe.keys import BlockSecrets, load_public_key, load_secrets
-from printpipe.store import BlockStore
-from printpipe.summary import BlockSummary
 from tests.conftest import generate_store
 
 pytestmark = [pytest.mark.fullblock, pytest.mark.xdist_group("fullblock")]

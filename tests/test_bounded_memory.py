@@ -16,10 +16,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from printpipe import generate, manifest
-from printpipe.block import PackRange
+from printpipe.block import BlockStore, PackRange
 from printpipe.commitment import lottery, tree
 from printpipe.games.base import Game
+from printpipe.generation import generate
+from printpipe.handover import manifest
 from printpipe.keys import (
     LOTTERY_IDENTITY,
     LOTTERY_RECIPIENT,
@@ -31,7 +32,6 @@ from printpipe.keys import (
     load_signing_key,
 )
 from printpipe.merkle import TreeBuilder, levels_root
-from printpipe.store import BlockStore
 from tests.ledger_helpers import generate_store
 
 PACKS = PackRange(1, 24)

@@ -339,7 +339,9 @@ try:
 except SystemExit as exit:
     assert exit.code in (0, None), exit.code
 loaded = sorted(m for m in sys.modules if m.split(".")[0] in {"reportlab", "numpy", "cryptography"}
-                or m.startswith(("printpipe.ledger", "printpipe.service", "printpipe.render")))
+                or m.startswith(("printpipe.ledger", "printpipe.service", "printpipe.render",
+                                 "printpipe.block", "printpipe.handover", "printpipe.generation",
+                                 "printpipe.proof", "printpipe.press")))
 print("loaded:", ",".join(loaded))
 """
 
@@ -347,7 +349,8 @@ print("loaded:", ",".join(loaded))
 @pytest.mark.parametrize("args", [["--help"], ["--version"]])
 def test_help_and_version_load_no_stage(args):
     """``printpipe --help`` lists every command without importing one: no reportlab, numpy,
-    cryptography, ledger or service (each command imports what it uses when it runs)."""
+    cryptography, no stage of the printer's side nor the ledger or service (each command imports
+    what it uses when it runs)."""
     result = subprocess.run(
         [sys.executable, "-c", START_UP, *args], capture_output=True, text=True, check=True
     )

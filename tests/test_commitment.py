@@ -17,8 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from printpipe.audit import audit_block
-from printpipe.block import PackRange
+from printpipe.block import BlockStore, PackRange
 from printpipe.commitment import (
     COMMITMENT_FILE,
     PRODUCER,
@@ -33,6 +32,7 @@ from printpipe.commitment.statement import Tier, commitment_from_summary
 from printpipe.commitment.tree import store_levels, store_opening
 from printpipe.errors import PrintpipeError
 from printpipe.games import load_game
+from printpipe.generation import audit_block
 from printpipe.ids import TicketId
 from printpipe.keys import (
     LOTTERY_SIGNING_PUB,
@@ -52,7 +52,6 @@ from printpipe.merkle import (
     verify_inclusions,
 )
 from printpipe.rng import LEAF_SALT_SIZE
-from printpipe.store import BlockStore
 from tests.conftest import run_cli
 from tests.ledger_helpers import generate_store
 

@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 from printpipe.block import PackRange
-from printpipe.cluster import output_versions, version_mismatch
 from printpipe.games import load_game
-from printpipe.generate import GENERATE_CHUNK_PACKS, generate_blocks
+from printpipe.generation import generate_blocks
+from printpipe.generation.cluster import output_versions, version_mismatch
+from printpipe.generation.generate import GENERATE_CHUNK_PACKS
 from printpipe.keys import (
     LOTTERY_RECIPIENT,
     load_lottery_recipient,
@@ -224,7 +225,7 @@ def test_generate_several_blocks_on_the_cluster(cluster, stores, keys_dir, tmp_p
 def test_a_generate_work_unit_carries_the_block_key_only(keys_dir):
     """What travels to a worker: the block's derived key, in an object whose repr hides it;
     never the secrets, never the signing key."""
-    from printpipe.generate import _jobs
+    from printpipe.generation.generate import _jobs
 
     secrets = load_secrets(keys_dir)
     game = load_game("chien-chat")

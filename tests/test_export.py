@@ -20,14 +20,13 @@ import pypdfium2
 import pytest
 import zxingcpp
 
-from printpipe.block import PackRange
+from printpipe.block import BlockStore, PackRange
 from printpipe.errors import PrintpipeError
-from printpipe.export import export_block
 from printpipe.games import game_template_dir
 from printpipe.ids import TicketId
+from printpipe.press import export_block
 from printpipe.render.imposition import cut_and_stack, impose, parse_sheet
 from printpipe.render.template import load_template
-from printpipe.store import BlockStore
 from tests.conftest import as_from_a_shell, generate_store, kill_group, run_cli, wait_for_files
 
 TEMPLATES = game_template_dir("chien-chat")

@@ -16,14 +16,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from printpipe.audit import audit_block
-from printpipe.block import PackRange
+from printpipe.block import BlockStore, PackRange
 from printpipe.errors import InvalidLayout, PrintpipeError
 from printpipe.games import game_template_dir, load_game
 from printpipe.games.golden_animals import EMPTY, GoldenAnimals
+from printpipe.generation import audit_block
 from printpipe.keys import BlockSecrets, load_public_key, load_secrets
 from printpipe.rng import KeyStream, Purpose
-from printpipe.store import BlockStore
 from tests.conftest import generate_store, run_cli
 
 ROWS, COLUMNS = 4, 5

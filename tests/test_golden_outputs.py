@@ -14,15 +14,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from printpipe.block import PackRange
+from printpipe.block import BlockStore, PackRange
 from printpipe.errors import PrintpipeError
-from printpipe.feed import FeedReader, encode_header, record_dtype
 from printpipe.games import game_template_dir, load_game
 from printpipe.games.base import DefinitionReader
 from printpipe.games.golden_animals import GoldenAnimals
+from printpipe.handover import FeedReader
+from printpipe.handover.feed import encode_header, record_dtype
 from printpipe.proof.specimens import make_composition_specimens
 from printpipe.proof.unit_pages import specimen_label
-from printpipe.store import BlockStore
 from tests.conftest import run_cli
 from tests.ledger_helpers import generate_store
 

@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 
 from printpipe.block import PackRange
+from printpipe.handover import BLOCK_MANIFEST
 from printpipe.keys import init_keys
 from printpipe.ledger.book import Ledger
 from printpipe.ledger.inputs import TerminalId
 from printpipe.ledger.key import load_ledger_key
 from printpipe.ledger.store.sqlite import APPLICATION_ID, SqliteDatabase
-from printpipe.manifest import BLOCK_MANIFEST
 from tests.conftest import forked_together, run_cli
 from tests.ledger_helpers import OFFICE_SCOPE, generate_store, run_in_process
 

@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from printpipe.block import PackRange
+from printpipe.block import BlockStore, PackRange
 from printpipe.commitment import COMMITMENT_FILE, load_commitment, make_proof, verify_proof_file
 from printpipe.commitment.inclusion import parse_proof, proof_problem
 from printpipe.commitment.remaining import (
@@ -31,6 +31,7 @@ from printpipe.commitment.remaining import (
 from printpipe.commitment.statement import verified_commitment
 from printpipe.commitment.tree import store_levels, store_opening
 from printpipe.errors import PrintpipeError
+from printpipe.handover import BLOCK_MANIFEST, verify_manifest
 from printpipe.keys import (
     LOTTERY_IDENTITY,
     LOTTERY_SIGNING_KEY,
@@ -46,9 +47,7 @@ from printpipe.ledger.inputs import LOTTERY, TerminalId, parse_pack_ref
 from printpipe.ledger.key import LedgerKey, load_ledger_key
 from printpipe.ledger.store.sqlite import SCHEMA, SqliteTx
 from printpipe.ledger.tree import NODES_PER_ROW, TreeRows, read_leaf_and_path, read_salt
-from printpipe.manifest import BLOCK_MANIFEST, verify_manifest
 from printpipe.merkle import TreeBuilder, audit_path, tree_levels
-from printpipe.store import BlockStore
 from tests.conftest import run_cli
 from tests.ledger_helpers import OFFICE_SCOPE, db_arg, generate_store, ticket_codes
 

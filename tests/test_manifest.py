@@ -13,9 +13,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from printpipe.block import PackRange
+from printpipe.block import BlockStore, PackRange
 from printpipe.errors import PrintpipeError
 from printpipe.games import load_game
+from printpipe.handover import BLOCK_MANIFEST, decrypt_manifest, verify_manifest, write_run_manifest
 from printpipe.keys import (
     LOTTERY_IDENTITY,
     LOTTERY_RECIPIENT,
@@ -26,8 +27,6 @@ from printpipe.keys import (
     load_public_key,
     load_signing_key,
 )
-from printpipe.manifest import BLOCK_MANIFEST, decrypt_manifest, verify_manifest, write_run_manifest
-from printpipe.store import BlockStore
 from tests.conftest import run_cli
 from tests.ledger_helpers import generate_store
 

@@ -8,11 +8,11 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from printpipe.auditor_csv import ticket_codes
 from printpipe.block import PackRange
 from printpipe.cli import cli
 from printpipe.cli.params import BLOCK_RANGE, COATING, COATINGS, PACK_RANGE, PRESS_SHEET, SHEET_LIST
 from printpipe.errors import PrintpipeError
+from printpipe.handover import ticket_codes
 from printpipe.ids import TicketId, mod97_is_valid
 from printpipe.render.imposition import PressSheet
 from printpipe.render.template import Coating
@@ -63,11 +63,8 @@ def test_a_bad_value_is_one_usage_line_naming_the_option(tmp_path):
 def test_press_commands_hand_the_library_typed_values(tmp_path, monkeypatch):
     """export, proof and run turn their strings into a PackRange, a PressSheet, a Coating and
     a list of sheets; the library is called with keyword arguments only."""
-    import printpipe.approval
-    import printpipe.audit
-    import printpipe.export
-    import printpipe.generate
-    import printpipe.main_job
+    import printpipe.generation
+    import printpipe.press
     import printpipe.proof
 
     calls: dict[str, dict] = {}
@@ -81,7 +78,7 @@ def test_press_commands_hand_the_library_typed_values(tmp_path, monkeypatch):
         record = {"pdf": "p.pdf", "pages": 1, "specimens": [], "previews": [], "seconds": 0}
         return {**record, "press_proof": None, "plot": None}
 
-    monkeypatch.setattr(printpipe.export, "export_block", export_block)
+    monkeypatch.setattr(printpipe.press, "export_block", export_block)
     monkeypatch.setattr(printpipe.proof, "make_proof", make_proof)
     runner = CliRunner()
     result = runner.invoke(
@@ -118,12 +115,12 @@ def test_press_commands_hand_the_library_typed_values(tmp_path, monkeypatch):
             return "AUDIT PASSED"
 
     monkeypatch.setattr(
-        printpipe.generate,
+        printpipe.generation,
         "generate_emission",
-        lambda game_id, **kwargs: printpipe.generate.Emission([], [1], 0.0),
+        lambda game_id, **kwargs: printpipe.generation.Emission([], [1], 0.0),
     )
-    monkeypatch.setattr(printpipe.audit, "audit_store", lambda block_dir, **kwargs: Report())
-    monkeypatch.setattr(printpipe.main_job, "approve_demo_proof", lambda game_id, **kw: None)
+    monkeypatch.setattr(printpipe.generation, "audit_store", lambda block_dir, **kwargs: Report())
+    monkeypatch.setattr(printpipe.press, "approve_demo_proof", lambda game_id, **kw: None)
     result = runner.invoke(cli, ["run", "--out", str(tmp_path), "--packs", "5:6"])
     assert result.exit_code == 0, result.output
     assert calls["export"]["packs"] == PackRange(5, 6)

@@ -7,10 +7,9 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from printpipe.block import generate_pack, longest_losing_runs
+from printpipe.block import generate_pack, longest_losing_runs, plan_block
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import BlockRules, PrizeTier
-from printpipe.plan import plan_block
 
 
 def spread(counts):

@@ -29,13 +29,13 @@ import pytest
 from PIL import Image
 from scipy import ndimage
 
+from printpipe.block import BlockStore
 from printpipe.games import game_template_dir
 from printpipe.render.canvas import new_canvas
 from printpipe.render.imposition import Imposition, cut_and_stack, impose, parse_sheet
 from printpipe.render.sheet import _targets
 from printpipe.render.template import MM, Template, load_template
 from printpipe.render.ticket import Coating, TicketRenderer, load_texts
-from printpipe.store import BlockStore
 from tests.conftest import run_cli
 
 DPI = 127

@@ -13,7 +13,7 @@ from pathlib import Path
 import pikepdf
 import pytest
 
-from printpipe.preflight import RULES
+from printpipe.press.intake import RULES
 from tests.conftest import run_cli
 
 

@@ -21,15 +21,14 @@ import pytest
 import zxingcpp
 from PIL import Image
 
-from printpipe.block import PackRange
+from printpipe.block import BlockStore, PackRange
 from printpipe.games import game_template_dir
 from printpipe.ids import TicketId
-from printpipe.preflight import preflight
-from printpipe.preflight_press import check
+from printpipe.press import preflight
+from printpipe.press.preflight_press import check
 from printpipe.render.imposition import cut_and_stack, impose, parse_sheet
 from printpipe.render.sheet import crop_marks
 from printpipe.render.template import MM, load_template
-from printpipe.store import BlockStore
 from tests.conftest import CMYK_PROFILE, generate_store, run_cli
 
 DPI = 36

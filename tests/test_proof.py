@@ -17,8 +17,8 @@ import pytest
 import zxingcpp
 from PIL import Image
 
-from printpipe.audit import pack_tallies
 from printpipe.games.base import LOSING_TIER
+from printpipe.generation import pack_tallies
 from printpipe.ids import SPECIMEN_PACK, parse_inventory_code, parse_validation_code
 from printpipe.proof.specimens import make_specimens
 from tests.conftest import run_cli

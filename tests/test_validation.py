@@ -13,8 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from printpipe.block import PackRange
+from printpipe.block import BlockStore, PackRange
 from printpipe.errors import PrintpipeError
+from printpipe.handover import BLOCK_MANIFEST, verify_manifest, write_run_manifest
 from printpipe.ids import TicketId, inventory_code_digits, mod97_check, validation_code_digits
 from printpipe.keys import (
     LOTTERY_IDENTITY,
@@ -33,8 +34,6 @@ from printpipe.ledger.key import load_ledger_key
 from printpipe.ledger.log import GENESIS, Checkpoint, Entry, LogKey, seal_batch, write_checkpoint
 from printpipe.ledger.rules import PackScope
 from printpipe.ledger.store import Location, database_errors
-from printpipe.manifest import BLOCK_MANIFEST, verify_manifest, write_run_manifest
-from printpipe.store import BlockStore
 from tests.conftest import forked_together, run_cli
 from tests.ledger_helpers import (
     OFFICE_SCOPE,

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from pyrage import x25519
 
     from printpipe.games.base import Game
-    from printpipe.manifest import Manifest
+    from printpipe.handover import Manifest
 
 DEFAULT_GAME = "chien-chat"
 DEFAULT_OUT = Path("printpipe-out")
@@ -145,8 +145,8 @@ def public_key(path: Path | None, keys_dir: Path, default: str) -> Ed25519Public
 
 
 def verified_manifest(path: Path, keys_dir: Path, producer_key: Path | None) -> Manifest:
+    from printpipe.handover import verify_manifest
     from printpipe.keys import load_public_key
-    from printpipe.manifest import verify_manifest
 
     key_file = producer_key or keys_dir / PRODUCER_SIGNING_PUB
     return verify_manifest(path, load_public_key(key_file), key_file=key_file)

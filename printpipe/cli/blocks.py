@@ -21,11 +21,11 @@ from printpipe.cli._common import (
 from printpipe.cli.params import BLOCK_RANGE, MAX_BLOCK, PACK_RANGE
 from printpipe.cli.press import export
 from printpipe.keys import LOTTERY_SIGNING_PUB, PRODUCER_SIGNING_PUB
-from printpipe.main_job import RUN_EXPORT_PACKS, block_dir_name
+from printpipe.press import RUN_EXPORT_PACKS, block_dir_name
 
 if TYPE_CHECKING:
     from printpipe.block import PackRange
-    from printpipe.generate import Emission
+    from printpipe.generation import Emission
 
 
 @click.group()
@@ -80,7 +80,7 @@ def generate(
     quiet: bool,
 ) -> None:
     """Generate a block (or a pack range of it), or several blocks, into block stores."""
-    from printpipe.generate import generate_emission
+    from printpipe.generation import generate_emission
 
     if blocks is not None and block is not None:
         raise click.UsageError("give --block or --blocks, not both")
@@ -127,7 +127,7 @@ def audit(
 ) -> None:
     """Re-check a block store from its files alone, and against its public commitment; exit 0
     only if everything holds."""
-    from printpipe.audit import audit_store
+    from printpipe.generation import audit_store
 
     report = audit_store(
         block_dir,
@@ -169,9 +169,8 @@ def run(
     """The main job on defaults: keys (demo ones if none), generate a block, audit it, export
     the first packs to press PDFs (on demo keys, after making and approving its proof).
     With --quiet, no progress bars and the audit in one line."""
-    from printpipe.audit import audit_store
-    from printpipe.generate import generate_emission
-    from printpipe.main_job import approve_demo_proof
+    from printpipe.generation import audit_store, generate_emission
+    from printpipe.press import approve_demo_proof
 
     block_dir = out / block_dir_name(game_id, block)
     emission = generate_emission(

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from printpipe.approval import APPROVALS_DIR
 from printpipe.cli._common import DEFAULT_GAME, keys_option, quiet_option, scheduler_option
 from printpipe.cli.params import COATING, PACK_RANGE, PRESS, PRESS_SHEET, SHEET_LIST
+from printpipe.handover import APPROVALS_DIR
 from printpipe.render.imposition import DEFAULT_CHUNK_PACKS
 
 if TYPE_CHECKING:
@@ -142,7 +142,7 @@ def export(
     For a game whose output is a feed (an online game), the unit feed instead of PDFs; the
     press options (--sheet, --template, --workers, --chunk-packs, --coating) do not apply.
     """
-    from printpipe.export import export_block, export_summary
+    from printpipe.press import export_block, export_summary
 
     started = time.perf_counter()
     job = export_block(
@@ -259,7 +259,7 @@ def approve(proof_dir: Path, keys_dir: Path, approvals_dir: Path) -> None:
     """Approve the proof pack in PROOF_DIR with the lottery's signing key
     (KEYS/lottery-signing.key): a signed approval of the inputs it was made from, which
     printpipe export requires."""
-    from printpipe.approval import approve_proof
+    from printpipe.handover import approve_proof
     from printpipe.keys import LOTTERY_SIGNING_KEY, load_signing_key
 
     key = load_signing_key(keys_dir, LOTTERY_SIGNING_KEY)
@@ -272,7 +272,7 @@ def approve(proof_dir: Path, keys_dir: Path, approvals_dir: Path) -> None:
 def preflight(print_dir: Path) -> None:
     """Check every PDF of PRINT_DIR against PDF/X-1a:2003 and the job's rules: one line per
     violation; exit 0 only if there is none."""
-    from printpipe.preflight import preflight, preflight_summary
+    from printpipe.press import preflight, preflight_summary
 
     violations, files = preflight(print_dir)
     for violation in violations:

@@ -28,7 +28,7 @@ def manifest() -> None:
 @keys_option
 def manifest_verify(file: Path, producer_key: Path | None, keys_dir: Path) -> None:
     """Check FILE's signature and body hash, without decrypting; print its header."""
-    from printpipe.manifest import describe
+    from printpipe.handover import describe
 
     click.echo(describe(verified_manifest(file, keys_dir, producer_key)))
 
@@ -43,7 +43,7 @@ def manifest_export(
     file: Path, identity: Path | None, csv_path: Path, producer_key: Path | None, keys_dir: Path
 ) -> None:
     """Decrypt FILE, check every record, and write the auditor's CSV to CSV (all or nothing)."""
-    from printpipe.manifest import export_csv
+    from printpipe.handover import export_csv
 
     verified = verified_manifest(file, keys_dir, producer_key)
     count = export_csv(
@@ -62,7 +62,7 @@ def feed() -> None:
 @click.option("--unit", "serial", required=True, help="The unit's serial GGGG-PPPPPP-TTT-C.")
 def feed_show(file: Path, serial: str) -> None:
     """Print one unit's record and its lot recomputed by the rules (exit 1 if they differ)."""
-    from printpipe.feed import check_unit
+    from printpipe.handover import check_unit
 
     checked = check_unit(file, serial=serial)
     unit = checked.unit
@@ -78,7 +78,7 @@ def feed_show(file: Path, serial: str) -> None:
 @click.argument("file", type=click.Path(path_type=Path))
 def feed_verify(file: Path) -> None:
     """Re-check every unit of a feed: place in block order, and its lot by the rules."""
-    from printpipe.feed import verify_feed_file
+    from printpipe.handover import verify_feed_file
 
     totals = verify_feed_file(file)
     click.echo(
@@ -109,7 +109,7 @@ def codes(
 ) -> None:
     """The validation codes of the tickets of an auditor's CSV (printpipe manifest export), one
     a line: real codes of your own block, to validate or claim."""
-    from printpipe.auditor_csv import ticket_codes
+    from printpipe.handover import ticket_codes
 
     for ticket in ticket_codes(csv_path, pack=pack, prize_eur=prize_eur, count=count):
         if long_format:

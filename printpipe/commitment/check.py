@@ -11,6 +11,7 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from printpipe.block import BlockStore
 from printpipe.commitment.statement import (
     LOTTERY,
     PRODUCER,
@@ -22,7 +23,6 @@ from printpipe.commitment.statement import (
 from printpipe.commitment.tree import store_root
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import Game
-from printpipe.store import BlockStore
 
 
 def check_store_commitment(

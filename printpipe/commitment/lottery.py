@@ -27,7 +27,7 @@ from printpipe.commitment.statement import (
 )
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import Game
-from printpipe.manifest import Manifest, ParsedRecords, RecordChecker, decrypt_manifest
+from printpipe.handover import Manifest, ParsedRecords, RecordChecker, decrypt_manifest
 from printpipe.merkle import Digests, NodesSink, TreeBuilder, leaf_hashes
 from printpipe.progress import progress_bar
 

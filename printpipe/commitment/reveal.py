@@ -52,8 +52,8 @@ from printpipe.commitment.strict import (
 )
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import Game
+from printpipe.handover import Manifest, ParsedRecords
 from printpipe.ids import serials_array
-from printpipe.manifest import Manifest, ParsedRecords
 from printpipe.merkle import TreeBuilder, leaf_hashes
 from printpipe.progress import progress_bar
 from printpipe.rng import LEAF_SALT_SIZE

@@ -34,6 +34,7 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from printpipe.block import BlockSummary
 from printpipe.commitment.leaves import LEAF_LAYOUT, LEAF_SCHEME, leaf_fields
 from printpipe.commitment.strict import (
     Malformed,
@@ -46,7 +47,6 @@ from printpipe.commitment.strict import (
 )
 from printpipe.errors import PrintpipeError
 from printpipe.merkle import HASH_SIZE
-from printpipe.summary import BlockSummary
 
 FORMAT = "printpipe-commitment/1"
 COMMITMENT_FILE = "commitment.json"

@@ -23,8 +23,9 @@ drivers nor the manifest reader.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from printpipe import load_on_first_use
 
 if TYPE_CHECKING:
     from printpipe.ledger.batch import Batcher
@@ -92,8 +93,8 @@ if TYPE_CHECKING:
         Tx,
         database_errors,
         location_argument,
-        over_connection,
         parse_location,
+        tx_over,
     )
     from printpipe.ledger.terminals import Terminal
     from printpipe.ledger.wallet import (
@@ -164,10 +165,10 @@ _HOMES = {
     "Location": "store",
     "PostgresLocation": "store",
     "Tx": "store",
-    "over_connection": "store",
     "database_errors": "store",
     "location_argument": "store",
     "parse_location": "store",
+    "tx_over": "store",
     "Terminal": "terminals",
     "DailyLimitReached": "plays",
     "Dealer": "plays",
@@ -239,7 +240,6 @@ __all__ = [
     "import_manifest",
     "load_ledger_key",
     "location_argument",
-    "over_connection",
     "parse_euros",
     "parse_location",
     "parse_pack_ref",
@@ -252,6 +252,7 @@ __all__ = [
     "read_witness",
     "record_refusal",
     "start_launched_session",
+    "tx_over",
     "upgrade",
     "witness_path",
     "write_checkpoint",
@@ -259,11 +260,4 @@ __all__ = [
     "write_witness",
 ]
 
-
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = load_on_first_use(__name__, _HOMES)

@@ -20,6 +20,7 @@ from printpipe.commitment.lottery import check_manifest_covers, manifest_commitm
 from printpipe.commitment.statement import Commitment, statement_difference
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import Game
+from printpipe.handover import Manifest, ParsedRecords, RecordChecker, decrypt_manifest
 from printpipe.ledger.book import Ledger
 from printpipe.ledger.core import lock_key
 from printpipe.ledger.inputs import LOTTERY, TerminalId, audit_text, require_terminal
@@ -28,7 +29,6 @@ from printpipe.ledger.proofs import CommitmentLoad
 from printpipe.ledger.rules import default_settings_rows, format_time, pack_key, utc_now
 from printpipe.ledger.store import Database, Location, create_or_open, ticket_of_key
 from printpipe.ledger.units import record_deal_order, store_units
-from printpipe.manifest import Manifest, ParsedRecords, RecordChecker, decrypt_manifest
 
 # -- creating and importing ----------------------------------------------------------------
 

@@ -30,11 +30,11 @@ from printpipe.commitment.inclusion import InclusionProof, TicketOpening, make_p
 from printpipe.commitment.remaining import Remaining, prize_tiers, proof_line
 from printpipe.commitment.statement import Commitment, parse_commitment
 from printpipe.errors import PrintpipeError
+from printpipe.handover import ParsedRecords
 from printpipe.ids import TicketId
 from printpipe.ledger.key import LedgerKey
 from printpipe.ledger.store import Tx, ticket_key, ticket_of_key
 from printpipe.ledger.tree import TreeRows, new_salt_nonce, read_leaf_and_path, read_salt
-from printpipe.manifest import ParsedRecords
 from printpipe.merkle import leaf_hash, root_from_audit_path
 
 _SPOOL_BYTES = 16 << 20

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from printpipe.approval import inputs_of
 from printpipe.atomic import make_private_dir, make_tree_private, partial_path, sha256_file
 from printpipe.block import PackRange
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import is_online, is_paper
+from printpipe.handover import inputs_of
 from printpipe.render.imposition import DEFAULT_CHUNK_PACKS, SRA3, PressSheet
 from printpipe.render.template import Coating
 
@@ -125,8 +125,8 @@ def make_proof(
 
 def _check_press(press: PressRequest, game: Game) -> dict[str, Any]:
     """Open and check everything a press proof needs before anything is written."""
+    from printpipe.block import BlockStore
     from printpipe.keys import PRODUCER_SIGNING_PUB, load_public_key
-    from printpipe.store import BlockStore
 
     store = BlockStore.open(press.block_dir)
     if store.game_id != game.definition.id:

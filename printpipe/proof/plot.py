@@ -1,7 +1,7 @@
 """One page for the audit report: winners and prize money per pack across a generated block.
 
-The figures are the audit's own (:func:`printpipe.audit.pack_tallies`).  Winners are plotted
-pack by pack (they differ by at most one within a pool, by design, so their positions tell
+The figures are the audit's own (:func:`printpipe.generation.audit.pack_tallies`).  Winners are
+plotted pack by pack (they differ by at most one within a pool, by design, so their positions tell
 nothing); prize money only as a distribution: a plot of prize money by pack number would point
 at the packs holding the big lots, which is what pick-out protection exists to hide.
 
@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 
 from printpipe import french
-from printpipe.audit import pack_tallies
+from printpipe.block import BlockStore
 from printpipe.games.base import Game
-from printpipe.store import BlockStore
+from printpipe.generation import pack_tallies
 
 
 def have_matplotlib() -> bool:

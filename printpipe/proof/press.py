@@ -15,7 +15,7 @@ from typing import Any
 
 from reportlab.pdfgen.canvas import Canvas
 
-from printpipe.block import PackRange, Tickets
+from printpipe.block import BlockStore, PackRange, Tickets
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import PaperGame
 from printpipe.proof.page import RED, diagonal_mark
@@ -24,7 +24,6 @@ from printpipe.render.imposition import cut_and_stack, impose
 from printpipe.render.sheet import Slug, write_sheets
 from printpipe.render.template import MM, Template
 from printpipe.render.ticket import Coating, TicketFace, TicketRenderer
-from printpipe.store import BlockStore
 
 PROOF_TEXT = "PROOF - NE PAS IMPRIMER"
 CONFIDENTIAL = "vrais tickets : gains réels, CONFIDENTIEL, à détruire après accord"

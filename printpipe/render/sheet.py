@@ -7,8 +7,9 @@ line needs (``docs/print-files.md``, "The press line"):
 - the **static** part of a sheet side, what the plates print on every impression of a run:
   every slot's artwork and blocking layer (form ``sheet-SIDE-under``), its coating and
   decoration, the marks and the control strip's static patches (form ``sheet-SIDE-over``).
-  A chunk holds tickets of one variant (a press run is a pool of one effigy, ``plan.py``), so
-  these two forms are the same on every sheet, the blank slots of the last sheets included;
+  A chunk holds tickets of one variant (a press run is a pool of one effigy,
+  ``block/plan.py``), so these two forms are the same on every sheet, the blank slots of the
+  last sheets included;
 - the **variable** part, what the ink-jet line images sheet by sheet on the ``Variable``
   plate: the tickets' symbols and codes, the slug line, the control strip's ``Variable``
   patches;

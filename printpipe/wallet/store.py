@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from printpipe.errors import PrintpipeError
-from printpipe.ledger import Location, PostgresLocation, Tx, over_connection
+from printpipe.ledger import Location, PostgresLocation, Tx, tx_over
 from printpipe.wallet.api import (
     Call,
     Receipt,
@@ -190,12 +190,12 @@ class WalletStore:
         """One durable read-write transaction."""
         if self.pool is not None:
             with self.pool.connection() as conn, conn.transaction():
-                yield over_connection(conn)
+                yield tx_over(conn)
             return
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
         try:
-            yield over_connection(conn)
+            yield tx_over(conn)
         except BaseException:
             conn.execute("ROLLBACK")
             raise

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from printpipe.ledger.store import postgresql, sqlite
 from printpipe.ledger.store.base import (
@@ -39,10 +38,10 @@ __all__ = [
     "database_errors",
     "location_argument",
     "open_database",
-    "over_connection",
     "parse_location",
     "ticket_key",
     "ticket_of_key",
+    "tx_over",
     "upgrade_layout",
     "values_table",
 ]
@@ -97,16 +96,16 @@ def location_argument(location: Location) -> str:
     return location.dsn if isinstance(location, PostgresLocation) else str(location)
 
 
+def tx_over(conn: object) -> Tx:
+    """A :class:`Tx` over a connection opened elsewhere (an ``sqlite3.Connection``, or a
+    psycopg connection in a transaction): the operator's reference wallet keeps its own tables
+    and connections but writes its statements the ledger's way, without naming an engine."""
+    if isinstance(conn, sqlite3.Connection):
+        return sqlite.SqliteTx(conn)
+    return postgresql.PostgresTx(conn)
+
+
 def database_errors() -> tuple[type[BaseException], ...]:
     """The driver errors a database may raise (locked, disk full, connection lost): the
     command line shows them as one line, the service as 503."""
     return (sqlite3.Error, *postgresql.error_types())
-
-
-def over_connection(conn: sqlite3.Connection | Any) -> Tx:
-    """A driver's open connection (sqlite3's, or psycopg's) as a :class:`Tx` speaking the
-    ledger's statement text (``?`` placeholders, advisory locks): for a database of its own
-    that is not a ledger (the reference wallet's, :mod:`printpipe.wallet.store`)."""
-    if isinstance(conn, sqlite3.Connection):
-        return sqlite.SqliteTx(conn)
-    return postgresql.PostgresTx(conn)

@@ -1,4 +1,4 @@
-"""The press line's preflight rules (``printpipe preflight``, :mod:`printpipe.preflight`).
+"""The press line's preflight rules (``printpipe preflight``, :mod:`printpipe.press.intake`).
 
 What a scratch-ticket press line needs beyond PDF/X-1a (``docs/print-files.md``, "The press
 line"): files that are what they claim (PDF/X-4 and PDF/VT-1 imaging files, checked against
@@ -23,7 +23,7 @@ detail)``.
 - ``static-plates``: every composite page is ``q /under Do Q``, ``Variable`` imaging, ``q /over
   Do Q``, with the same two forms on every page of a side; a static file's pages are those two
   forms alone.  The forms' fingerprint (their content, and that of every form they place,
-  recursively) goes back to :mod:`printpipe.preflight`, which compares it across the composite
+  recursively) goes back to :mod:`printpipe.press.intake`, which compares it across the composite
   files of one variant;
 - ``zero-tint``: a fill (or a stroke) at tint 0 of a one-component (separation) colour, which
   only a RIP or an overprint preview shows as no ink (a plain viewer paints it white), painted

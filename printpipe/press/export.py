@@ -14,7 +14,7 @@ and the block summary's hash.
 What the coordinator does while the workers render, on two threads of its own (hashing,
 encryption and the disk release the GIL): it proves the block store intact (every column
 against the SHA-256 of the producer's signed summary, whose signature is checked before
-anything else), and it seals the run manifest's records (:func:`manifest.seal_run_records`).
+anything else), and it seals the run manifest's records (:func:`handover.seal_run_records`).
 Nothing is finalised before the store is proven intact: the first chunk to be renamed into
 place waits for the proof (then the folder's marker is written and a stale ``job.json``
 removed), and a store that fails it stops the run, removes every partial file (the rendered
@@ -40,7 +40,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from printpipe import __version__
-from printpipe.approval import APPROVALS_DIR, NOT_APPROVED, Approval, find_approval, inputs_of
 from printpipe.atomic import (
     FolderLock,
     make_private_dir,
@@ -50,11 +49,12 @@ from printpipe.atomic import (
     write_atomic,
     write_staged,
 )
-from printpipe.block import PackRange, Tickets
-from printpipe.cluster import ChunkRunner, make_runner, run_in_order
+from printpipe.block import BlockStore, PackRange, Tickets
 from printpipe.errors import PrintpipeError
 from printpipe.games import game_template_dir, load_game
 from printpipe.games.base import is_online, is_paper
+from printpipe.generation import ChunkRunner, make_runner, run_in_order
+from printpipe.handover import APPROVALS_DIR, NOT_APPROVED, Approval, find_approval, inputs_of
 from printpipe.ids import TicketId
 from printpipe.progress import progress_bar
 from printpipe.render.imposition import (
@@ -75,7 +75,6 @@ from printpipe.render.pdfx import (
     pdf_date,
 )
 from printpipe.render.template import Coating, Template
-from printpipe.store import BlockStore
 
 if TYPE_CHECKING:
     from printpipe.render.sheet import Slug
@@ -340,6 +339,7 @@ def export_block(
     The run's inputs must match a proof the lottery approved (a signed file in
     ``approvals_dir``), unless ``unapproved``: then every sheet and ``job.json`` say so.
     """
+    from printpipe.handover import seal_run_records, write_sealed_run_manifest
     from printpipe.keys import (
         LOTTERY_RECIPIENT,
         LOTTERY_SIGNING_PUB,
@@ -348,7 +348,6 @@ def export_block(
         load_public_key,
         load_signing_key,
     )
-    from printpipe.manifest import seal_run_records, write_sealed_run_manifest
     from printpipe.render.template import load_template
 
     store = BlockStore.open(block_dir)
@@ -366,7 +365,7 @@ def export_block(
             f"pack range {packs} is not in the block store {block_dir} (it holds packs {stored})"
         )
     if is_online(game):  # the unit feed, no press files
-        from printpipe.feed_export import export_feed
+        from printpipe.press.feed_export import export_feed
 
         store.check_columns()
         return export_feed(store, game, out_dir, packs, recipient, signing_key, show_progress)

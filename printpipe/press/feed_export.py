@@ -1,8 +1,8 @@
 """An export run of a game whose output is a unit feed (``[output] kind = "feed"``).
 
 The press export's counterpart for an online game: the run writes the unit feed of its
-pack range (:mod:`printpipe.feed`), then the run's secure manifest (listing the feed with its
-SHA-256, so the producer's signature covers it), then ``job.json`` last.  The feed is one
+pack range (:mod:`printpipe.handover.feed`), then the run's secure manifest (listing the feed
+with its SHA-256, so the producer's signature covers it), then ``job.json`` last.  The feed is one
 file written in seconds, so a rerun simply writes it again (same bytes); there is nothing
 to resume.
 """
@@ -18,11 +18,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pyrage import x25519
 
 from printpipe.atomic import make_private_dir, remove_partials, write_atomic
-from printpipe.block import PackRange
+from printpipe.block import BlockStore, PackRange
 from printpipe.errors import PrintpipeError
-from printpipe.feed import feed_file_name, write_feed
 from printpipe.games.base import Game
-from printpipe.store import BlockStore
+from printpipe.handover import feed_file_name, write_feed
 
 JOB_FORMAT = "printpipe-feed-job/1"
 JOB_FILE = "job.json"
@@ -39,7 +38,7 @@ def export_feed(
     show_progress: bool = False,
 ) -> dict[str, Any]:
     """Write the feed of ``packs``, the run's manifest and ``job.json``; returns the job record."""
-    from printpipe.manifest import write_run_manifest
+    from printpipe.handover import write_run_manifest
 
     d = game.definition
     first = store.printed_pack(packs.first)

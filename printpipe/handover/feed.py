@@ -37,12 +37,11 @@ from typing import Any, BinaryIO
 import numpy as np
 
 from printpipe.atomic import atomic_file
-from printpipe.block import PackRange
+from printpipe.block import BlockStore, PackRange
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import Game, GameDefinition
 from printpipe.ids import format_serial, gs1_check_digits_array, printed_pack_number
 from printpipe.progress import progress_bar
-from printpipe.store import BlockStore
 
 FORMAT = "printpipe-feed/1"
 MAGIC = b"PPFEED1\n"

@@ -12,13 +12,27 @@ import numpy as np
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from pyrage import x25519
 
-from printpipe.block import PackRange, Tickets, generate_packs, longest_losing_runs
-from printpipe.cluster import ChunkRunner, DaskRunner, run_in_order
+from printpipe.block import (
+    SUMMARY,
+    BlockPlan,
+    BlockSummary,
+    Commitments,
+    PackRange,
+    StoreWriter,
+    SummaryTree,
+    Tickets,
+    build_summary,
+    generate_packs,
+    longest_losing_runs,
+    plan_block,
+)
 from printpipe.commitment.leaves import LEAF_SCHEME, leaf_fields
 from printpipe.commitment.statement import COMMITMENT_FILE, PRODUCER, commitment_from_summary
 from printpipe.commitment.tree import block_leaf_hashes
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import Game
+from printpipe.generation.cluster import ChunkRunner, DaskRunner, run_in_order
+from printpipe.handover import write_block_manifest
 from printpipe.keys import (
     DEMO_KEYS_DIR,
     LOTTERY_RECIPIENT,
@@ -29,13 +43,9 @@ from printpipe.keys import (
     load_secrets,
     load_signing_key,
 )
-from printpipe.manifest import write_block_manifest
 from printpipe.merkle import TreeBuilder
-from printpipe.plan import BlockPlan, plan_block
 from printpipe.progress import progress_bar
 from printpipe.rng import derive_block_key, leaf_salts
-from printpipe.store import SUMMARY, StoreWriter
-from printpipe.summary import BlockSummary, Commitments, SummaryTree, build_summary
 
 GENERATE_CHUNK_PACKS = 1000
 """Packs per generate work unit: 125,000 tickets, 2.6 MB of columns, about 0.2 s of work."""

@@ -45,9 +45,9 @@ from typing import Any
 
 import pikepdf
 
-from printpipe import preflight_press
 from printpipe.atomic import sha256_file
 from printpipe.errors import PrintpipeError
+from printpipe.press import preflight_press
 from printpipe.render.inks import REGISTRATION, SPOT_NAMES
 from printpipe.render.pdfvt import PDFVT_VERSION, PDFX4_VERSION
 from printpipe.render.pdfx import PDFX_VERSION

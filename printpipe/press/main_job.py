@@ -1,7 +1,7 @@
 """The main job, ``printpipe run``: on built-in defaults, keys (demo ones if none), a block
 generated and audited, then its first packs exported to press PDFs.
 
-An export needs a proof the lottery approved (:mod:`printpipe.approval`). On demo keys,
+An export needs a proof the lottery approved (:mod:`printpipe.handover.approval`). On demo keys,
 :func:`approve_demo_proof` makes the proof pack and approves it with the demo lottery key, so
 the main job runs whole on a fresh machine; a real print run never does that (the lottery
 approves with its own key). The workflow lives here, with the command it serves, so that the
@@ -12,13 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from printpipe.approval import (
-    APPROVALS_DIR,
-    approve_proof,
-    find_approval,
-    inputs_of,
-)
 from printpipe.errors import PrintpipeError
+from printpipe.handover import APPROVALS_DIR, approve_proof, find_approval, inputs_of
 
 RUN_EXPORT_PACKS = "1:200"
 """What ``printpipe run`` exports: 200 packs, 25,000 tickets, a few seconds."""

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from printpipe.block.plan import BlockPlan
 from printpipe.errors import InvalidInput, PrintpipeError
 from printpipe.games.base import LOSING_TIER, Game
-from printpipe.plan import BlockPlan
 from printpipe.rng import KeyStream, Purpose, virns
 
 MAX_SHUFFLES = 10_000

@@ -57,13 +57,12 @@ from pyrage import x25519
 
 from printpipe import __version__
 from printpipe.atomic import atomic_file, make_private_dir, open_private, partial_path
-from printpipe.block import PackRange, Tickets
+from printpipe.block import BlockStore, PackRange, Tickets
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import VARIANT_COLUMN, Game, GameDefinition
 from printpipe.ids import gs1_check_digits_array, printed_pack_number
 from printpipe.progress import progress_bar
 from printpipe.rng import LEAF_SALT_SIZE
-from printpipe.store import BlockStore
 
 FORMAT = "printpipe-manifest/2"
 SALT_COLUMN = "salt"

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from printpipe import __version__
-from printpipe.block import PackRange
+from printpipe.block.tickets import PackRange
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import GameDefinition
 from printpipe.ids import printed_pack_number

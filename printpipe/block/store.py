@@ -35,11 +35,11 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from printpipe.atomic import make_private_dir, make_tree_private, partial_path, sha256_file
-from printpipe.block import PackRange, Tickets
+from printpipe.block.summary import FORMAT, BlockSummary, ColumnFile
+from printpipe.block.tickets import PackRange, Tickets
 from printpipe.errors import PrintpipeError
 from printpipe.ids import printed_pack_number
 from printpipe.rng import LEAF_SALT_SIZE
-from printpipe.summary import FORMAT, BlockSummary, ColumnFile
 
 __all__ = ["FORMAT", "BlockStore", "StoreWriter"]
 

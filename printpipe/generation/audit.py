@@ -14,12 +14,11 @@ from pathlib import Path
 import numpy as np
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
-from printpipe.block import PackRange, longest_losing_runs
+from printpipe.block import SIGNATURE, BlockStore, PackRange, longest_losing_runs
 from printpipe.commitment import COMMITMENT_FILE, check_store_commitment
 from printpipe.games.base import LOSING_TIER, Game
 from printpipe.ids import TicketId
 from printpipe.progress import progress_bar
-from printpipe.store import SIGNATURE, BlockStore
 
 BATCH_PACKS = 1000
 NAMED_AT_MOST = 5
