@@ -366,6 +366,8 @@ class UnitWords:
     teaser_note: str
     """Added to a teaser unit's composition."""
     second_grid_title: str
+    second_grid_opened: str
+    """What the player's page says when a unit opens its second grid."""
     no_second_grid: str
     """Written in place of the second grid when the unit has none."""
 

@@ -60,6 +60,7 @@ def game_screen(game: OnlineGame) -> dict[str, Any]:
         "paytable": [{"symbol": code, "text": text} for code, text in words.paytable],
         "rules": words.rules,
         "second_grid_title": words.second_grid_title,
+        "second_grid_opened": words.second_grid_opened,
         "help_line": HELP_LINE,
     }
 

@@ -63,6 +63,7 @@ def unit_words(game: GoldenAnimals) -> UnitWords:
         teaser_loser=f"Perdant avec {extra} (teaser) : 0 €",
         teaser_note=f" ({extra} ouvre une grille qui ne gagne rien)",
         second_grid_title=f"GRILLE {extra} (ouverte par {extra})",
+        second_grid_opened=f"{extra} ! Une nouvelle grille : cliquez sur GO.",
         no_second_grid=f"pas d'{extra} : pas de 2e grille",
     )
 

@@ -167,10 +167,10 @@ async function go() {
   $("wins-1").textContent = winsText(play.unit.grids[0].wins);
   if (play.unit.second_grid) {
     drawGrid($("grid-2"), play.unit.grids[1], false);
-    $("go").hidden = true; // the EXTRA step has its own GO: one on the screen at a time
+    $("go").hidden = true; // the second grid has its own GO: one on the screen at a time
     $("go-2").hidden = false;
     $("extra").hidden = false;
-    say("EXTRA ! Une nouvelle grille : cliquez sur GO.");
+    say(state.game.second_grid_opened);
     $("go-2").disabled = false;
     $("go-2").focus();
     return;
@@ -189,7 +189,7 @@ async function goExtra() {
 
 function finish() {
   const play = state.current;
-  $("go-2").hidden = true; // the EXTRA grid stays in view, its GO done with
+  $("go-2").hidden = true; // the second grid stays in view, its GO done with
   $("go").hidden = false;
   const lot = $("lot");
   lot.textContent = lotText(play.lot_eur);
