@@ -264,7 +264,8 @@ async def plays(
             400, "bad_request", "a play needs an Idempotency-Key of 8 to 64 of A-Z a-z 0-9 . _ : -"
         )
     _empty_body(body)
-    fingerprint = service.ledger.request_fingerprint("POST", request.url.path, body.strip())
+    # the path as the player's name checked it (request.url, parsed again, is the same)
+    fingerprint = service.ledger.request_fingerprint("POST", request.scope["path"], body.strip())
     admission, by = (caller.admission, caller.terminal.id) if caller else (None, None)
     asked = PlayRequest(player, key, fingerprint, admission, by)
     try:
