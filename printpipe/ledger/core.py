@@ -401,9 +401,10 @@ def seal_in(
         make_ledger_id(tx, key)
     entries = [_entry(row) for row in rows]
     if not trusted:
-        sealable = [entry for entry in entries if entry.sealable(key)]
-        for entry in entries:  # inserted without the key: never chained, named by verify-log
-            if not entry.sealable(key) and (refused is None or entry.id not in refused):
+        verified = [(entry, entry.sealable(key)) for entry in entries]  # one MAC an entry
+        sealable = [entry for entry, good in verified if good]
+        for entry, good in verified:  # inserted without the key: never chained, named by verify-log
+            if not good and (refused is None or entry.id not in refused):
                 if refused is not None:
                     refused.add(entry.id)
                 log.error(

@@ -83,6 +83,8 @@ HISTORY_LIMIT = 100
 RANGES_TAKEN = 3
 """Deal ranges a batch locks at first (skipping those others hold): a batch of up to 128 plays
 finds its positions in them (the first may have few left), without a second round trip."""
+CACHED_RANGES = 64
+"""Deal ranges whose leaves a dealer keeps (a few batches' worth of ranges on each worker)."""
 BAD_RANGE_RETRY_S = 60.0
 """How long a worker leaves aside a range whose next unit did not verify before trying again."""
 
@@ -272,6 +274,8 @@ class Dealer:
         self._orders: dict[int, tuple[DealOrder, LoadedCommitment]] = {}
         self._bad_ranges: dict[tuple[int, int], float] = {}
         """Ranges whose next unit did not verify, and until when (monotonic) they are left."""
+        self._leaves: dict[tuple[int, int], list[int]] = {}
+        """The leaves of the ranges dealt lately, by (block, start): :meth:`_range_leaves`."""
 
     # -- the deal order of each block ----------------------------------------------------------
 
@@ -436,12 +440,8 @@ class Dealer:
         by_block: dict[int, list[int]] = {}
         for held, position in positions:
             by_block.setdefault(held.commitment, []).append(position)
-        dealt: dict[tuple[int, int], int] = {}
-        for commitment, wanted in by_block.items():
-            order, _ = self._order(tx, commitment)
-            for position, leaf in zip(wanted, order.leaves(np.array(wanted)).tolist(), strict=True):
-                dealt[(commitment, position)] = int(leaf)
-        leaves = [(held.commitment, dealt[(held.commitment, p)]) for held, p in positions]
+        leaves = [(held.commitment, self._range_leaves(tx, held)[p - held.start])
+                  for held, p in positions]  # fmt: skip
         conditions, params = [], []
         for commitment in sorted(by_block):
             among, values = tx.any_of(
@@ -468,6 +468,19 @@ class Dealer:
             good = mac is not None and hmac.compare_digest(bytes(mac), expected)
             units.append((unit, leaf, prize, symbols, good))
         return units
+
+    def _range_leaves(self, tx: Tx, held: _Range) -> list[int]:
+        """The leaf dealt at each position of a deal range, from its start: the deal order
+        computed once a range (its cost is numpy's per call, whatever the positions asked,
+        and a range is dealt over many batches)."""
+        leaves = self._leaves.get((held.commitment, held.start))
+        if leaves is None:
+            order, _ = self._order(tx, held.commitment)
+            leaves = order.leaves(np.arange(held.start, held.end)).tolist()
+            if len(self._leaves) >= CACHED_RANGES:
+                self._leaves.clear()
+            self._leaves[(held.commitment, held.start)] = leaves
+        return leaves
 
     def _deal(
         self, tx: Tx, requests: Sequence[PlayRequest], candidates: list[int], batch: _Batch,

@@ -1,4 +1,6 @@
-"""The game server's ASGI application (Starlette): the JSON API and the player's page.
+"""The game server's ASGI application: the JSON API and the player's page, on the validation
+service's own router and guard (``printpipe.service.app``: Starlette's requests and answers,
+not its application, routing and middleware layers, which cost a play more than its screen).
 
 Two kinds of callers, one API (``docs/play.md``); each route names who it admits
 (:data:`ROUTES`, ``printpipe.service.access``), and nobody else gets in:
@@ -30,17 +32,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-from starlette.applications import Starlette
-from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 from starlette.types import ASGIApp
 
 from printpipe.errors import InvalidInput
@@ -75,16 +74,16 @@ from printpipe.service.app import (
     Guard,
     RateLimit,
     Refusal,
+    Route,
+    Router,
     Service,
     _json_line,
     error_response,
     health_answer,
-    http_error,
     json_body,
     metrics_page,
     read_body,
     role_refusal,
-    unexpected,
 )
 from printpipe.service.problems import REQUEST_ID
 from printpipe.service.signatures import public_key_from_raw
@@ -265,7 +264,8 @@ async def plays(
             400, "bad_request", "a play needs an Idempotency-Key of 8 to 64 of A-Z a-z 0-9 . _ : -"
         )
     _empty_body(body)
-    fingerprint = service.ledger.request_fingerprint("POST", request.url.path, body.strip())
+    # the path as the player's name checked it (request.url, parsed again, is the same)
+    fingerprint = service.ledger.request_fingerprint("POST", request.scope["path"], body.strip())
     admission, by = (caller.admission, caller.terminal.id) if caller else (None, None)
     asked = PlayRequest(player, key, fingerprint, admission, by)
     try:
@@ -497,9 +497,10 @@ class PlayRoute:
     endpoint: Callable[..., Awaitable[Response]]
     access: Access
 
-    def route(self) -> Route:
+    def routes(self) -> list[Route]:
+        """The router's routes: one a method (``HEAD`` answered as ``GET``)."""
         endpoint = for_player(self.endpoint, self.access) if self.access.roles else self.endpoint
-        return Route(self.path, endpoint, methods=list(self.methods))
+        return [Route(self.path, method, endpoint, self.access) for method in self.methods]
 
 
 PLAYER = "/v1/players/{player}"
@@ -535,16 +536,7 @@ def create_app(
     """The game server's ASGI application over an open ledger and its dealer (its witness
     kept in ``witness``)."""
     service = PlayService(ledger, dealer, threads=threads, demo=demo, witness=witness)
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        async with service.running():  # its plays' entries sealed as the service's are
-            yield
-
-    app = Starlette(
-        routes=[route.route() for route in ROUTES],
-        exception_handlers={HTTPException: http_error, Exception: unexpected},
-        lifespan=lifespan,
-    )
-    app.state.service = service
-    return Guard(app, observed=metrics.http_metrics("play"))
+    # its plays' entries sealed while it runs, as the service's are
+    router = Router([route for r in ROUTES for route in r.routes()], service.running)
+    router.state.service = service
+    return Guard(router, observed=metrics.http_metrics("play"))

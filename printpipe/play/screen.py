@@ -84,17 +84,17 @@ def unit_screen(game: OnlineGame, symbols: bytes, lot_eur: int) -> dict[str, Any
     and its wins in words; and its lot (the unit's record, which the import checked against
     the rules).  ``symbols``: the record's symbol indices, one byte each."""
     indices = np.frombuffer(bytes(symbols), dtype=np.uint8).astype(np.int64)
+    row = list(bytes(symbols))
     codes = game.definition.symbol_codes
     cells = game.cells
     winning, words = game.unit_wins(indices)
-    opens = game.opens_second_grid(indices.tolist())
+    opens = game.opens_second_grid(row)
     grids = []
     for g in range(2 if opens else 1):
-        part = indices[g * cells : (g + 1) * cells]
         grids.append(
             {
-                "symbols": [codes[s] for s in part.tolist()],
-                "winning": [bool(w) for w in winning[g * cells : (g + 1) * cells]],
+                "symbols": [codes[s] for s in row[g * cells : (g + 1) * cells]],
+                "winning": winning[g * cells : (g + 1) * cells].tolist(),
                 "wins": words[g],
             }
         )

@@ -645,9 +645,7 @@ def request_ids() -> Iterator[str]:
 class Guard:
     """The outermost layer: every answer gets the request's id (``X-Request-Id``), and nothing
     escapes as a 500 or a traceback: an exception raised before the answer started is
-    answered by :func:`_unavailable` (503).  (A Starlette application inside, the game
-    server's, answers first with its own handler, :func:`unexpected`, and re-raises: caught
-    here, once answered.)"""
+    answered by :func:`_unavailable` (503)."""
 
     def __init__(self, app: ASGIApp, *, observed: metrics.HttpMetrics | None = None) -> None:
         self.app = app
@@ -686,23 +684,12 @@ class Guard:
                 self.observed.observe(route, scope["method"], status, time.perf_counter() - arrived)
 
 
-async def unexpected(request: Request, exc: Exception) -> Response:
-    """A Starlette application's handler for every exception: :func:`_unavailable`."""
-    return _unavailable(exc)
-
-
 def route_error(
     status: int, method: str, path: str, headers: dict[str, str] | None = None
 ) -> Response:
     """No route for a request: 404 (no such path) or 405 (its ``Allow`` in ``headers``)."""
     kind = {404: "not_found", 405: "method_not_allowed"}.get(status, "bad_request")
     return error_response(status, kind, f"{method} {path}: {kind}", headers)
-
-
-async def http_error(request: Request, exc: Exception) -> Response:
-    """A Starlette application's 404 and 405 (with its ``Allow``), as problems."""
-    status = getattr(exc, "status_code", 404)
-    return route_error(status, request.method, request.url.path, getattr(exc, "headers", None))
 
 
 Endpoint = Callable[[Request], Awaitable[Response]]

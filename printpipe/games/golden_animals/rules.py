@@ -25,7 +25,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -257,14 +257,13 @@ class GoldenAnimals:
         row = [int(s) for s in np.asarray(symbols).tolist()]
         winning = np.zeros(2 * cells, dtype=bool)
         words: list[list[str]] = [[], []]
-        codes = self.definition.symbol_codes
-        captions = self.definition.captions  # the name shown on the grid and the paytable
+        chain_words, money_words = self._win_words
         for g in range(2 if self.extra_id in row[:cells] else 1):
             grid = row[g * cells : (g + 1) * cells]
             masks: dict[int, int] = {}
             for i, s in enumerate(grid):
                 masks[s] = masks.get(s, 0) | 1 << i
-            for animal, amount in self._animal_amounts:
+            for animal, _ in self._animal_amounts:
                 mask = masks.get(animal, 0)
                 chains = int(self.groups.chains[mask])
                 if chains:
@@ -272,14 +271,26 @@ class GoldenAnimals:
                     for i in range(cells):
                         if crowded >> i & 1:
                             winning[g * cells + i] = True
-                    words[g] += [
-                        f"chaîne {captions[codes[animal]]} {french.euros(amount)}"
-                    ] * chains
+                    words[g] += [chain_words[animal]] * chains
             for i, s in enumerate(grid):
-                if self.is_money[s]:
+                word = money_words[s]
+                if word is not None:
                     winning[g * cells + i] = True
-                    words[g].append(f"ANIMALS {french.euros(int(self.money_value[s]))}")
+                    words[g].append(word)
         return winning, words
+
+    @cached_property
+    def _win_words(self) -> tuple[dict[int, str], list[str | None]]:
+        """:meth:`unit_wins`'s words, made once: each animal's chain (by symbol index, the
+        name shown on the grid and the paytable) and each symbol's money win (None: not money)."""
+        codes = self.definition.symbol_codes
+        captions = self.definition.captions
+        chains = {
+            animal: f"chaîne {captions[codes[animal]]} {french.euros(amount)}"
+            for animal, amount in self._animal_amounts
+        }
+        money = [f"ANIMALS {french.euros(v)}" if v > 0 else None for v in self.money_value.tolist()]
+        return chains, money
 
     # -- the units on screen (OnlineGame) ---------------------------------------------------
 
