@@ -75,6 +75,8 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "printpipe play --db play.sqlite --keys keys --demo",
         "printpipe play --db play.sqlite --keys keys --demo --port 0 --url-file play.url "
         "--pid-file play.pid --log play.log --detach",
+        "printpipe play --db play.sqlite --keys keys --wallet http://127.0.0.1:8790 "
+        "--wallet-key game.key",
     ),
     "play launch": ("printpipe play launch bob --key operator.key --url http://127.0.0.1:8788",),
     "players add": (

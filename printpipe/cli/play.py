@@ -30,6 +30,15 @@ if TYPE_CHECKING:
     "--demo", is_flag=True,
     help="Offer logins by one-time link (printpipe players add).",
 )  # fmt: skip
+@click.option(
+    "--wallet", "wallet_url", default=None, metavar="URL",
+    help="The operator's wallet API (docs/wallet-api.md) [default: the built-in wallet].",
+)  # fmt: skip
+@click.option(
+    "--wallet-key", type=click.Path(path_type=Path, dir_okay=False), default=None,
+    help="The game server's private key its wallet calls are signed with (printpipe terminal "
+    "keygen game.key; the wallet trusts game.key.pub).",
+)  # fmt: skip
 @server_options(default_port=8788)
 @click.pass_context
 def play(
@@ -37,6 +46,8 @@ def play(
     db_path: Location | None,
     keys_dir: Path,
     demo: bool,
+    wallet_url: str | None,
+    wallet_key: Path | None,
     host: str,
     port: int,
     workers: int,
@@ -55,6 +66,12 @@ def play(
         return
     if db_path is None:
         raise click.UsageError("Missing option '--db'.", ctx)
+    if (wallet_url is None) != (wallet_key is None):
+        raise click.UsageError("--wallet and --wallet-key go together.", ctx)
+    if wallet_url is not None and not wallet_url.startswith(("http://", "https://")):
+        raise click.BadParameter("an http:// or https:// URL", ctx, param_hint="'--wallet'")
+    if wallet_key is not None and not wallet_key.is_file():
+        raise click.BadParameter(f"{wallet_key}: no such file", ctx, param_hint="'--wallet-key'")
     from printpipe.play import server
 
     if detach:
@@ -71,6 +88,8 @@ def play(
         access_log=access_log,
         witness=witness,
         log_format=log_format,
+        wallet=wallet_url,
+        wallet_key=wallet_key,
     )
 
 

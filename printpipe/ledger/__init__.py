@@ -11,7 +11,8 @@ it are the ledger's own:
   and its deal order with it: ``units.py``, ``deal.py``);
 - ``batch.py``: group commit, many requests in one transaction (validations, claims, plays);
 - ``plays.py``: the online game server's transactions (a play: debit, unit, credit, once per
-  Idempotency-Key; history, proofs, players), over the wallet of ``wallet.py``;
+  Idempotency-Key; history, proofs, players), over the wallet of ``wallet.py`` (one outside
+  the ledger, the operator's: through the outbox of ``outbox.py``);
 - ``store/``: the database behind one protocol, one module per engine, the schema written once;
 - ``key.py`` (HMACs under the ledger key), ``tree.py`` and ``proofs.py`` (a block's commitment
   in the ledger), ``log.py`` (the audit log sealed under the ledger key), ``inputs.py``
@@ -66,6 +67,7 @@ if TYPE_CHECKING:
         write_checkpoint,
     )
     from printpipe.ledger.migration import Upgraded, upgrade
+    from printpipe.ledger.outbox import Outbox, with_outbox
     from printpipe.ledger.packs import ForeignPack, NoSuchPack
     from printpipe.ledger.plays import (
         DailyLimitReached,
@@ -168,6 +170,8 @@ _HOMES = {
     "SoldOut": "plays",
     "check_player": "plays",
     "DatabaseWallet": "wallet",
+    "Outbox": "outbox",
+    "with_outbox": "outbox",
     "InsufficientFunds": "wallet",
     "NoSuchPlayer": "wallet",
     "Wallet": "wallet",
@@ -200,6 +204,7 @@ __all__ = [
     "NoSuchPack",
     "NoSuchPlay",
     "NoSuchPlayer",
+    "Outbox",
     "PackRef",
     "PackScope",
     "Play",
@@ -239,6 +244,7 @@ __all__ = [
     "record_refusal",
     "start_launched_session",
     "upgrade",
+    "with_outbox",
     "witness_path",
     "write_checkpoint",
     "write_ticket_proof",
