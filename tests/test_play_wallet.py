@@ -11,6 +11,7 @@ import time
 import pytest
 from starlette.testclient import TestClient
 
+from printpipe.errors import PrintpipeError
 from printpipe.ledger import InsufficientFunds, Ledger, PlayRefused, PlayRequest, load_ledger_key
 from printpipe.ledger.outbox import ABANDONED_S
 from printpipe.play.app import create_app
@@ -181,6 +182,7 @@ def test_a_debit_left_by_a_killed_game_server_is_cancelled(world, wallet):
         dealer.clock = lambda: dt.datetime.now(dt.UTC)
         play, replayed = dealer.play(player=player, key="midway-key", fingerprint=FP)
         assert not replayed and play.id != reserved[0].reference
+        dealer.outbox.send_due()
         assert ledger.verify_log().ok
 
 
@@ -207,3 +209,51 @@ def test_the_game_server_plays_through_the_wallet_with_a_launch_link(world, wall
         assert client.get(f"/v1/players/{player}").json()["balance_cents"] == expected
         metrics = client.get("/metrics").text
         assert 'printpipe_wallet_calls_total{call="debit",outcome="confirmed"}' in metrics
+
+
+def test_the_days_report_is_signed_and_reconcile_finds_the_books_equal(world, wallet, ledgers):
+    """After the plays above: ``play report`` signs the day's sales (its figures the
+    ledger's), ``play reconcile`` finds the game server's calls and the wallet's statement
+    equal (exit 0), and names a debit the game server never asked (exit 1)."""
+    from printpipe.keys import LOTTERY_SIGNING_PUB, load_public_key
+    from printpipe.play.report import read_sales_report
+    from printpipe.wallet.api import Call, Share
+    from tests.ledger_helpers import db_arg, run_in_process
+
+    reporter = "reported"
+    introduce(world, reporter)
+    deposit(wallet, reporter, 1000)
+    ledger, dealer = dealer_of(world, wallet)
+    with ledger:
+        for n in range(3):
+            dealer.play(player=reporter, key=f"reported-{n}", fingerprint=FP)
+        dealer.outbox.send_due()
+    with world.ledger() as book:
+        day = book.query("SELECT MAX(day) FROM plays")[0][0]
+        plays, stakes, lots = book.query(
+            "SELECT COUNT(*), SUM(stake_cents), SUM(lot_cents) FROM plays WHERE day = ?", (day,)
+        )[0]
+    printed = run_in_process("play", "report", "--db", db_arg(world.location), "--keys",
+                             str(world.keys), "--day", day)  # fmt: skip
+    assert printed.returncode == 0, printed.stderr
+    report = read_sales_report(printed.stdout.encode(),
+                               load_public_key(world.keys / LOTTERY_SIGNING_PUB))  # fmt: skip
+    (game,) = report["games"]
+    assert (game["plays"], game["stakes_cents"], game["lots_cents"]) == (plays, stakes, lots)
+    assert game["jackpot_participations"] == plays and game["jackpot_cents"] == 3 * plays
+    assert game["linked_game"] and game["lots_pending_cents"] == 0
+    forged = printed.stdout.replace(f'"plays": {plays},', f'"plays": {plays + 1},', 1)
+    with pytest.raises(PrintpipeError, match="does not verify"):
+        read_sales_report(forged.encode(), load_public_key(world.keys / LOTTERY_SIGNING_PUB))
+
+    reconcile = ["play", "reconcile", "--db", db_arg(world.location), "--wallet", wallet.url,
+                 "--wallet-key", str(wallet.key_file), "--day", day]  # fmt: skip
+    equal = run_in_process(*reconcile)
+    assert equal.returncode == 0 and "are equal" in equal.stdout, equal.stdout + equal.stderr
+    deposit(wallet, reporter, 100)
+    with WalletStore(wallet.location) as store:  # a debit nobody played nor cancelled
+        store.apply(Call("debit", "forged-debit-0001", reporter, 100, "GA",
+                         (Share("GA", 100),)), now=dt.datetime.now(dt.UTC))  # fmt: skip
+    differs = run_in_process(*reconcile)
+    assert differs.returncode == 1, differs
+    assert f"unknown: the wallet's debit forged-debit-0001 of {reporter}" in differs.stdout

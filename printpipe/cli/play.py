@@ -6,6 +6,7 @@ ledger's dealer.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -118,6 +119,77 @@ def play_launch(player: str, key_file: Path, url: str, session: str | None, ttl:
     token = make_launch_token(load_terminal_key(key_file), player=player, session=session,
                               ttl_s=ttl)  # fmt: skip
     click.echo(launch_link(url, token))
+
+
+def _day(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    from printpipe.wallet.api import BadCall, check_day
+
+    try:
+        return check_day(value)
+    except BadCall as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+
+
+day_option = click.option(
+    "--day", required=True, callback=_day, metavar="YYYY-MM-DD", help="The day (UTC)."
+)
+
+
+@play.command("report")
+@db_option
+@keys_option
+@day_option
+@_database_errors
+def play_report(db_path: Location, keys_dir: Path, day: str) -> None:
+    """Print the day's sales per game (plays, stakes, lots won and credited, Super Jackpot
+    participations, each block's plays), signed with the lottery's signing key."""
+    from printpipe.games import load_game
+    from printpipe.keys import LOTTERY_SIGNING_KEY, load_signing_key
+    from printpipe.ledger import Ledger, day_sales, format_time
+    from printpipe.play.report import sales_report, sign_sales_report
+
+    signing = load_signing_key(keys_dir, LOTTERY_SIGNING_KEY)
+    with Ledger(db_path, read_only=True) as book:
+        games = day_sales(book, day)
+        at = format_time(book.clock())
+    linked = {sales.game: str(getattr(load_game(sales.game), "linked_game", "")) for sales in games}
+    report = sales_report(day, games, linked=linked, at=at)
+    click.echo(sign_sales_report(report, signing).decode(), nl=False)
+
+
+@play.command("reconcile")
+@db_option
+@click.option(
+    "--wallet", "wallet_url", required=True, metavar="URL",
+    help="The operator's wallet API whose statement of the day is compared.",
+)  # fmt: skip
+@click.option(
+    "--wallet-key", type=click.Path(path_type=Path, dir_okay=False, exists=True), required=True,
+    help="The game server's key its wallet calls are signed with (the statement is asked so).",
+)  # fmt: skip
+@day_option
+@_database_errors
+def play_reconcile(db_path: Location, wallet_url: str, wallet_key: Path, day: str) -> None:
+    """Compare the game server's wallet calls of the day (plays, the outbox's confirmations)
+    with the wallet's statement: each difference on a line (missing, doubled, amount, unknown,
+    pending); exit 0 when the two books are equal, 1 otherwise."""
+    from printpipe.ledger import Ledger, recorded_calls
+    from printpipe.play.operator_wallet import WalletClient
+    from printpipe.play.reconcile import reconcile
+    from printpipe.service.signatures import load_terminal_key
+
+    with Ledger(db_path, read_only=True) as book:
+        calls = recorded_calls(book, day)
+        games = book.query("SELECT DISTINCT game FROM commitments ORDER BY 1")
+    game = str(games[0][0]) if games else "printpipe"
+    with WalletClient(wallet_url, key=load_terminal_key(wallet_key), game=game) as client:
+        statement = client.statement(day=day)
+    found = reconcile(day, calls, statement)
+    for difference in found.differences:
+        click.echo(difference)
+    click.echo(found.summary())
+    if not found.equal:
+        sys.exit(1)
 
 
 @click.group()

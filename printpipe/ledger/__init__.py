@@ -88,6 +88,7 @@ if TYPE_CHECKING:
         format_time,
         parse_time,
     )
+    from printpipe.ledger.sales import GameSales, RecordedCall, day_sales, recorded_calls
     from printpipe.ledger.store import Location, database_errors, location_argument, parse_location
     from printpipe.ledger.terminals import Terminal
     from printpipe.ledger.wallet import (
@@ -171,6 +172,10 @@ _HOMES = {
     "check_player": "plays",
     "DatabaseWallet": "wallet",
     "Outbox": "outbox",
+    "GameSales": "sales",
+    "RecordedCall": "sales",
+    "day_sales": "sales",
+    "recorded_calls": "sales",
     "with_outbox": "outbox",
     "InsufficientFunds": "wallet",
     "NoSuchPlayer": "wallet",
@@ -194,6 +199,7 @@ __all__ = [
     "DatabaseWallet",
     "Dealer",
     "ForeignPack",
+    "GameSales",
     "IdempotentClaim",
     "InsufficientFunds",
     "KeyReused",
@@ -211,6 +217,7 @@ __all__ = [
     "PlayRefused",
     "PlayRequest",
     "Reason",
+    "RecordedCall",
     "RequestRefused",
     "Settings",
     "SoldOut",
@@ -225,6 +232,7 @@ __all__ = [
     "close_block",
     "configure",
     "database_errors",
+    "day_sales",
     "default_witness_folder",
     "describe",
     "format_time",
@@ -242,6 +250,7 @@ __all__ = [
     "read_checkpoint",
     "read_witness",
     "record_refusal",
+    "recorded_calls",
     "start_launched_session",
     "upgrade",
     "with_outbox",
