@@ -35,6 +35,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import os
 import secrets
 import threading
 import time
@@ -61,9 +62,13 @@ from printpipe.wallet.api import Cancelled, Confirmed, Outcome, Refused, Settled
 log = logging.getLogger("printpipe.play")
 
 SENT, PENDING, CONFIRMED, REFUSED, CANCEL = "sent", "pending", "confirmed", "refused", "cancel"
-ABANDONED_S = 120
-"""A debit still *sent* this long after it was reserved was left by a process that died: it
-is cancelled (a live one settles within its client's attempts: 4 x 5 s at most, and waits)."""
+ABANDONED_ENV = "PRINTPIPE_WALLET_ABANDONED_S"
+ABANDONED_S = int(os.environ.get(ABANDONED_ENV, "60"))
+"""A debit still *sent* this long after it was reserved was left by a process that died: it is
+cancelled.  A live one settles within its client's attempts (4 x 5 s at most, and waits);
+were it slower, its deal finds it cancelled (the row is locked by whichever commits first) and
+answers 503: never money lost, only a play to retry.  ``PRINTPIPE_WALLET_ABANDONED_S``
+changes it (the reliability tests: a few seconds)."""
 CLAIM_S = 60
 """How long a worker holds the rows it is sending (then they are due again)."""
 BACKOFF_S = 1.0
