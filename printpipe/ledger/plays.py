@@ -654,7 +654,10 @@ class Dealer:
         if isinstance(self.wallet, DatabaseWallet):
             balance = None
         else:  # the operator's: asked outside any transaction
-            balance = self.wallet.balance(player=player)
+            try:
+                balance = self.wallet.balance(player=player)
+            except PrintpipeError as exc:
+                raise PlayUnavailable(f"the operator's wallet: {exc}") from None
         with self.db.snapshot() as tx:
             if balance is None:
                 balance = DatabaseWallet(self.key).balance_in(tx, player=player)
