@@ -21,9 +21,13 @@ Then :meth:`Outbox.send_due` (``PlayService``'s outbox task, and at once after a
 every *pending* credit and cancel, same reference, until the wallet confirms it, with
 backoff, across restarts and kill -9 (a row is claimed for a while by moving its ``next_at``,
 so several workers never send it at once, and a process killed while sending leaves it due
-again).  A debit left *sent* past :data:`ABANDONED_S` (its process died between steps 1 and 3)
-is turned into a cancel: the wallet gives the stake back, or refuses the debit if it arrives
-later, so no debit stands without its play or its cancel.
+again).  The outbox's own transactions (claims, confirmations, abandoned debits turned into
+cancels) need no flush to disk: one lost in a crash is done again, and a call sent again is
+made once by the wallet.  Steps 1 and 3 are durable: a debit is sent only once its row is on
+disk, a player answered only once the deal is.  A debit left *sent* past
+:data:`ABANDONED_S` (its process died between steps 1 and 3) is turned into a cancel: the
+wallet gives the stake back, or refuses the debit if it arrives later, so no debit stands
+without its play or its cancel.
 
 Each row is MACed under the ledger's log key over the call as asked (``log.OutboxCall``) and
 checked by ``verify-log``; its progress (state, attempts, the wallet's time) is the
@@ -365,7 +369,7 @@ class Outbox:
     def _cancel_abandoned(self) -> None:
         now = self.dealer.clock()
         cutoff = _stamp(now - dt.timedelta(seconds=ABANDONED_S))
-        with self.db.transaction(durable=True) as tx:
+        with self.db.transaction() as tx:  # lost in a crash: done again
             left = tx.execute(
                 f"UPDATE wallet_outbox SET state = '{CANCEL}' WHERE kind = 'debit' AND "
                 f"state = '{SENT}' AND created_at < ? RETURNING reference, player, amount_cents",
@@ -381,7 +385,7 @@ class Outbox:
     def _claim(self) -> list[tuple[str, str, str, int, int]]:
         """The calls due, held for :data:`CLAIM_S` (reference, kind, player, amount, attempts)."""
         now = int(time.time())
-        with self.db.transaction(durable=True) as tx:
+        with self.db.transaction() as tx:  # lost in a crash: done again
             due = tx.execute(
                 f"SELECT reference, kind FROM wallet_outbox WHERE state = '{PENDING}' AND "
                 f"next_at <= ? ORDER BY next_at LIMIT {SEND_MOST}" + tx.skip_locked,
@@ -414,7 +418,7 @@ class Outbox:
     def _record(self, claimed: list[tuple[str, str, str, int, int]],
                 results: list[Outcome]) -> None:  # fmt: skip
         now = int(time.time())
-        with self.db.transaction(durable=True) as tx:
+        with self.db.transaction() as tx:  # lost in a crash: done again
             for (reference, kind, player, _, attempts), outcome in zip(
                 claimed, results, strict=True
             ):
