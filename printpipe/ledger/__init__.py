@@ -89,7 +89,15 @@ if TYPE_CHECKING:
         parse_time,
     )
     from printpipe.ledger.sales import GameSales, RecordedCall, day_sales, recorded_calls
-    from printpipe.ledger.store import Location, database_errors, location_argument, parse_location
+    from printpipe.ledger.store import (
+        Location,
+        PostgresLocation,
+        Tx,
+        database_errors,
+        location_argument,
+        parse_location,
+        tx_over,
+    )
     from printpipe.ledger.terminals import Terminal
     from printpipe.ledger.wallet import (
         DatabaseWallet,
@@ -157,6 +165,9 @@ _HOMES = {
     "format_time": "rules",
     "parse_time": "rules",
     "Location": "store",
+    "PostgresLocation": "store",
+    "Tx": "store",
+    "tx_over": "store",
     "database_errors": "store",
     "location_argument": "store",
     "parse_location": "store",
@@ -216,6 +227,7 @@ __all__ = [
     "Play",
     "PlayRefused",
     "PlayRequest",
+    "PostgresLocation",
     "Reason",
     "RecordedCall",
     "RequestRefused",
@@ -223,6 +235,7 @@ __all__ = [
     "SoldOut",
     "Terminal",
     "TerminalId",
+    "Tx",
     "Upgraded",
     "Validation",
     "Wallet",
@@ -252,6 +265,7 @@ __all__ = [
     "record_refusal",
     "recorded_calls",
     "start_launched_session",
+    "tx_over",
     "upgrade",
     "with_outbox",
     "witness_path",

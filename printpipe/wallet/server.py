@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from printpipe.atomic import atomic_file
-from printpipe.ledger.store import Location, location_argument, parse_location
+from printpipe.ledger import Location, location_argument, parse_location
 from printpipe.service.server import POOL_CONNECTIONS, bind, run_uvicorn, url_of
 from printpipe.wallet.app import Faults
 

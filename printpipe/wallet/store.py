@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from printpipe.errors import PrintpipeError
-from printpipe.ledger.store import Location, PostgresLocation, Tx
+from printpipe.ledger import Location, PostgresLocation, Tx, tx_over
 from printpipe.wallet.api import (
     Call,
     Receipt,
@@ -189,17 +189,13 @@ class WalletStore:
     def transaction(self) -> Iterator[Tx]:
         """One durable read-write transaction."""
         if self.pool is not None:
-            from printpipe.ledger.store.postgresql import PostgresTx
-
             with self.pool.connection() as conn, conn.transaction():
-                yield PostgresTx(conn)
+                yield tx_over(conn)
             return
-        from printpipe.ledger.store.sqlite import SqliteTx
-
         conn = self._conn
         conn.execute("BEGIN IMMEDIATE")
         try:
-            yield SqliteTx(conn)
+            yield tx_over(conn)
         except BaseException:
             conn.execute("ROLLBACK")
             raise

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from printpipe.ledger.store import postgresql, sqlite
 from printpipe.ledger.store.base import (
@@ -41,9 +42,19 @@ __all__ = [
     "parse_location",
     "ticket_key",
     "ticket_of_key",
+    "tx_over",
     "upgrade_layout",
     "values_table",
 ]
+
+
+def tx_over(conn: Any) -> Tx:
+    """The ``Tx`` adapter over an open connection of either engine (a psycopg connection, or
+    an sqlite3 one), for a database that is not a ledger but speaks the same dialects (the
+    reference wallet's, ``printpipe.wallet.store``)."""
+    if isinstance(conn, sqlite3.Connection):
+        return sqlite.SqliteTx(conn)
+    return postgresql.PostgresTx(conn)
 
 
 def open_database(
