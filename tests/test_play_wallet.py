@@ -113,6 +113,17 @@ def test_plays_are_debited_and_credited_at_the_operators_wallet(world, wallet):
         assert shares == [(3,)]
         report = ledger.verify_log()
         assert report.ok, report.problems
+        edited = made[0].id  # a database writer raises the debit the wallet was asked
+        with ledger.db.transaction() as tx:
+            tx.execute("UPDATE wallet_outbox SET amount_cents = 1 WHERE reference = ? AND "
+                       "kind = 'debit'", (edited,))  # fmt: skip
+        problems = ledger.verify_log().problems
+        assert any(f"the wallet call debit {edited} of {player} was edited" in p
+                   for p in problems), problems  # fmt: skip
+        with ledger.db.transaction() as tx:
+            tx.execute("UPDATE wallet_outbox SET amount_cents = 100 WHERE reference = ? AND "
+                       "kind = 'debit'", (edited,))  # fmt: skip
+        assert ledger.verify_log().ok
     rows = outbox_rows(world, player=player)
     debits = [r for r in rows if r[1] == "debit"]
     assert sum(r[3] == "confirmed" for r in debits) == len(made)
