@@ -28,8 +28,17 @@ or NOT MET: plays a second without pause (PostgreSQL >= 1,500; SQLite no slower 
 server CPU a play <= 2 x the floor's a validation.  The load average is printed before and
 after: the machine is shared, compare the ratios of one run.
 
+**Through the operator's wallet** (issue 27; ``--no-wallet`` to leave it out): beside the
+built-in wallet's game server, a second ledger on the same database holding the same block,
+its 64 players' money at the reference wallet (``printpipe wallet serve``, its own database on
+the same engine, on this machine), and ``printpipe play --wallet URL --wallet-key FILE
+--workers 2``: its plays without pause are alternated with the built-in one's, and the median
+of the runs' ratios is compared with issue 27's target (>= 0.5 x).  Afterwards its outbox is
+empty, its ledger verifies and the wallet's balances are the deposits less the stakes plus the
+lots.
+
 Usage: ``python bench/bench_play.py [--db sqlite,postgresql] [--rounds 20] [--repeat 3]
-[--rate 1000]``.
+[--rate 1000] [--no-wallet]``.
 """
 
 from __future__ import annotations
@@ -45,9 +54,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from printpipe.ledger import LOTTERY, configure, location_argument
+from printpipe.ledger import LOTTERY, Location, configure, location_argument
 from printpipe.ledger.store import ticket_of_key
-from tests.play_helpers import PlayWorld, make_block, make_world
+from tests.play_helpers import OnlineBlock, PlayWorld, make_block, make_world
 from tests.storm import (
     Pace,
     ledger_location,
@@ -56,6 +65,7 @@ from tests.storm import (
     start_floor,
     validate_request,
 )
+from tests.wallet_helpers import WalletProcess
 
 PLAYERS = 64
 
@@ -78,6 +88,74 @@ def unit_codes(world: PlayWorld) -> list[str]:
     return [ticket_of_key(int(unit)).validation_code(12345) for (unit,) in rows]
 
 
+WALLET_TARGET = 0.5
+"""Issue 27: plays through the HTTP wallet, over the plays with the built-in one (a second)."""
+
+
+@dataclass
+class WalletSide:
+    """The game server playing through the reference wallet (its world, the wallet)."""
+
+    world: PlayWorld
+    wallet: WalletProcess
+    deposit_cents: int
+
+    @property
+    def pids(self) -> list[int]:
+        assert self.world.process is not None
+        return [self.world.process.pid]
+
+
+def start_wallet_side(
+    backend: str, location: Location, block: OnlineBlock, root: Path, args: argparse.Namespace
+) -> WalletSide:
+    """A second ledger with the block, the reference wallet holding its players' money, and
+    ``printpipe play --wallet`` on them."""
+    import datetime as dt
+
+    from printpipe.ledger.store import PostgresLocation
+    from printpipe.wallet.store import WalletStore
+    from tests.ledger_helpers import LedgerFactory
+
+    url = location.dsn if isinstance(location, PostgresLocation) else None
+    factory = LedgerFactory(backend, root / "more", url)
+    (root / "more").mkdir(exist_ok=True)
+    world = make_world(block, factory.new(), root / "world-wallet", players=PLAYERS,
+                       balance_eur=0)  # fmt: skip
+    configure(world.location, terminal=LOTTERY, daily_stake_limit_eur=10_000)
+    wallet = WalletProcess(factory.new(), root / "wallet")
+    deposit = (2 * args.rounds * args.repeat + 10) * 100
+    with WalletStore(wallet.location) as store:
+        now = dt.datetime.now(dt.UTC)
+        for player in world.players:
+            store.deposit(player=player, amount_cents=deposit, now=now)
+    wallet.start()
+    world.start(workers=args.workers,
+                args=["--wallet", wallet.url, "--wallet-key", str(wallet.key_file)])  # fmt: skip
+    return WalletSide(world, wallet, deposit)
+
+
+def check_wallet_side(side: WalletSide) -> int:
+    """Its outbox emptied, its ledger verified, the wallet's money conserved; the plays."""
+    from printpipe.wallet.store import WalletStore
+
+    deadline = time.monotonic() + 120
+    while side.world.query("SELECT COUNT(*) FROM wallet_outbox WHERE state IN ('pending', "
+                           "'sent')")[0][0]:  # fmt: skip
+        assert time.monotonic() < deadline, "the outbox was never emptied"
+        time.sleep(0.5)
+    ((plays, stakes, lots),) = side.world.query(
+        "SELECT COUNT(*), COALESCE(SUM(stake_cents), 0), COALESCE(SUM(lot_cents), 0) FROM plays"
+    )
+    with WalletStore(side.wallet.location) as store:
+        balances = store.totals()["balances"]
+    assert balances == PLAYERS * side.deposit_cents - int(stakes) + int(lots), "money moved"
+    with side.world.ledger() as book:
+        report = book.verify_log()
+    assert report.ok, report.problems
+    return int(plays)
+
+
 def run(backend: str, args: argparse.Namespace, root: Path) -> None:
     with ledger_location(backend, root) as (location, database_pids):
         started = time.perf_counter()
@@ -93,6 +171,7 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
               f"{time.perf_counter() - started:.0f} s", flush=True)  # fmt: skip
         world.start(workers=args.workers)
         assert world.process is not None
+        side = start_wallet_side(backend, location, block, root, args) if args.wallet else None
         floor, floor_url = start_floor(
             location_argument(world.location), root, args.workers, table="units"
         )
@@ -102,6 +181,17 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
             "plays without pause": [], "floor without pause": [],
             f"plays {paced}": [], f"floor {paced}": [],
         }  # fmt: skip
+        through = "plays through the HTTP wallet without pause"
+        if side is not None:
+            runs[through] = []
+
+        def wallet_plays(name: str, rounds: int) -> dict[str, float]:
+            assert side is not None
+            w = side.world
+            per_player = [[w.play_request(p) for _ in range(rounds)] for p in w.players]
+            return measured_storm(name, w.url, per_player, [*side.pids, *database_pids],
+                                  ok=201, unit="play")  # fmt: skip
+
         turn = [0]
 
         def plays(name: str, rounds: int, pace: Pace | None = None) -> dict[str, float]:
@@ -123,9 +213,13 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
         try:
             plays("warm-up (not counted: each worker's first requests)", 2)
             validations("floor warm-up")
+            if side is not None:
+                wallet_plays("HTTP wallet warm-up (not counted)", 2)
             for attempt in range(args.repeat):
                 n = f"#{attempt + 1}"
                 runs["plays without pause"].append(plays(f"plays without pause {n}", args.rounds))
+                if side is not None:
+                    runs[through].append(wallet_plays(f"{through} {n}", args.rounds))
                 runs["floor without pause"].append(validations(f"floor without pause {n}"))
                 runs[f"plays {paced}"].append(
                     plays(f"plays {paced} {n}", args.rounds, Pace(args.rate))
@@ -135,6 +229,13 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
             world.stop()
             floor.terminate()
             floor.wait(timeout=60)
+            if side is not None:
+                try:
+                    print(f"{backend}: the HTTP wallet's books checked, verify-log passes: "
+                          f"{check_wallet_side(side):,} plays", flush=True)  # fmt: skip
+                finally:
+                    side.world.stop()
+                    side.wallet.stop()
         totals = world.check_books(sum(world.players.values()))
         medians = {kind: print_median(f"{backend} {kind}", measured, unit="request")
                    for kind, measured in runs.items()}  # fmt: skip
@@ -170,7 +271,19 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
             ("  ratio (median of the runs')", f"{cpu:.2f} x", f"<= {target.cpu_ratio:g} x",
              cpu <= target.cpu_ratio),
         ]  # fmt: skip
-        print(f"{backend}: issue 25's targets (medians of {args.repeat} runs, load "
+        if side is not None:
+            ratio = statistics.median(
+                a["rate"] / b["rate"] for a, b in zip(runs[through], free, strict=True)
+            )
+            rows += [
+                ("plays a second through the HTTP wallet", f"{m[through]['rate']:,.0f}", "",
+                 None),
+                ("  over the built-in wallet's (median ratio)", f"{ratio:.2f} x",
+                 f">= {WALLET_TARGET:g} x", ratio >= WALLET_TARGET),
+                ("  its p50 / p99", f"{m[through]['p50']:.1f} / {m[through]['p99']:.1f} ms", "",
+                 None),
+            ]  # fmt: skip
+        print(f"{backend}: issue 25's and 27's targets (medians of {args.repeat} runs, load "
               f"{os.getloadavg()[0]:.1f})")  # fmt: skip
         for name, value, wanted, met in rows:
             verdict = "" if met is None else "met" if met else "NOT MET"
@@ -185,6 +298,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--rate", type=int, default=1000, help="Requests/s offered (paced).")
     parser.add_argument("--workers", type=int, default=2, help="printpipe play --workers")
+    parser.add_argument("--wallet", action=argparse.BooleanOptionalAction, default=True,
+                        help="Also play through the reference wallet over HTTP.")  # fmt: skip
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()[0]:.2f} (2 cores)", flush=True)
     for backend in args.db.split(","):

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -115,22 +116,27 @@ class PlayWorld:
         with self.ledger() as book:
             return book.query(sql)
 
-    def start(self, *, demo: bool = False, workers: int = 1, open_files: int | None = None) -> str:
-        """``printpipe play`` on the world's ledger (``open_files``: its RLIMIT_NOFILE)."""
+    def start(
+        self, *, demo: bool = False, workers: int = 1, open_files: int | None = None,
+        args: Sequence[str] = (), env: dict[str, str] | None = None,
+    ) -> str:  # fmt: skip
+        """``printpipe play`` on the world's ledger (``open_files``: its RLIMIT_NOFILE; ``args``
+        added to its command line, ``env`` to its environment)."""
         url_file = self.folder / "play.url"
         url_file.unlink(missing_ok=True)
         log = open(self.folder / "play.log", "ab")  # noqa: SIM115 - the server's
-        args = [sys.executable, "-m", "printpipe", "play", "--db", db_text(self.location),
-                "--keys", str(self.keys), "--port", "0", "--url-file", str(url_file),
-                "--workers", str(workers)]  # fmt: skip
+        command = [sys.executable, "-m", "printpipe", "play", "--db", db_text(self.location),
+                   "--keys", str(self.keys), "--port", "0", "--url-file", str(url_file),
+                   "--workers", str(workers)]  # fmt: skip
 
         def limit_files() -> None:
             if open_files is not None:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
 
         self.process = subprocess.Popen(
-            [*args, *(["--demo"] if demo else [])], stdout=log, stderr=log,
+            [*command, *(["--demo"] if demo else []), *args], stdout=log, stderr=log,
             preexec_fn=limit_files if open_files is not None else None,
+            env={**os.environ, **env} if env else None,
         )  # fmt: skip
         log.close()
         deadline = time.monotonic() + 60

@@ -37,7 +37,8 @@ BELOW: dict[str, set[str]] = {
     "generation": {"commitment"},
     "proof": {"generation", "render"},
     "press": {"proof"},
-    "ledger": {"commitment"},
+    "wallet_api": set(),  # printpipe/wallet/api.py: see WALLET_API
+    "ledger": {"commitment", "wallet_api"},
     "service": {"ledger"},
     "wallet": {"service"},
     "play": {"wallet", "render"},
@@ -52,6 +53,11 @@ the data flows; the imports follow it, with one turn: the formats that pass betw
 both the printer's runs that write or check them (``generation``, ``proof``, ``press``) and the
 lottery's side that reads them (``ledger`` and the services), and neither side imports the
 other."""
+WALLET_API = "printpipe.wallet.api"
+"""The operator's wallet API (the calls, receipts, statements and outcomes that pass between the
+game server and the operator's wallet) is a contract, as ``handover``'s formats are: it ranks
+below the ledger, which records the calls in its outbox, while the reference wallet's server (the
+rest of ``wallet/``) sits above the service it is built on."""
 WINGS = {"block", "handover", "generation", "press", "ledger"}
 """The wings with a face: outside the wing, only ``printpipe.<wing>`` is imported, whose names
 are loaded on first use.  ``render``, ``proof``, ``commitment`` and ``games`` are used module by
@@ -133,6 +139,8 @@ def _circles(graph: Graph) -> list[set[str]]:
 
 
 def _subsystem(module: str) -> str:
+    if module == WALLET_API:
+        return "wallet_api"
     parts = module.split(".")
     return parts[1] if len(parts) > 1 else "printpipe"
 

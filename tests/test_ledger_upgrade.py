@@ -34,7 +34,13 @@ OLD_NONCES = (
 """Layout 5's table, as that printpipe made it."""
 
 
+LAYOUT_8 = [
+    ("ALTER TABLE plays DROP COLUMN jackpot_cents", ()),
+    ("DROP TABLE wallet_outbox", ()),
+]
+"""This printpipe's tables taken back to layout 8's (what issue 25 made)."""
 LAYOUT_7 = [
+    *LAYOUT_8,
     ("ALTER TABLE audit_log DROP COLUMN mac", ()),
     ("ALTER TABLE units DROP COLUMN mac", ()),
     ("ALTER TABLE plays DROP COLUMN mac", ()),
@@ -53,7 +59,7 @@ LAYOUT_7 = [
 
 
 def _to_layout(location: Location, layout: int, *more: tuple[str, tuple[object, ...]]) -> None:
-    """A ledger of this printpipe taken back to ``layout`` (7 or earlier: layout 7's tables),
+    """A ledger of this printpipe taken back to ``layout`` (8, or 7 or earlier: 7's tables),
     the deal cursors at the plays made, and ``more`` statements run."""
     with Ledger(location, read_only=True) as book:
         blocks = book.query("SELECT commitment, units FROM deal_orders")
@@ -63,7 +69,10 @@ def _to_layout(location: Location, layout: int, *more: tuple[str, tuple[object, 
         for c, n in blocks
     ]
     mark = ("UPDATE ledger_meta SET value = ? WHERE key = 'layout'", (str(layout),))
-    _raw(location, *LAYOUT_7, *cursors, mark, *more)
+    if layout == 8:
+        _raw(location, *LAYOUT_8, mark, *more)
+    else:
+        _raw(location, *LAYOUT_7, *cursors, mark, *more)
     if not isinstance(location, PostgresLocation):
         _raw(location, (f"PRAGMA user_version={layout}", ()))
 
@@ -252,6 +261,7 @@ def test_a_layout_7_ledger_is_upgraded_its_money_rows_bound(online_block, ledger
     past = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=200)  # the old server stopped since
     ledger, dealer = open_dealer(db, world.keys)
     dealer.clock = lambda: past
+    dealer.jackpot = None  # plays as layout 7 made them
     with ledger:
         made = [dealer.play(player=f"player-0{n % 2}", key=f"before-{n}", fingerprint=b"f" * 32)
                 for n in range(3)]  # fmt: skip
@@ -279,4 +289,32 @@ def test_a_layout_7_ledger_is_upgraded_its_money_rows_bound(online_block, ledger
         assert after.position == 3 and after.position not in [p.position for p, _ in made]
         today = after.played_at[:10] == made[0][0].played_at[:10]
         assert dealer.account(player="player-00")["staked_today_cents"] == 100 + 200 * today
+    world.check_books(sum(world.players.values()))
+
+
+def test_a_layout_8_ledger_is_upgraded_its_outbox_made(online_block, ledgers, tmp_path):
+    """A ledger of layout 8 with plays made (no Super Jackpot share recorded, no outbox): the
+    upgrade adds the column and the table, binds nothing anew, and the ledger verifies; its
+    plays from then on record their share, bound by their MAC and entry."""
+    world = make_world(online_block, ledgers.new(), tmp_path, players=1, balance_eur=5)
+    db = world.location
+    past = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=200)
+    ledger, dealer = open_dealer(db, world.keys)
+    dealer.clock, dealer.jackpot = (lambda: past), None  # as layout 8 made them
+    with ledger:
+        dealer.play(player="player-00", key="before-9", fingerprint=b"f" * 32)
+    _to_layout(db, 8)
+    with pytest.raises(PrintpipeError, match="layout 8"):
+        Ledger(db, key=load_ledger_key(world.keys))
+    done = run_in_process("ledger", "upgrade", "--db", db_arg(db), "--keys", str(world.keys))
+    assert done.returncode == 0, done.stderr
+    assert f"upgraded from layout 8 to {LAYOUT}: " in done.stdout
+    ledger, dealer = open_dealer(db, world.keys)
+    with ledger:
+        dealer.play(player="player-00", key="after-9", fingerprint=b"f" * 32)
+        shares = ledger.query("SELECT idempotency_key, jackpot_cents FROM plays ORDER BY 1")
+    assert shares == [("after-9", 3), ("before-9", None)]
+    verified = run_in_process("ledger", "verify-log", "--db", db_arg(db), "--keys",
+                              str(world.keys))  # fmt: skip
+    assert verified.returncode == 0 and "2 plays to theirs" in verified.stdout, verified
     world.check_books(sum(world.players.values()))

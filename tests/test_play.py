@@ -205,8 +205,9 @@ def _play_row(book, play_id: str) -> tuple:
 
 
 PLAY_COLUMNS = ("id, player, idempotency_key, fingerprint, unit, commitment, position, "
-                "stake_cents, lot_cents, balance_cents, day, played_at, mac")  # fmt: skip
-PUT_BACK = f"INSERT INTO plays ({PLAY_COLUMNS}) VALUES ({', '.join('?' * 13)})"
+                "stake_cents, lot_cents, balance_cents, day, played_at, mac, "
+                "jackpot_cents")  # fmt: skip
+PUT_BACK = f"INSERT INTO plays ({PLAY_COLUMNS}) VALUES ({', '.join('?' * 14)})"
 
 
 def test_verify_log_names_a_play_edited_deleted_or_inserted_by_a_database_writer(world, ledgers):

@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import time
 from pathlib import Path
 
 import numpy as np
@@ -226,3 +227,82 @@ def test_a_player_plays_sees_every_unit_as_the_feed_records_it_and_checks_its_pr
     balance = w.query("SELECT balance_cents FROM players")[0][0]
     assert totals[0] == plays and balance == 2000 - 100 * plays + int(totals[1])
     shutil.rmtree(w.folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def operator(tmp_path_factory):
+    """``printpipe play --wallet`` and the reference wallet, each in its subprocess, and the
+    platform's key its launch links are signed with."""
+    import datetime as dt
+
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from printpipe.ledger import LOTTERY, Ledger, TerminalId, load_ledger_key
+    from printpipe.service.signatures import key_id_of, raw_public_key
+    from printpipe.wallet.store import WalletStore
+    from tests.wallet_helpers import WalletProcess
+
+    folder = tmp_path_factory.mktemp("play-browser-wallet")
+    block = make_block(folder, packs=1)
+    w = make_world(block, folder / "ledger.sqlite", folder / "world", players=0, balance_eur=0)
+    platform = Ed25519PrivateKey.generate()
+    with Ledger(w.location, key=load_ledger_key(w.keys)) as book:
+        book.add_terminal(
+            TerminalId("operator-launch"), public_key=raw_public_key(platform.public_key()),
+            key_id=key_id_of(platform.public_key()), retailer=None, role="platform", by=LOTTERY,
+        )  # fmt: skip
+    wallet = WalletProcess(folder / "wallet.sqlite", folder / "wallet")
+    with WalletStore(wallet.location) as store:
+        store.deposit(player="alice", amount_cents=2000, now=dt.datetime.now(dt.UTC))
+    wallet.start()
+    w.start(args=["--wallet", wallet.url, "--wallet-key", str(wallet.key_file)])
+    yield w, wallet, platform
+    w.stop()
+    wallet.stop()
+
+
+def test_a_launched_player_plays_through_the_operators_wallet(operator):
+    """The operator's launch link opens the page for alice, whom the game server has never
+    seen; her balance is the wallet's; each play is debited there, its lot credited there, and
+    the page shows the wallet's balance."""
+    from playwright.sync_api import sync_playwright
+
+    from printpipe.play.launch import launch_link, make_launch_token
+    from printpipe.wallet.store import WalletStore
+
+    w, wallet, platform = operator
+    problems: list[str] = []
+    link = launch_link(w.url, make_launch_token(platform, player="alice"))
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=FLAGS)
+        page = browser.new_page()
+        page.set_default_timeout(15_000)
+        page.on("pageerror", lambda e: problems.append(str(e)))
+        page.goto(link)
+        page.wait_for_selector("#play:enabled")
+        assert page.text_content("#player") == "alice"
+        assert page.get_attribute("#balance", "data-cents") == "2000"
+        for _ in range(3):
+            page.click("#play")
+            page.wait_for_selector("#go:enabled")
+            page.click("#go")
+            page.wait_for_selector("#go-2:enabled, #lot:not([hidden])")
+            if page.is_visible("#go-2"):
+                page.click("#go-2")
+                page.wait_for_selector("#lot:not([hidden])")
+        page.wait_for_selector("#history li:nth-child(3) button")
+        shown_cents = int(page.get_attribute("#balance", "data-cents") or -1)
+        browser.close()
+    assert problems == []
+    (plays,) = w.query("SELECT COUNT(*), COALESCE(SUM(lot_cents), 0) FROM plays")
+    assert plays[0] == 3
+    expected = 2000 - 300 + int(plays[1])
+    assert shown_cents == expected
+    deadline = time.monotonic() + 15
+    while True:  # the credit is sent from the outbox just after the play
+        with WalletStore(wallet.location) as store:
+            if store.balance(player="alice") == expected:
+                break
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    assert w.query("SELECT COUNT(*) FROM wallet_entries")[0][0] == 0  # not the built-in wallet

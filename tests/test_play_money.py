@@ -195,7 +195,7 @@ def test_a_play_inserted_by_a_database_writer_is_named_and_its_entry_never_seale
             "INSERT INTO plays (id, player, unit, commitment, position, stake_cents, lot_cents, "
             "balance_cents, played_at, idempotency_key, fingerprint, day) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'forged-key', ?, '2026-12-01')",
-            (*dataclasses.astuple(forged), b"f" * 32),
+            (*dataclasses.astuple(forged)[:-1], b"f" * 32),
         )
         for kind, amount in (("debit", 100), ("credit", 100 * int(prize))):
             tx.execute(

@@ -75,8 +75,15 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
         "printpipe play --db play.sqlite --keys keys --demo",
         "printpipe play --db play.sqlite --keys keys --demo --port 0 --url-file play.url "
         "--pid-file play.pid --log play.log --detach",
+        "printpipe play --db play.sqlite --keys keys --wallet http://127.0.0.1:8790 "
+        "--wallet-key game.key",
     ),
     "play launch": ("printpipe play launch bob --key operator.key --url http://127.0.0.1:8788",),
+    "play report": ("printpipe play report --db play.sqlite --keys keys --day 2026-12-01",),
+    "play reconcile": (
+        "printpipe play reconcile --db play.sqlite --wallet http://127.0.0.1:8790 "
+        "--wallet-key game.key --day 2026-12-01",
+    ),
     "players add": (
         "printpipe players add alice --balance 20 --db play.sqlite --keys keys "
         "--url http://127.0.0.1:8788",

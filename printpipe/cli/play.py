@@ -6,6 +6,7 @@ ledger's dealer.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -30,6 +31,15 @@ if TYPE_CHECKING:
     "--demo", is_flag=True,
     help="Offer logins by one-time link (printpipe players add).",
 )  # fmt: skip
+@click.option(
+    "--wallet", "wallet_url", default=None, metavar="URL",
+    help="The operator's wallet API (docs/wallet-api.md) [default: the built-in wallet].",
+)  # fmt: skip
+@click.option(
+    "--wallet-key", type=click.Path(path_type=Path, dir_okay=False), default=None,
+    help="The game server's private key its wallet calls are signed with (printpipe terminal "
+    "keygen game.key; the wallet trusts game.key.pub).",
+)  # fmt: skip
 @server_options(default_port=8788)
 @click.pass_context
 def play(
@@ -37,6 +47,8 @@ def play(
     db_path: Location | None,
     keys_dir: Path,
     demo: bool,
+    wallet_url: str | None,
+    wallet_key: Path | None,
     host: str,
     port: int,
     workers: int,
@@ -55,6 +67,12 @@ def play(
         return
     if db_path is None:
         raise click.UsageError("Missing option '--db'.", ctx)
+    if (wallet_url is None) != (wallet_key is None):
+        raise click.UsageError("--wallet and --wallet-key go together.", ctx)
+    if wallet_url is not None and not wallet_url.startswith(("http://", "https://")):
+        raise click.BadParameter("an http:// or https:// URL", ctx, param_hint="'--wallet'")
+    if wallet_key is not None and not wallet_key.is_file():
+        raise click.BadParameter(f"{wallet_key}: no such file", ctx, param_hint="'--wallet-key'")
     from printpipe.play import server
 
     if detach:
@@ -71,6 +89,8 @@ def play(
         access_log=access_log,
         witness=witness,
         log_format=log_format,
+        wallet=wallet_url,
+        wallet_key=wallet_key,
     )
 
 
@@ -99,6 +119,77 @@ def play_launch(player: str, key_file: Path, url: str, session: str | None, ttl:
     token = make_launch_token(load_terminal_key(key_file), player=player, session=session,
                               ttl_s=ttl)  # fmt: skip
     click.echo(launch_link(url, token))
+
+
+def _day(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    from printpipe.wallet.api import BadCall, check_day
+
+    try:
+        return check_day(value)
+    except BadCall as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+
+
+day_option = click.option(
+    "--day", required=True, callback=_day, metavar="YYYY-MM-DD", help="The day (UTC)."
+)
+
+
+@play.command("report")
+@db_option
+@keys_option
+@day_option
+@_database_errors
+def play_report(db_path: Location, keys_dir: Path, day: str) -> None:
+    """Print the day's sales per game (plays, stakes, lots won and credited, Super Jackpot
+    participations, each block's plays), signed with the lottery's signing key."""
+    from printpipe.games import load_game
+    from printpipe.keys import LOTTERY_SIGNING_KEY, load_signing_key
+    from printpipe.ledger import Ledger, day_sales, format_time
+    from printpipe.play.report import sales_report, sign_sales_report
+
+    signing = load_signing_key(keys_dir, LOTTERY_SIGNING_KEY)
+    with Ledger(db_path, read_only=True) as book:
+        games = day_sales(book, day)
+        at = format_time(book.clock())
+    linked = {sales.game: str(getattr(load_game(sales.game), "linked_game", "")) for sales in games}
+    report = sales_report(day, games, linked=linked, at=at)
+    click.echo(sign_sales_report(report, signing).decode(), nl=False)
+
+
+@play.command("reconcile")
+@db_option
+@click.option(
+    "--wallet", "wallet_url", required=True, metavar="URL",
+    help="The operator's wallet API whose statement of the day is compared.",
+)  # fmt: skip
+@click.option(
+    "--wallet-key", type=click.Path(path_type=Path, dir_okay=False, exists=True), required=True,
+    help="The game server's key its wallet calls are signed with (the statement is asked so).",
+)  # fmt: skip
+@day_option
+@_database_errors
+def play_reconcile(db_path: Location, wallet_url: str, wallet_key: Path, day: str) -> None:
+    """Compare the game server's wallet calls of the day (plays, the outbox's confirmations)
+    with the wallet's statement: each difference on a line (missing, doubled, amount, unknown,
+    pending); exit 0 when the two books are equal, 1 otherwise."""
+    from printpipe.ledger import Ledger, recorded_calls
+    from printpipe.play.operator_wallet import WalletClient
+    from printpipe.play.reconcile import reconcile
+    from printpipe.service.signatures import load_terminal_key
+
+    with Ledger(db_path, read_only=True) as book:
+        calls = recorded_calls(book, day)
+        games = book.query("SELECT DISTINCT game FROM commitments ORDER BY 1")
+    game = str(games[0][0]) if games else "printpipe"
+    with WalletClient(wallet_url, key=load_terminal_key(wallet_key), game=game) as client:
+        statement = client.statement(day=day)
+    found = reconcile(day, calls, statement)
+    for difference in found.differences:
+        click.echo(difference)
+    click.echo(found.summary())
+    if not found.equal:
+        sys.exit(1)
 
 
 @click.group()

@@ -11,7 +11,8 @@ it are the ledger's own:
   and its deal order with it: ``units.py``, ``deal.py``);
 - ``batch.py``: group commit, many requests in one transaction (validations, claims, plays);
 - ``plays.py``: the online game server's transactions (a play: debit, unit, credit, once per
-  Idempotency-Key; history, proofs, players), over the wallet of ``wallet.py``;
+  Idempotency-Key; history, proofs, players), over the wallet of ``wallet.py`` (one outside
+  the ledger, the operator's: through the outbox of ``outbox.py``);
 - ``store/``: the database behind one protocol, one module per engine, the schema written once;
 - ``key.py`` (HMACs under the ledger key), ``tree.py`` and ``proofs.py`` (a block's commitment
   in the ledger), ``log.py`` (the audit log sealed under the ledger key), ``inputs.py``
@@ -67,6 +68,7 @@ if TYPE_CHECKING:
         write_checkpoint,
     )
     from printpipe.ledger.migration import Upgraded, upgrade
+    from printpipe.ledger.outbox import Outbox, with_outbox
     from printpipe.ledger.packs import ForeignPack, NoSuchPack
     from printpipe.ledger.plays import (
         DailyLimitReached,
@@ -87,6 +89,7 @@ if TYPE_CHECKING:
         format_time,
         parse_time,
     )
+    from printpipe.ledger.sales import GameSales, RecordedCall, day_sales, recorded_calls
     from printpipe.ledger.store import (
         Location,
         PostgresLocation,
@@ -180,6 +183,12 @@ _HOMES = {
     "SoldOut": "plays",
     "check_player": "plays",
     "DatabaseWallet": "wallet",
+    "Outbox": "outbox",
+    "GameSales": "sales",
+    "RecordedCall": "sales",
+    "day_sales": "sales",
+    "recorded_calls": "sales",
+    "with_outbox": "outbox",
     "InsufficientFunds": "wallet",
     "NoSuchPlayer": "wallet",
     "Wallet": "wallet",
@@ -202,6 +211,7 @@ __all__ = [
     "DatabaseWallet",
     "Dealer",
     "ForeignPack",
+    "GameSales",
     "IdempotentClaim",
     "InsufficientFunds",
     "KeyReused",
@@ -212,6 +222,7 @@ __all__ = [
     "NoSuchPack",
     "NoSuchPlay",
     "NoSuchPlayer",
+    "Outbox",
     "PackRef",
     "PackScope",
     "Play",
@@ -219,6 +230,7 @@ __all__ = [
     "PlayRequest",
     "PostgresLocation",
     "Reason",
+    "RecordedCall",
     "RequestRefused",
     "Settings",
     "SoldOut",
@@ -234,6 +246,7 @@ __all__ = [
     "close_block",
     "configure",
     "database_errors",
+    "day_sales",
     "default_witness_folder",
     "describe",
     "format_time",
@@ -251,9 +264,11 @@ __all__ = [
     "read_checkpoint",
     "read_witness",
     "record_refusal",
+    "recorded_calls",
     "start_launched_session",
     "tx_over",
     "upgrade",
+    "with_outbox",
     "witness_path",
     "write_checkpoint",
     "write_ticket_proof",

@@ -30,6 +30,7 @@ from printpipe.ledger.log import (
     LogKey,
     LogReport,
     MoneyRows,
+    OutboxCall,
     Payment,
     PlayRecord,
     WalletEntry,
@@ -92,9 +93,10 @@ def _entry(row: Sequence[Any]) -> Entry:
 
 def _play_record(row: Sequence[Any]) -> PlayRecord:
     """A row of ``SELECT {PLAY_COLUMNS} FROM plays``."""
-    play, player, unit, commitment, position, stake, lot, balance, at = row
+    play, player, unit, commitment, position, stake, lot, balance, at, jackpot = row
     return PlayRecord(str(play), str(player), int(unit), int(commitment), int(position),
-                      int(stake), int(lot), int(balance), str(at))  # fmt: skip
+                      int(stake), int(lot), int(balance), str(at),
+                      None if jackpot is None else int(jackpot))  # fmt: skip
 
 
 def _ticket_of_serial(serial: str) -> int | None:
@@ -504,4 +506,11 @@ def _money_rows(tx: Tx, played: list[tuple[Any, ...]]) -> MoneyRows:
         ],
         balances={str(p): int(b) for p, b, _, _ in players},
         stakes={str(p): (None if d is None else str(d), int(c)) for p, _, d, c in players},
+        outbox=[
+            (OutboxCall(str(r), str(k), str(p), int(a), str(s), str(at)), _bytes(m), str(state))
+            for r, k, p, a, s, at, m, state in tx.execute(
+                "SELECT reference, kind, player, amount_cents, split, created_at, mac, state "
+                "FROM wallet_outbox"
+            )
+        ],
     )

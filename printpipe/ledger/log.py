@@ -150,6 +150,9 @@ class LogKey:
     def wallet_mac(self, entry: WalletEntry) -> bytes:
         return self._mac(b"wallet\0", entry.canonical())
 
+    def outbox_mac(self, call: OutboxCall) -> bytes:
+        return self._mac(b"outbox\0", call.canonical())
+
     def unit_mac(
         self, unit: int, commitment: int, leaf: int, prize_eur: int, symbols: bytes
     ) -> bytes:
@@ -211,12 +214,17 @@ class PlayRecord:
     lot_cents: int
     balance_cents: int
     played_at: str
+    jackpot_cents: int | None = None
+    """The linked Super Jackpot's share of the stake (layout 9; None: a play made before)."""
 
     def canonical(self) -> bytes:
-        return _canonical(
+        fields: tuple[object, ...] = (
             self.id, self.player, self.unit, self.commitment, self.position,
             self.stake_cents, self.lot_cents, self.balance_cents, self.played_at,
         )  # fmt: skip
+        if self.jackpot_cents is not None:  # a play of layout 8 keeps its MAC
+            fields = (*fields, self.jackpot_cents)
+        return _canonical(*fields)
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,17 +242,42 @@ class WalletEntry:
         return _canonical(self.reference, self.kind, self.player, self.amount_cents, self.at)
 
 
+@dataclass(frozen=True, slots=True)
+class OutboxCall:
+    """A call to the operator's wallet as the game server asked it (``wallet_outbox``, issue
+    27): a play's debit (its ``split``), its lot's credit, or the cancel of a debit whose play
+    was never dealt; what its MAC binds (its state, attempts and the wallet's receipt are the
+    outbox's progress, compared with the wallet's own statement by ``play reconcile``)."""
+
+    reference: str
+    kind: str
+    player: str
+    amount_cents: int
+    split: str
+    created_at: str
+
+    def canonical(self) -> bytes:
+        return _canonical(self.reference, self.kind, self.player, self.amount_cents,
+                          self.split, self.created_at)  # fmt: skip
+
+
 PLAY_COLUMNS = ", ".join(field.name for field in fields(PlayRecord))
 """The columns of ``plays`` a :class:`PlayRecord` holds, in its fields' order."""
 PLAY_ACTION = "play"
-PLAY_BOUND = tuple(field.name for field in fields(PlayRecord) if field.name != "player")
+PLAY_BOUND = tuple(
+    field.name for field in fields(PlayRecord) if field.name not in ("player", "jackpot_cents")
+)
 """The fields of a play its entry's answer carries, in this order (the player is the entry's
-input): ``PLAY id=... unit=... ...``.  None of them holds a space."""
+input): ``PLAY id=... unit=... ...``, then ``jackpot_cents=...`` if it has one.  None of them
+holds a space."""
 
 
 def play_answer(play: PlayRecord) -> str:
     """A play's entry's answer: its row's fields, ``name=value`` each."""
-    return "PLAY " + " ".join(f"{name}={getattr(play, name)}" for name in PLAY_BOUND)
+    answer = "PLAY " + " ".join(f"{name}={getattr(play, name)}" for name in PLAY_BOUND)
+    if play.jackpot_cents is not None:
+        answer += f" jackpot_cents={play.jackpot_cents}"
+    return answer
 
 
 def play_answer_sql() -> str:
@@ -258,16 +291,19 @@ def play_answer_sql() -> str:
 def _play_of_entry(entry: Entry) -> PlayRecord | None:
     """The play an entry's answer describes, or None if it is not one of :func:`play_answer`."""
     parts = entry.answer.split(" ")
-    if parts[0] != "PLAY" or len(parts) != len(PLAY_BOUND) + 1:
+    if parts[0] != "PLAY" or len(parts) not in (len(PLAY_BOUND) + 1, len(PLAY_BOUND) + 2):
         return None
     values = dict(part.partition("=")[::2] for part in parts[1:])
+    jackpot = values.pop("jackpot_cents", None) if len(parts) > len(PLAY_BOUND) + 1 else None
     if tuple(values) != PLAY_BOUND:
         return None
     try:
         numbers = {name: int(values[name]) for name in PLAY_BOUND[1:-1]}
+        share = None if jackpot is None else int(jackpot)
     except ValueError:
         return None
-    return PlayRecord(values["id"], entry.given, played_at=values["played_at"], **numbers)
+    return PlayRecord(values["id"], entry.given, played_at=values["played_at"],
+                      jackpot_cents=share, **numbers)  # fmt: skip
 
 
 REGISTERED = "registered with "
@@ -302,6 +338,8 @@ class MoneyRows:
     wallet: list[tuple[WalletEntry, bytes | None]] = field(default_factory=list)
     balances: dict[str, int] = field(default_factory=dict)
     stakes: dict[str, tuple[str | None, int]] = field(default_factory=dict)
+    outbox: list[tuple[OutboxCall, bytes | None, str]] = field(default_factory=list)
+    """The calls to the operator's wallet: each with its MAC and its state."""
 
 
 @dataclass(frozen=True)
@@ -630,9 +668,10 @@ def _check_money(
                 f"{sums.get(player, 0)} (set by a database writer)"
             )
     by_play = {play.id: play for play in plays}
+    calls = _check_outbox(key, report, by_play, money)
     for play in plays:
         for kind, amount in (("debit", play.stake_cents), ("credit", play.lot_cents)):
-            move = moves.get((play.id, kind))
+            move = moves.get((play.id, kind)) or calls.get((play.id, kind))
             if move is None and amount:
                 report.add(f"the play {play.id} of {play.player} has no {kind} of {amount} "
                            "cents in the wallet (deleted)")  # fmt: skip
@@ -667,6 +706,36 @@ def _check_money(
                 f"the stake counter of {player} says {cents} cents on {stake_day}, its plays "
                 f"{staked.get((player, stake_day), 0)} (set by a database writer)"
             )
+
+
+def _check_outbox(
+    key: LogKey, report: LogReport, by_play: dict[str, PlayRecord], money: MoneyRows
+) -> dict[tuple[str, str], WalletEntry]:
+    """Each call of the outbox: its MAC; a confirmed debit or a credit has its play (of that
+    player, stake and lot), a cancel its debit and no play.  The calls as wallet movements,
+    by (reference, kind), for the plays' own check."""
+    calls: dict[tuple[str, str], WalletEntry] = {}
+    states: dict[tuple[str, str], str] = {}
+    for call, mac, state in money.outbox:
+        report.wallet += 1
+        if not key.macs_verify(mac, key.outbox_mac(call)):
+            report.add(f"the wallet call {call.kind} {call.reference} of {call.player} was "
+                       "edited or inserted: its MAC does not verify")  # fmt: skip
+        states[(call.reference, call.kind)] = state
+        if call.kind != "cancel":
+            calls[(call.reference, call.kind)] = WalletEntry(
+                call.reference, call.kind, call.player, call.amount_cents, call.created_at
+            )
+    for (reference, kind), state in states.items():
+        play = by_play.get(reference)
+        if kind == "cancel":
+            if (reference, "debit") not in states:
+                report.add(f"the wallet cancel {reference} has no debit (inserted)")
+            elif play is not None:
+                report.add(f"the play {reference} was dealt, yet its debit is cancelled")
+        elif play is None and (kind == "credit" or state == "confirmed"):
+            report.add(f"the wallet's {kind} {reference} has no play (its play deleted)")
+    return calls
 
 
 def describe(report: LogReport) -> str:

@@ -72,9 +72,9 @@ def upgrade(location: Location, *, terminal: TerminalId, key: LedgerKey) -> Upgr
     at = utc_now()
     done = Upgraded(0, LAYOUT)
 
-    def enter(tx: Tx, cursors: Mapping[int, int], unguarded: Unguarded) -> None:
+    def enter(tx: Tx, before: int, cursors: Mapping[int, int], unguarded: Unguarded) -> None:
         migrate(tx, cursors, unguarded, key=key, at=format_time(at), terminal=terminal.value,
-                entered=done.entered)  # fmt: skip
+                entered=done.entered, before=before)  # fmt: skip
 
     upgrade_plan = Upgrade(format_time(at), terminal.value, int(at.timestamp()), NONCE_TTL_S,
                            enter)  # fmt: skip
@@ -87,10 +87,12 @@ Unguarded = Callable[[str], AbstractContextManager[None]]
 
 def migrate(
     tx: Tx, cursors: Mapping[int, int], unguarded: Unguarded, *, key: LedgerKey, at: str,
-    terminal: str, entered: dict[str, int],
+    terminal: str, entered: dict[str, int], before: int = 7,
 ) -> None:  # fmt: skip
     """Enter what layout 8 needs the key for, in the upgrade's transaction (the module's
-    steps); ``entered`` is told how many of each."""
+    steps), from a ledger of layout ``before``; ``entered`` is told how many of each.  A
+    ledger of layout 8 has its money rows bound already: layout 9 adds no row to bind (its
+    outbox starts empty, its plays' participation is recorded from then on)."""
     row = tx.one("SELECT value FROM ledger_meta WHERE key = 'key_fingerprint'")
     if row is not None and row[0] != key.fingerprint:
         raise PrintpipeError(
@@ -103,6 +105,28 @@ def migrate(
         sealed += count
     entered["entries sealed that were awaiting their seal"] = sealed
     commitments = Commitments()
+    if before < 8:
+        _bind_money_rows(tx, cursors, unguarded, key=key, log_key=log_key, at=at,
+                         commitments=commitments, entered=entered)  # fmt: skip
+    found = verify_ledger(tx, key, commitments)
+    if not found.ok:
+        raise PrintpipeError(
+            f"this ledger does not verify: {describe(found)}; it was not upgraded (a database "
+            "writer may have changed it: see printpipe ledger verify-log with the earlier "
+            "printpipe, and restore it from a backup)"
+        )
+    answer = f"layout {LAYOUT}: " + ", ".join(f"{n} {what}" for what, n in entered.items())
+    fields = (at, terminal, "upgrade", "", None, answer[:900], None)
+    row = (*fields, log_key.entry_mac(canonical_entry(*fields)))
+    tx.execute(*tx.append_sql("audit_log", ENTRY_FIELDS, [row]))
+
+
+def _bind_money_rows(
+    tx: Tx, cursors: Mapping[int, int], unguarded: Unguarded, *, key: LedgerKey,
+    log_key: LogKey, at: str, commitments: Commitments, entered: dict[str, int],
+) -> None:  # fmt: skip
+    """Layout 8's steps: deal orders and ranges from the cursors, every money row MACed, the
+    players' stakes of today counted, the ledger's id made."""
     for commitment, dealt in sorted(cursors.items()):
         loaded = commitments.by_id(tx, commitment)
         tx.execute(
@@ -115,7 +139,7 @@ def migrate(
     entered["units MACed"] = _mac_units(tx, log_key)
     plays = [
         PlayRecord(str(i), str(p), int(u), int(c), int(q), int(s), int(lot), int(b), str(w))
-        for i, p, u, c, q, s, lot, b, w in tx.execute(f"SELECT {PLAY_COLUMNS} FROM plays")
+        for i, p, u, c, q, s, lot, b, w, _ in tx.execute(f"SELECT {PLAY_COLUMNS} FROM plays")
     ]
     with unguarded("plays"):
         _update(tx, "UPDATE plays SET mac = ? WHERE id = ?",
@@ -131,7 +155,7 @@ def migrate(
         _update(tx, "UPDATE wallet_entries SET mac = ? WHERE reference = ? AND kind = ?",
                 [(log_key.wallet_mac(m), m.reference, m.kind) for m in moves])  # fmt: skip
     entered["wallet entries MACed"] = len(moves)
-    day = at[:10]
+    day = at[:10]  # (layout 9's outbox is new and empty: nothing of it to bind)
     counted = tx.execute(
         "UPDATE players SET stake_day = ?, staked_cents = (SELECT SUM(stake_cents) FROM plays "
         "WHERE plays.player = players.id AND plays.day = ?) WHERE id IN (SELECT player FROM "
@@ -140,17 +164,6 @@ def migrate(
     )
     entered["players' stakes of today counted"] = len(counted)
     make_ledger_id(tx, log_key)
-    found = verify_ledger(tx, key, commitments)
-    if not found.ok:
-        raise PrintpipeError(
-            f"this ledger does not verify: {describe(found)}; it was not upgraded (a database "
-            "writer may have changed it: see printpipe ledger verify-log with the earlier "
-            "printpipe, and restore it from a backup)"
-        )
-    answer = f"layout {LAYOUT}: " + ", ".join(f"{n} {what}" for what, n in entered.items())
-    fields = (at, terminal, "upgrade", "", None, answer[:900], None)
-    row = (*fields, log_key.entry_mac(canonical_entry(*fields)))
-    tx.execute(*tx.append_sql("audit_log", ENTRY_FIELDS, [row]))
 
 
 def _mac_units(tx: Tx, log_key: LogKey) -> int:

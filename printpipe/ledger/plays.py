@@ -51,7 +51,7 @@ import numpy as np
 
 from printpipe.commitment.inclusion import InclusionProof, TicketOpening, make_proof
 from printpipe.errors import InvalidInput, PrintpipeError
-from printpipe.games.base import OnlineGame
+from printpipe.games.base import OnlineGame, stake_split
 from printpipe.ledger.book import Ledger
 from printpipe.ledger.core import Admission
 from printpipe.ledger.deal import DealOrder
@@ -69,7 +69,7 @@ from printpipe.ledger.store import Tx, ticket_of_key
 from printpipe.ledger.store.schema import BIGINT, TEXT
 from printpipe.ledger.tree import read_leaf_and_path, read_salt
 from printpipe.ledger.units import deal_order_of
-from printpipe.ledger.wallet import Accounts, DatabaseWallet, NoSuchPlayer, Wallet
+from printpipe.ledger.wallet import Accounts, DatabaseWallet, InLedgerWallet, NoSuchPlayer, Wallet
 from printpipe.merkle import leaf_hash, root_from_audit_path
 
 log = logging.getLogger("printpipe.play")
@@ -246,6 +246,8 @@ class _Batch:
     ranges: list[_Range] = field(default_factory=list)
     plays: list[tuple[Any, ...]] = field(default_factory=list)
     entries: list[tuple[str, str, str, str | None, str, str | None]] = field(default_factory=list)
+    play_ids: dict[int, str] = field(default_factory=dict)
+    """Requests whose play id was drawn before the deal (its debit settled under it first)."""
 
 
 def _hash_token(token: str) -> bytes:
@@ -268,9 +270,15 @@ class Dealer:
         self.db = ledger.db
         self.game = game
         self.key: LogKey = ledger._log_key()
-        self.wallet: Wallet = wallet or DatabaseWallet(self.key)
         self.clock = clock or ledger.clock
+        self.wallet: Wallet = wallet or DatabaseWallet(self.key, self.db, clock=self.clock)
         self.stake = game.offer_price_cents
+        self.split = stake_split(game)
+        self.jackpot: int | None = dict(self.split).get(game.linked_game, 0)
+        """The linked game's share of each stake, recorded with each play."""
+        self.outbox: Any = None
+        """The calls to a wallet outside the ledger: ``printpipe.ledger.outbox.Outbox``, which
+        attaches itself (``with_outbox``)."""
         self._orders: dict[int, tuple[DealOrder, LoadedCommitment]] = {}
         self._bad_ranges: dict[tuple[int, int], float] = {}
         """Ranges whose next unit did not verify, and until when (monotonic) they are left."""
@@ -306,7 +314,12 @@ class Dealer:
         decided in their order (the module's steps); each outcome is a play (and whether it
         is an earlier one answered again) or the exception that refused it alone, having
         changed nothing; a failure of the database itself raises (then none of them
-        happened)."""
+        happened).  With a wallet outside the ledger, the three steps of
+        :mod:`printpipe.ledger.outbox` (the debits settled first)."""
+        if self.outbox is not None:
+            return self.outbox.play_batch(requests)
+        if not isinstance(self.wallet, InLedgerWallet):
+            raise PrintpipeError("a wallet outside the ledger plays through its outbox")
         now = self.clock()
         stamp = now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         with self.db.transaction(durable=True, pipelined=True) as tx:
@@ -319,14 +332,7 @@ class Dealer:
                 + tx.lock_rows,
                 params,
             )
-            pairs = sorted({(r.player, r.key) for r in requests})
-            table, params = tx.rows_table("q", [("player", TEXT), ("key", TEXT)], pairs)
-            earlier = tx.send(  # each pair one search of the (player, key) index
-                f"{table}SELECT {_PLAY_COLUMNS}, p.idempotency_key, p.fingerprint FROM q "
-                "JOIN plays p ON p.player = q.player AND p.idempotency_key = q.key "
-                "JOIN units u ON u.id = p.unit",
-                params,
-            )
+            earlier = self._send_earlier(tx, requests)
             accounts = self.wallet.accounts(tx, names)
             ranges = self._send_claim(tx, after=None, most=RANGES_TAKEN, wait=False)
             batch = _Batch(
@@ -340,6 +346,19 @@ class Dealer:
             accounts.finish()
             self._write(tx, batch, now)
         return batch.outcomes
+
+    def _send_earlier(
+        self, tx: Tx, requests: Sequence[PlayRequest]
+    ) -> Callable[[], list[tuple[Any, ...]]]:
+        """Step 3's statement: the plays made under the requests' keys (sent now)."""
+        pairs = sorted({(r.player, r.key) for r in requests})
+        table, params = tx.rows_table("q", [("player", TEXT), ("key", TEXT)], pairs)
+        return tx.send(  # each pair one search of the (player, key) index
+            f"{table}SELECT {_PLAY_COLUMNS}, p.idempotency_key, p.fingerprint FROM q "
+            "JOIN plays p ON p.player = q.player AND p.idempotency_key = q.key "
+            "JOIN units u ON u.id = p.unit",
+            params,
+        )
 
     def _admit_plays(
         self, requests: Sequence[PlayRequest], batch: _Batch, found: dict[Any, Any],
@@ -511,7 +530,7 @@ class Dealer:
                     pending.pop(0)
                     at += 1
                     continue
-                play_id = secrets.token_hex(16)
+                play_id = batch.play_ids.get(index) or secrets.token_hex(16)
                 try:
                     balance = accounts.debit(player=request.player, amount_cents=self.stake,
                                              reference=play_id, at=stamp)  # fmt: skip
@@ -573,10 +592,11 @@ class Dealer:
         index: int,
     ) -> None:  # fmt: skip
         record = PlayRecord(play_id, request.player, unit, commitment, position, self.stake,
-                            prize * 100, balance, stamp)  # fmt: skip
+                            prize * 100, balance, stamp, self.jackpot)  # fmt: skip
         batch.plays.append((play_id, request.player, unit, commitment, position, self.stake,
-                            prize * 100, balance, stamp, request.key, request.fingerprint,
-                            stamp[:10], self.key.play_mac(record)))  # fmt: skip
+                            prize * 100, balance, stamp, self.jackpot, request.key,
+                            request.fingerprint, stamp[:10],
+                            self.key.play_mac(record)))  # fmt: skip
         asked = request.admission.request if request.admission else None
         batch.entries.append((request.terminal or PLAYER_SESSION, PLAY_ACTION, request.player,
                               ticket_of_key(unit).serial, play_answer(record), asked))  # fmt: skip
@@ -644,8 +664,16 @@ class Dealer:
 
     def account(self, *, player: str) -> dict[str, Any]:
         day = self.clock().date().isoformat()
+        if isinstance(self.wallet, DatabaseWallet):
+            balance = None
+        else:  # the operator's: asked outside any transaction
+            try:
+                balance = self.wallet.balance(player=player)
+            except PrintpipeError as exc:
+                raise PlayUnavailable(f"the operator's wallet: {exc}") from None
         with self.db.snapshot() as tx:
-            balance = self.wallet.balance(tx, player=player)
+            if balance is None:
+                balance = DatabaseWallet(self.key).balance_in(tx, player=player)
             staked = tx.one(
                 "SELECT staked_cents FROM players WHERE id = ? AND stake_day = ?", (player, day)
             )

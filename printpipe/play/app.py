@@ -29,10 +29,12 @@ guard (``printpipe.service.app.Guard``) wraps the application.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
+import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
@@ -88,6 +90,9 @@ from printpipe.service.app import (
 from printpipe.service.problems import REQUEST_ID
 from printpipe.service.signatures import public_key_from_raw
 
+log = logging.getLogger("printpipe.play")
+OUTBOX_POLL_S = 1.0
+"""How often the outbox task looks for calls due again (it is woken at once after a deal)."""
 PLATFORM_RATE = RateLimit(rate=5000.0, burst=10000)
 """The operator's platform signs every player's requests with its one key: its limit is the
 whole game's traffic, not a retailer terminal's (the validation service's default)."""
@@ -136,6 +141,39 @@ class PlayService(Service):
         )
         self.screen = ScreenMaker(dealer.game)
         self.demo = demo
+
+    @contextlib.asynccontextmanager
+    async def running(self) -> AsyncIterator[None]:
+        """The service's lifetime (``Service.running``) and, with a wallet outside the ledger,
+        its outbox task: the calls not confirmed yet sent again until they are."""
+        async with super().running():
+            outbox = self.dealer.outbox
+            if outbox is None:
+                yield
+                return
+            wake = asyncio.Event()
+            loop = asyncio.get_running_loop()
+            outbox.notify = lambda: loop.call_soon_threadsafe(wake.set)
+            task = asyncio.create_task(self.keep_outbox(wake))
+            try:
+                yield
+            finally:
+                task.cancel()
+                outbox.notify = lambda: None
+
+    async def keep_outbox(self, wake: asyncio.Event) -> None:
+        """Send the outbox's due calls now, after each deal that wrote some, and every
+        :data:`OUTBOX_POLL_S` seconds (a database or wallet down: tried again then)."""
+        outbox = self.dealer.outbox
+        while True:
+            try:
+                await self.run(outbox.send_due)
+            except Exception as exc:  # the database or the wallet restarting
+                log.warning("the wallet's outbox could not be sent now (%s): tried again",
+                            " ".join(str(exc).split())[:200])  # fmt: skip
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(wake.wait(), OUTBOX_POLL_S)
+            wake.clear()
 
     def play_json(self, play: Play) -> dict[str, Any]:
         return {

@@ -18,14 +18,14 @@ its unit is dealt: the debit confirmed, or, if its outcome stays unknown, cancel
 that finds no debit is recorded by the wallet, which then refuses the debit if it arrives
 late), so that the player is answered only once it is known whether the stake was taken.
 
-Not yet wired into the plays (the ``Wallet`` protocol's next shape: ``docs/play.md``).
+It is the ``Wallet`` protocol (``printpipe.ledger.wallet``) over HTTP: ``printpipe play
+--wallet URL``.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -38,58 +38,26 @@ from printpipe.wallet.api import (
     REFUSALS,
     BadCall,
     Call,
-    Receipt,
+    Cancelled,
+    Confirmed,
+    Outcome,
+    Refused,
     Share,
     Statement,
+    Unknown,
     check_day,
     parse_receipt,
     parse_statement,
     strict_json,
 )
 
+__all__ = ["Cancelled", "Confirmed", "Outcome", "Refused", "Unknown", "WalletClient"]
+
 DEFAULT_TIMEOUT_S = 5.0
 DEFAULT_ATTEMPTS = 4
 DEFAULT_BACKOFF_S = 0.2
 MAX_WAIT_S = 2.0
 """The longest pause between two attempts (a Retry-After longer than this is cut to it)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Confirmed:
-    """The call is done (now, or earlier under its reference: ``replayed``)."""
-
-    receipt: Receipt
-    replayed: bool = False
-    attempts: int = 1
-
-
-@dataclass(frozen=True, slots=True)
-class Refused:
-    """The wallet refused the call: nothing was moved.  ``kind``: one of
-    ``printpipe.wallet.api.REFUSALS``, or ``rejected`` (another 4xx)."""
-
-    kind: str
-    message: str
-    status: int
-
-
-@dataclass(frozen=True, slots=True)
-class Unknown:
-    """No answer understood after ``attempts`` attempts: the call may have been made."""
-
-    reason: str
-    attempts: int
-
-
-Outcome = Confirmed | Refused | Unknown
-
-
-@dataclass(frozen=True, slots=True)
-class Cancelled:
-    """A debit whose outcome stayed unknown, then cancelled: the stake is not (or no longer)
-    taken.  ``receipt``: the cancel's (``refunded``: the debit had been made)."""
-
-    receipt: Receipt
 
 
 Observer = Callable[[str, str, float], None]

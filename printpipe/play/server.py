@@ -26,17 +26,25 @@ class PlayConfig:
     demo: bool = False
     workers: int = 1
     witness: str | None = None
+    wallet: str | None = None
+    """The operator's wallet's URL (None: the built-in wallet)."""
+    wallet_key: str | None = None
 
     @property
     def location(self) -> Location:
         return parse_location(self.db)
 
 
-def open_dealer(location: Location, keys_dir: Path, *, pool: int = 0, shared: bool = False) -> Any:
-    """The ledger at ``location`` and its dealer, for the online game whose blocks it holds."""
+def open_dealer(
+    location: Location, keys_dir: Path, *, pool: int = 0, shared: bool = False,
+    wallet: str | None = None, wallet_key: Path | None = None,
+) -> Any:  # fmt: skip
+    """The ledger at ``location`` and its dealer, for the online game whose blocks it holds;
+    its wallet the operator's at ``wallet``, its calls signed with ``wallet_key`` (default:
+    the built-in wallet)."""
     from printpipe.games import load_game
     from printpipe.games.base import is_online
-    from printpipe.ledger import Dealer, Ledger, load_ledger_key
+    from printpipe.ledger import Dealer, Ledger, load_ledger_key, with_outbox
 
     ledger = Ledger(location, key=load_ledger_key(keys_dir), pool_size=pool, shared=shared)
     try:
@@ -53,10 +61,26 @@ def open_dealer(location: Location, keys_dir: Path, *, pool: int = 0, shared: bo
         game = load_game(rows[0][0])
         if not is_online(game):  # pragma: no cover - deal orders exist for online games only
             raise PrintpipeError(f"{rows[0][0]} is not an online game")
-        return ledger, Dealer(ledger, game)
+        client = None
+        if wallet is not None:
+            client = wallet_client(wallet, wallet_key, game=game.definition.id)
+        return ledger, with_outbox(Dealer(ledger, game, wallet=client))
     except BaseException:
         ledger.close()
         raise
+
+
+def wallet_client(url: str, key_file: Path | None, *, game: str) -> Any:
+    """The operator's wallet at ``url``, its calls signed with the key in ``key_file``, each
+    call counted in the metrics."""
+    from printpipe.play.operator_wallet import WalletClient
+    from printpipe.service import metrics
+    from printpipe.service.signatures import load_terminal_key
+
+    if key_file is None:
+        raise PrintpipeError("--wallet needs --wallet-key (printpipe terminal keygen game.key)")
+    return WalletClient(url, key=load_terminal_key(key_file), game=game,
+                        observe=metrics.observe_wallet_call)  # fmt: skip
 
 
 def create_app_from_environment() -> Any:
@@ -65,8 +89,9 @@ def create_app_from_environment() -> Any:
 
     config = PlayConfig(**json.loads(os.environ[CONFIG_ENV]))
     ledger, dealer = open_dealer(
-        config.location, Path(config.keys_dir), pool=POOL_CONNECTIONS, shared=config.workers > 1
-    )
+        config.location, Path(config.keys_dir), pool=POOL_CONNECTIONS, shared=config.workers > 1,
+        wallet=config.wallet, wallet_key=Path(config.wallet_key) if config.wallet_key else None,
+    )  # fmt: skip
     witness = Path(config.witness) if config.witness else None
     return create_app(ledger, dealer, threads=ledger.db.threads, demo=config.demo, witness=witness)
 
@@ -83,12 +108,15 @@ def play(
     access_log: bool = False,
     witness: Path | None = None,
     log_format: str = "text",
+    wallet: str | None = None,
+    wallet_key: Path | None = None,
 ) -> None:
     """Run the game server until SIGINT or SIGTERM; its witness kept in ``witness`` (default
-    ``KEYS/witness``: :mod:`printpipe.ledger.witness`)."""
+    ``KEYS/witness``: :mod:`printpipe.ledger.witness`); its wallet the operator's at
+    ``wallet`` (default: the built-in one)."""
     from printpipe.ledger import default_witness_folder
 
-    ledger, dealer = open_dealer(location, keys_dir)
+    ledger, dealer = open_dealer(location, keys_dir, wallet=wallet, wallet_key=wallet_key)
     with ledger:
         dialect, game = ledger.db.dialect, dealer.game.definition.id
     sock = bind(host, port)
@@ -100,6 +128,8 @@ def play(
         demo=demo,
         workers=workers,
         witness=str(witness or default_witness_folder(keys_dir)),
+        wallet=wallet,
+        wallet_key=str(wallet_key.resolve()) if wallet_key else None,
     )
     os.environ[CONFIG_ENV] = json.dumps(asdict(config))
     if url_file is not None:
@@ -107,8 +137,8 @@ def play(
             handle.write(f"{url}\n".encode())
     print(
         f"printpipe: dealing {game} at {url} (ledger {location}, {dialect}, {workers} worker"
-        f"{'s' if workers > 1 else ''}{', demo logins' if demo else ''}); stop with Ctrl-C or "
-        "SIGTERM",
+        f"{'s' if workers > 1 else ''}{', demo logins' if demo else ''}, wallet "
+        f"{wallet or 'built-in'}); stop with Ctrl-C or SIGTERM",
         file=sys.stderr,
         flush=True,
     )

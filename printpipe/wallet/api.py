@@ -346,3 +346,48 @@ def check_day(text: str) -> str:
     except ValueError:
         raise BadCall(f"{text} is not a date") from None
     return text
+
+
+# -- a call's outcome, as the game server classifies the answers ------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Confirmed:
+    """The call is done (now, or earlier under its reference: ``replayed``)."""
+
+    receipt: Receipt
+    replayed: bool = False
+    attempts: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """The wallet refused the call: nothing was moved.  ``kind``: one of
+    ``printpipe.wallet.api.REFUSALS``, or ``rejected`` (another 4xx)."""
+
+    kind: str
+    message: str
+    status: int
+
+
+@dataclass(frozen=True, slots=True)
+class Unknown:
+    """No answer understood after ``attempts`` attempts: the call may have been made."""
+
+    reason: str
+    attempts: int
+
+
+Outcome = Confirmed | Refused | Unknown
+
+
+@dataclass(frozen=True, slots=True)
+class Cancelled:
+    """A debit whose outcome stayed unknown, then cancelled: the stake is not (or no longer)
+    taken.  ``receipt``: the cancel's (``refunded``: the debit had been made)."""
+
+    receipt: Receipt
+
+
+Settled = Confirmed | Refused | Cancelled | Unknown
+"""A play's debit, settled before its unit is dealt (``Wallet.debit``)."""

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 from printpipe.errors import PrintpipeError
 from printpipe.ids import TicketId
 from printpipe.ledger.log import APPEND_ENTRY, GENESIS, PLAY_ACTION, play_answer_sql
-from printpipe.ledger.store.schema import LAYOUT, LAYOUT_8_COLUMNS, UPGRADABLE
+from printpipe.ledger.store.schema import LAYOUT, LAYOUT_8_COLUMNS, LAYOUT_9_COLUMNS, UPGRADABLE
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 T = TypeVar("T")
@@ -190,10 +190,13 @@ def initialise(tx: Tx, settings: Sequence[tuple[str, str]]) -> None:
     tx.execute("INSERT INTO audit_head VALUES (1, 0, ?, NULL)", (GENESIS,))
 
 
-Migrate = Callable[[Tx, Mapping[int, int], Callable[[str], AbstractContextManager[None]]], None]
+Migrate = Callable[
+    [Tx, int, Mapping[int, int], Callable[[str], AbstractContextManager[None]]], None
+]
 """What the ledger enters, with its key, in the upgrade's transaction once the tables have
-layout 8's columns: given the deal cursors of layout 7 (block -> next position) and a way to
-write past a table's append-only rule (``unguarded(table)``)."""
+this layout's columns: given the layout it had, the deal cursors of layout 7 (block -> next
+position; none from layout 8) and a way to write past a table's append-only rule
+(``unguarded(table)``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,6 +221,7 @@ RECENT_NONCES = {
     5: "SELECT COUNT(*) FROM nonces WHERE seen_at >= ?",  # by the time they were seen
     6: "SELECT COUNT(*) FROM nonces WHERE created >= ?",  # by their signature's time
     7: "SELECT COUNT(*) FROM nonces WHERE created >= ?",
+    8: "SELECT COUNT(*) FROM nonces WHERE created >= ?",
 }
 RECENT_PLAYS = "SELECT COUNT(*) FROM plays WHERE played_at >= ?"
 PLAYS_ENTERED = (
@@ -243,7 +247,8 @@ def run_upgrade(
     changed, while a service or game server may still be running: requests signed, or plays
     made, in the last ``upgrade.quiet_s`` seconds (a nonce dropped could be replayed, a play
     made meanwhile by the old printpipe would not be entered in the log).  The tables get
-    layout 8's columns and deal tables, then ``upgrade.migrate`` enters what needs the key."""
+    layout 8's columns and deal tables (from 7 or earlier), layout 9's column and outbox, then
+    ``upgrade.migrate`` enters what needs the key."""
     since = datetime.fromtimestamp(upgrade.quiet_since, UTC).strftime("%Y-%m-%dT%H:%M:%S")
     ((signed,),) = tx.execute(RECENT_NONCES[layout], (upgrade.quiet_since,))
     # no Z after the seconds: a play made in that very second (...:SS.ffffffZ) sorts after it
@@ -260,17 +265,22 @@ def run_upgrade(
     for table in UPGRADABLE[layout]:
         tx.execute(f"DROP TABLE {table}")
         make_table(table)
-    for table, column in LAYOUT_8_COLUMNS:
+    cursors: dict[int, int] = {}
+    if layout < 8:
+        for table, column in LAYOUT_8_COLUMNS:
+            add_column(table, column)
+        if layout < 7:
+            tx.execute(PLAYS_ENTERED, (upgrade.at, upgrade.terminal))
+        cursors = {int(c): int(n) for c, n in tx.execute("SELECT commitment, next_position "
+                                                          "FROM deal_orders")}  # fmt: skip
+        tx.execute("DROP TABLE deal_orders")
+        make_table("deal_orders")
+        make_table("deal_ranges")
+        tx.execute("DROP INDEX plays_by_day")  # a player's stakes of the day are on its row now
+    for table, column in LAYOUT_9_COLUMNS:
         add_column(table, column)
-    if layout < 7:
-        tx.execute(PLAYS_ENTERED, (upgrade.at, upgrade.terminal))
-    cursors = {int(c): int(n) for c, n in tx.execute("SELECT commitment, next_position FROM "
-                                                      "deal_orders")}  # fmt: skip
-    tx.execute("DROP TABLE deal_orders")
-    make_table("deal_orders")
-    make_table("deal_ranges")
-    tx.execute("DROP INDEX plays_by_day")  # a player's stakes of the day are on its row now
-    upgrade.migrate(tx, cursors, unguarded)
+    make_table("wallet_outbox")
+    upgrade.migrate(tx, layout, cursors, unguarded)
     tx.execute("UPDATE ledger_meta SET value = ? WHERE key = 'layout'", (str(LAYOUT),))
 
 

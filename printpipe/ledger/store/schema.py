@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-LAYOUT = 8
+LAYOUT = 9
 """The ledger's layout: 2 = VIRNs as HMACs, hash-chained audit log, terminals (issue 12);
 3 = the blocks' public commitments, their trees and sealed salts, each payment's inclusion
 proof (issue 14); 4 = the online game server's units, deal orders, players, wallet and plays,
@@ -21,15 +21,17 @@ requests' nonces kept by their signature's time (issue 20: a batch of them is wr
 end of one index, not on as many pages); 7 = every play entered in the audit log, which binds
 it (the tables are 6's); 8 = every money row bound (issue 25): entries, plays, wallet entries
 and units MACed, the deal order's digest keyed and its positions in ranges, each player's
-stakes of the day counted on its row."""
+stakes of the day counted on its row; 9 = the operator's wallet over HTTP (issue 27): its calls'
+durable outbox (``wallet_outbox``), each play's Super Jackpot participation."""
 
-UPGRADABLE: dict[int, tuple[str, ...]] = {5: ("nonces",), 6: (), 7: ()}
+UPGRADABLE: dict[int, tuple[str, ...]] = {5: ("nonces",), 6: (), 7: (), 8: ()}
 """The layouts a ledger is brought to :data:`LAYOUT` from in place (``printpipe ledger
 upgrade``), and the tables made anew (the signed requests' nonces, which only a running
 service needs): every other table is kept, and given what layout 8 adds
 (``store.base.run_upgrade``).  Every one of them also gets the log entries of the plays made
-before layout 7."""
+before layout 7, and what layout 9 adds (:data:`LAYOUT_9_COLUMNS`, ``wallet_outbox``)."""
 
+OUTBOX_STATES = "'sent', 'pending', 'confirmed', 'refused', 'cancel'"
 INT = "int"  # fits 32 bits
 BIGINT = "bigint"
 TEXT = "text"
@@ -280,10 +282,36 @@ TABLES: tuple[Table, ...] = (
             _c("day", TEXT),
             _c("played_at", TEXT),
             _c("mac", BYTES, ""),
+            _c("jackpot_cents", BIGINT, ""),  # the linked game's share (NULL before layout 9)
         ),
         keys=("UNIQUE (player, idempotency_key)", "UNIQUE (commitment, position)"),
         indexes=(("plays_by_player", "player, commitment, position"),),
         append_only="plays are",
+    ),
+    Table(
+        "wallet_outbox",  # the calls to the operator's wallet over HTTP (ledger/outbox.py)
+        (
+            _c("reference", TEXT),  # the play's id
+            _c("kind", TEXT, "NOT NULL CHECK (kind IN ('debit', 'credit', 'cancel'))"),
+            _c("player", TEXT),
+            _c("amount_cents", BIGINT),
+            _c("split", TEXT),  # a debit's shares, canonical JSON ('' for a credit, a cancel)
+            _c("created_at", TEXT),
+            _c("mac", BYTES),  # over the five before (the call as asked: log.OutboxCall)
+            _c("idempotency_key", TEXT, ""),  # a debit's: its play's request
+            _c("fingerprint", BYTES, ""),
+            _c("state", TEXT, f"NOT NULL CHECK (state IN ({OUTBOX_STATES}))"),
+            _c("attempts", INT, "NOT NULL DEFAULT 0"),
+            _c("next_at", BIGINT, "NOT NULL DEFAULT 0"),  # Unix s: when it is sent again
+            _c("wallet_at", TEXT, ""),  # the wallet's time on its receipt
+            _c("refunded", INT, ""),  # a cancel's receipt: 1 if it gave a debit back
+            _c("last_error", TEXT, ""),
+        ),
+        keys=("PRIMARY KEY (reference, kind)",),
+        indexes=(
+            ("wallet_outbox_due", "state, next_at"),
+            ("wallet_outbox_by_request", "player, idempotency_key"),
+        ),
     ),
     Table(
         "player_logins",  # the demo's one-time login tokens, as SHA-256
@@ -348,6 +376,9 @@ LAYOUT_8_COLUMNS: tuple[tuple[str, str], ...] = (
     ("players", "staked_cents"),
 )
 """The columns layout 8 adds to tables a layout-7 ledger has (``store.base.run_upgrade``)."""
+
+LAYOUT_9_COLUMNS: tuple[tuple[str, str], ...] = (("plays", "jackpot_cents"),)
+"""The columns layout 9 adds to tables a layout-8 ledger has (and its table ``wallet_outbox``)."""
 
 
 COLUMN_TYPES: dict[tuple[str, str], str] = {
