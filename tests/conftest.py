@@ -333,15 +333,24 @@ def full_block(tmp_path_factory, game, keys_dir) -> Path:
 
 
 @pytest.fixture(scope="session")
-def approvals_dir(tmp_path_factory, keys_dir) -> Path:
+def default_proof(tmp_path_factory) -> Path:
+    """``printpipe proof --game chien-chat --out PROOF``: the proof pack of chien-chat's default
+    inputs (26 pages and their previews, 6 s), made once per test session; read only (a test
+    that changes one works on a copy)."""
+    out = tmp_path_factory.mktemp("approved") / "proof"
+    run_cli("proof", "--game", "chien-chat", "--out", str(out), check=True)
+    return out
+
+
+@pytest.fixture(scope="session")
+def approvals_dir(default_proof, keys_dir) -> Path:
     """The lottery's approval (signed with ``keys_dir``'s lottery key) of a proof of
-    chien-chat's default inputs: what a press export of the default template needs."""
+    chien-chat's default inputs (:func:`default_proof`, beside it: ``approvals_dir.parent /
+    "proof"``): what a press export of the default template needs."""
     from printpipe.handover import approve_proof
     from printpipe.keys import LOTTERY_SIGNING_KEY
-    from printpipe.proof import make_proof
 
-    work = tmp_path_factory.mktemp("approved")
-    make_proof(game_id="chien-chat", out_dir=work / "proof")
+    work = default_proof.parent
     key = load_signing_key(keys_dir, LOTTERY_SIGNING_KEY)
     approve_proof(work / "proof", signing_key=key, approvals_dir=work / "approvals")
     return work / "approvals"
