@@ -276,6 +276,44 @@ def generate_store(
     return out
 
 
+def assert_same_secrets_give_identical_bytes(
+    game, keys: Path, full: Path, work: Path, files: tuple[str, ...]
+) -> None:
+    """Same secrets, same bytes: the whole block ``full`` (generated from ``keys``) against a
+    second generation of part of it, not of all of it (that took as long as the block: 25 s a
+    game).  Part of the block proves as much because the generator is chunked
+    deterministically: the block's plan is a function of its key alone, each pack is drawn
+    from a key stream of its own (``KeyStream(block_key, Purpose.PACK, pack)``) and each VIRN
+    and salt from its place, so a pack's rows do not depend on which packs are generated with
+    it, nor in which chunk.  The packs regenerated straddle a chunk boundary of the whole
+    generation (packs 1000 and 1001) and end at the block's last pack, on chunks that start
+    elsewhere; each regenerated row must equal the block's, every column file byte for byte.
+    What is derived from the rows (the signed summary, the commitment) is compared byte for
+    byte between two generations of the same part."""
+    import numpy as np
+
+    from printpipe.generation.generate import GENERATE_CHUNK_PACKS
+
+    rules = game.definition.block
+    parts = [
+        PackRange(GENERATE_CHUNK_PACKS - 1, GENERATE_CHUNK_PACKS + 2),
+        PackRange(rules.packs - 2, rules.packs),
+    ]
+    for n, packs in enumerate(parts):
+        again = generate_store(game, keys, work / f"again-{n}", packs)
+        rows = slice((packs.first - 1) * rules.pack_size, packs.last * rules.pack_size)
+        for name in files:
+            if not name.endswith(".npy"):
+                continue
+            whole, part = np.load(full / name, mmap_mode="r"), np.load(again / name)
+            assert part.dtype == whole.dtype and part.shape[1:] == whole.shape[1:], name
+            assert len(part) == packs.count * rules.pack_size, name
+            assert np.array_equal(part, whole[rows]), (name, packs)
+        twice = generate_store(game, keys, work / f"twice-{n}", packs)
+        for name in files:
+            assert (twice / name).read_bytes() == (again / name).read_bytes(), name
+
+
 @pytest.fixture(scope="session")
 def game():
     return load_game("chien-chat")
@@ -295,15 +333,24 @@ def full_block(tmp_path_factory, game, keys_dir) -> Path:
 
 
 @pytest.fixture(scope="session")
-def approvals_dir(tmp_path_factory, keys_dir) -> Path:
+def default_proof(tmp_path_factory) -> Path:
+    """``printpipe proof --game chien-chat --out PROOF``: the proof pack of chien-chat's default
+    inputs (26 pages and their previews, 6 s), made once per test session; read only (a test
+    that changes one works on a copy)."""
+    out = tmp_path_factory.mktemp("approved") / "proof"
+    run_cli("proof", "--game", "chien-chat", "--out", str(out), check=True)
+    return out
+
+
+@pytest.fixture(scope="session")
+def approvals_dir(default_proof, keys_dir) -> Path:
     """The lottery's approval (signed with ``keys_dir``'s lottery key) of a proof of
-    chien-chat's default inputs: what a press export of the default template needs."""
+    chien-chat's default inputs (:func:`default_proof`, beside it: ``approvals_dir.parent /
+    "proof"``): what a press export of the default template needs."""
     from printpipe.handover import approve_proof
     from printpipe.keys import LOTTERY_SIGNING_KEY
-    from printpipe.proof import make_proof
 
-    work = tmp_path_factory.mktemp("approved")
-    make_proof(game_id="chien-chat", out_dir=work / "proof")
+    work = default_proof.parent
     key = load_signing_key(keys_dir, LOTTERY_SIGNING_KEY)
     approve_proof(work / "proof", signing_key=key, approvals_dir=work / "approvals")
     return work / "approvals"

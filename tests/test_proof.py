@@ -28,10 +28,8 @@ TICKET_ID = re.compile(r"\d{4}-\d{6}-\d{3}[- ]\d+")
 
 
 @pytest.fixture(scope="module")
-def proof_dir(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("proof") / "PROOF"
-    run_cli("proof", "--game", "chien-chat", "--out", str(out), check=True)
-    return out
+def proof_dir(default_proof) -> Path:
+    return default_proof
 
 
 @pytest.fixture(scope="module")

@@ -30,8 +30,6 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from tests.conftest import run_cli
-
 CELL = 20
 """Pixels of a cell at the previews' resolution."""
 COLOUR_CONVERSION = 32
@@ -42,9 +40,8 @@ OVERPRINT = 8
 
 
 @pytest.fixture(scope="module")
-def proof(tmp_path_factory) -> tuple[Path, dict]:
-    out = tmp_path_factory.mktemp("fidelity") / "PROOF"
-    run_cli("proof", "--game", "chien-chat", "--out", str(out), check=True)
+def proof(default_proof) -> tuple[Path, dict]:
+    out = default_proof
     return out, json.loads((out / "proof.json").read_text(encoding="utf-8"))
 
 

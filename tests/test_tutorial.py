@@ -5,7 +5,9 @@ In every ``sh`` block of the tutorial, ``COMMAND  # ANSWER`` means the command's
 (stdout and stderr) contains ANSWER, where ``...`` stands for anything and a trailing
 ``(exit N)`` is the exit status (0 otherwise); an answer that starts with ``e.g.`` is an
 example, not checked. The commands run one after the other in one shell, in an empty folder,
-with this interpreter's ``printpipe`` first on the PATH.
+with this interpreter's ``printpipe`` first on the PATH: a client of
+``tests/cli_forkserver.py``, whose commands are processes forked from one that has imported
+printpipe (``PRINTPIPE_TEST_SUBPROCESS=1``: the installed entry point).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import cli_forkserver
 from tests.conftest import cli_commands
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,16 +68,28 @@ def test_the_walkthroughs_give_the_answers_the_tutorial_shows(tmp_path):
     script = []
     for i, (command, _) in enumerate(commands):
         script.append(f"{{ {command} ; }} >out-{i} 2>&1; echo $? >rc-{i}")
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"
+    work = tmp_path / "work"
+    work.mkdir()
+    server = None
+    if not os.environ.get("PRINTPIPE_TEST_SUBPROCESS"):  # else the installed entry point
+        server = cli_forkserver.install(tmp_path)
+        path = f"{tmp_path}{os.pathsep}{path}"
     try:
         subprocess.run(
-            ["bash", "-c", "\n".join(script)], cwd=tmp_path, env=env, check=True, timeout=600
+            ["bash", "-c", "\n".join(script)],
+            cwd=work,
+            env={**os.environ, "PATH": path},
+            check=True,
+            timeout=600,
         )
     finally:
-        _stop_what_was_left_running(tmp_path)
+        _stop_what_was_left_running(work)
+        if server is not None:
+            cli_forkserver.stop(server)
     for i, (command, answer) in enumerate(commands):
-        output = (tmp_path / f"out-{i}").read_text()
-        status = int((tmp_path / f"rc-{i}").read_text())
+        output = (work / f"out-{i}").read_text()
+        status = int((work / f"rc-{i}").read_text())
         pattern, expected_status = expectation(answer)
         assert status == expected_status, f"{command}: exit {status}\n{output}"
         if pattern is not None:
