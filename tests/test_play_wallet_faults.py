@@ -113,7 +113,9 @@ def test_a_storm_through_a_failing_wallet_and_two_kills_leaves_the_books_equal(w
     assert sorted((e.reference, e.amount_cents) for e in credits) == sorted(
         (r, lot) for r, (_, _, lot) in plays.items() if lot
     )
-    assert len(refunded) > 0  # the faults did cancel debits (else this test tested little)
+    # Whether a debit is cancelled here depends on what was in flight at each kill: the
+    # cancels themselves are proven deterministically in test_play_wallet.py (a debit whose
+    # answer is lost, one left by a killed game server), this storm proves the books after.
     with world.ledger() as book:
         report = book.verify_log()
     assert report.ok, report.problems
