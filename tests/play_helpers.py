@@ -137,6 +137,7 @@ class PlayWorld:
             [*command, *(["--demo"] if demo else []), *args], stdout=log, stderr=log,
             preexec_fn=limit_files if open_files is not None else None,
             env={**os.environ, **env} if env else None,
+            start_new_session=True,  # its own process group: a kill reaches every worker
         )  # fmt: skip
         log.close()
         deadline = time.monotonic() + 60
@@ -150,7 +151,7 @@ class PlayWorld:
     def kill(self) -> None:
         """SIGKILL: the server and its workers, no goodbye."""
         if self.process is not None and self.process.poll() is None:
-            os.kill(self.process.pid, signal.SIGKILL)
+            os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait(timeout=30)
 
     def stop(self) -> None:

@@ -48,7 +48,7 @@ def world(block, ledgers, tmp_path_factory):
         block, ledgers.new(), tmp_path_factory.mktemp("play-world"),
         players=PLAYERS, balance_eur=BALANCE_EUR,
     )  # fmt: skip
-    w.start()
+    w.start(workers=2)  # the storms race two workers' batches, as production does
     yield w
     w.stop()
 
@@ -94,7 +94,7 @@ def test_a_kill_during_a_storm_then_retries_with_the_same_keys(world):
     }
     assert 0 < len(first) < PLAYERS * ROUNDS
     world.check_books(opening(world))  # whatever committed is whole
-    world.start()
+    world.start(workers=2)
     retry = [[world.play_request(n, k) for k in keys[n]] for n in world.players]
     outcomes, _ = storm(world.url, retry)
     assert all(o is not None and o.status in (200, 201) for o in outcomes)

@@ -53,7 +53,8 @@ def _outbox_left(world) -> int:
 
 
 def test_a_storm_through_a_failing_wallet_and_two_kills_leaves_the_books_equal(world, wallet):
-    start = {"args": ["--wallet", wallet.url, "--wallet-key", str(wallet.key_file)],
+    start = {"workers": 2,  # two workers' batches and outbox tasks race, as in production
+             "args": ["--wallet", wallet.url, "--wallet-key", str(wallet.key_file)],
              "env": {"PRINTPIPE_WALLET_ABANDONED_S": "3"}}  # fmt: skip
     world.start(**start)
     try:
