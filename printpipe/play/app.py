@@ -81,7 +81,9 @@ from printpipe.service.app import (
     Service,
     _json_line,
     error_response,
-    health_answer,
+    health,
+    health_live,
+    health_ready,
     json_body,
     metrics_page,
     read_body,
@@ -478,18 +480,6 @@ async def game(request: Request) -> Response:
 async def commitments(request: Request) -> Response:
     service: PlayService = request.app.state.service
     return json_response({"commitments": await service.run(service.dealer.published_commitments)})
-
-
-async def health(request: Request) -> Response:
-    return await health_answer(request.app.state.service)
-
-
-async def health_live(request: Request) -> Response:
-    return await health_answer(request.app.state.service, "live")
-
-
-async def health_ready(request: Request) -> Response:
-    return await health_answer(request.app.state.service, "ready")
 
 
 async def openapi(request: Request) -> Response:

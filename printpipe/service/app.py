@@ -77,6 +77,7 @@ from printpipe.service.openapi import openapi_document
 from printpipe.service.problems import PROBLEM_JSON, REQUEST_ID, json_line, problem_bytes
 from printpipe.service.signatures import (
     Unauthorized,
+    Verified,
     accept_signature,
     key_id_claimed,
     public_key_from_raw,
@@ -137,6 +138,37 @@ class Refusal(Exception):
 
     def response(self) -> Response:
         return error_response(self.status, self.kind, self.message, self.headers, **self.extra)
+
+
+def request_headers(request: Request) -> list[tuple[str, str]]:
+    """A request's header fields as text, in the order received (RFC 9421 signs them so)."""
+    return [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.scope["headers"]]
+
+
+def verify_signed(
+    request: Request,
+    body: bytes,
+    *,
+    headers: list[tuple[str, str]],
+    public_key: Callable[[str], Ed25519PublicKey | None],
+    idempotent: bool,
+) -> Verified:
+    """The request's RFC 9421 signature verified against ``public_key`` (the path as sent, not
+    as decoded), or a 401 Refusal saying what a request must carry."""
+    path = request.scope.get("raw_path") or request.url.path.encode()
+    try:
+        return verify_request(
+            method=request.method,
+            path=path.decode("latin-1"),
+            query=request.scope.get("query_string", b"").decode("latin-1"),
+            headers=headers,
+            body=body,
+            public_key=public_key,
+        )
+    except Unauthorized as exc:
+        raise Refusal(
+            401, "unauthorized", str(exc), unauthorized_headers(idempotent=idempotent)
+        ) from None
 
 
 def role_refusal(role: str, access: Access) -> Refusal:
@@ -305,8 +337,7 @@ class Service:
     # -- authentication ----------------------------------------------------------------------
 
     async def caller(self, request: Request, body: bytes) -> Caller:
-        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.scope["headers"]]
-        path = request.scope.get("raw_path") or request.url.path.encode()
+        headers = request_headers(request)
         claimed = key_id_claimed(headers)
         if claimed is not None and claimed not in self._keys:
             await self._load_key(claimed)
@@ -315,20 +346,10 @@ class Service:
             known = self._keys.get(key_id)
             return known[0] if known else None
 
-        try:
-            verified = verify_request(
-                method=request.method,
-                path=path.decode("latin-1"),
-                query=request.scope.get("query_string", b"").decode("latin-1"),
-                headers=headers,
-                body=body,
-                public_key=public_key,
-            )
-        except Unauthorized as exc:
-            idempotent = request.url.path == "/v1/claims"
-            raise Refusal(
-                401, "unauthorized", str(exc), unauthorized_headers(idempotent=idempotent)
-            ) from None
+        verified = verify_signed(
+            request, body, headers=headers, public_key=public_key,
+            idempotent=request.url.path == "/v1/claims",
+        )  # fmt: skip
         self.spend(verified.key_id)
         terminal = self._keys[verified.key_id][1]
         admission = Admission(

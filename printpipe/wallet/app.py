@@ -37,10 +37,12 @@ from printpipe.service.app import (
     Router,
     error_response,
     read_body,
+    request_headers,
     unauthorized_headers,
+    verify_signed,
 )
 from printpipe.service.problems import json_line
-from printpipe.service.signatures import Unauthorized, key_id_of, verify_request
+from printpipe.service.signatures import key_id_of
 from printpipe.wallet.api import (
     PLAYER,
     REFUSALS,
@@ -118,21 +120,10 @@ class WalletService:
     async def verified(self, request: Request, body: bytes) -> tuple[str, str, int]:
         """The request's signer, verified against the trusted keys: (key id, nonce, created)
         to admit; 401 otherwise."""
-        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in request.scope["headers"]]
-        path = request.scope.get("raw_path") or request.url.path.encode()
-        try:
-            verified = verify_request(
-                method=request.method,
-                path=path.decode("latin-1"),
-                query=request.scope.get("query_string", b"").decode("latin-1"),
-                headers=headers,
-                body=body,
-                public_key=self.keys.get,
-            )
-        except Unauthorized as exc:
-            raise Refusal(
-                401, "unauthorized", str(exc), unauthorized_headers(idempotent=False)
-            ) from None
+        verified = verify_signed(
+            request, body, headers=request_headers(request), public_key=self.keys.get,
+            idempotent=False,
+        )  # fmt: skip
         return verified.key_id, verified.nonce, verified.created
 
 
