@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from printpipe import french
 from printpipe.cli._common import keys_option, server_options, start_in_background
 from printpipe.cli.ledger import _database_errors, db_option, terminal_option
 from printpipe.cli.params import EUROS, LEDGER_LOCATION, PLAYER
@@ -217,5 +218,5 @@ def players_add(
     ledger, dealer = open_dealer(db_path, keys_dir)
     with ledger:
         token = dealer.add_player(player=name, balance_cents=balance, by=terminal.value)
-    click.echo(f"registered player {name} with {balance / 100:.2f} EUR")
+    click.echo(f"registered player {name} with {french.eur(balance)}")
     click.echo(f"login link (once, within 24 h): {url.rstrip('/')}/#login={token}")

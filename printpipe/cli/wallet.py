@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from printpipe import french
 from printpipe.cli._common import server_options, start_in_background
 from printpipe.cli.params import EUROS, LEDGER_LOCATION, PLAYER
 from printpipe.errors import InvalidInput
@@ -117,7 +118,7 @@ def wallet_deposit(player: str, amount: int, db_path: Location) -> None:
         raise InvalidInput("a deposit is more than 0 EUR")
     with WalletStore(db_path) as store:
         balance = store.deposit(player=player, amount_cents=amount, now=dt.datetime.now(dt.UTC))
-    click.echo(f"deposited {amount / 100:.2f} EUR for {player}: balance {balance / 100:.2f} EUR")
+    click.echo(f"deposited {french.eur(amount)} for {player}: balance {french.eur(balance)}")
 
 
 @wallet.command("statement")

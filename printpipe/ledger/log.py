@@ -63,6 +63,8 @@ from datetime import datetime
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from printpipe import french
+
 LOG_PURPOSE = b"printpipe ledger: audit log"
 GENESIS = bytes(32)
 SEAL_DELAY_S = 0.05
@@ -311,7 +313,7 @@ REGISTERED = "registered with "
 
 
 def registered_answer(cents: int) -> str:
-    return f"{REGISTERED}{cents // 100}.{cents % 100:02d} EUR"
+    return f"{REGISTERED}{french.eur(cents)}"
 
 
 def _registered_cents(answer: str) -> int | None:

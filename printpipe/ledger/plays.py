@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from printpipe import french
 from printpipe.commitment.inclusion import InclusionProof, TicketOpening, make_proof
 from printpipe.errors import InvalidInput, PrintpipeError
 from printpipe.games.base import OnlineGame, stake_split
@@ -396,8 +397,8 @@ class Dealer:
                 continue
             if staked[request.player] + self.stake > limit:
                 batch.outcomes[index] = DailyLimitReached(
-                    f"daily stake limit reached: {staked[request.player] / 100:.2f} EUR staked "
-                    f"today, the limit is {limit / 100:.2f} EUR"
+                    f"daily stake limit reached: {french.eur(staked[request.player])} staked "
+                    f"today, the limit is {french.eur(limit)}"
                 )
                 continue
             staked[request.player] += self.stake  # counted as if it were dealt: never over

@@ -31,6 +31,7 @@ import datetime as dt
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from printpipe import french
 from printpipe.errors import PrintpipeError
 from printpipe.ledger.log import LogKey, WalletEntry
 from printpipe.ledger.store import Database, Tx
@@ -223,9 +224,7 @@ class DatabaseAccounts:
             raise NoSuchPlayer(f"no player {player!r}")
         after = balances[player] + (-amount if kind == "debit" else amount)
         if after < 0:
-            raise InsufficientFunds(
-                f"the balance of {player} does not cover {amount / 100:.2f} EUR"
-            )
+            raise InsufficientFunds(f"the balance of {player} does not cover {french.eur(amount)}")
         balances[player] = after
         self._moved.add(player)
         entry = WalletEntry(reference, kind, player, amount, at)

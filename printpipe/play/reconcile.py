@@ -21,12 +21,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from printpipe import french
 from printpipe.ledger import RecordedCall
 from printpipe.wallet.api import Statement, StatementEntry
-
-
-def _eur(cents: int) -> str:
-    return f"{cents // 100}.{cents % 100:02d} EUR"
 
 
 @dataclass
@@ -43,7 +40,7 @@ class Reconciliation:
 
     def summary(self) -> str:
         said = ", ".join(
-            f"{self.counts.get(kind, 0)} {kind}s ({_eur(self.amounts.get(kind, 0))})"
+            f"{self.counts.get(kind, 0)} {kind}s ({french.eur(self.amounts.get(kind, 0))})"
             for kind in ("debit", "credit", "cancel")
         )
         if self.equal:
@@ -74,7 +71,7 @@ def reconcile(day: str, calls: Sequence[RecordedCall], statement: Statement) -> 
             expected[(call.reference, call.kind)] = call
         elif call.state in ("pending", "sent") and call.created_at[:10] == day:
             what = f"the {call.kind} {call.reference} of {call.player}"
-            said.append(f"pending: {what} ({_eur(call.amount_cents)}) is not confirmed yet")
+            said.append(f"pending: {what} ({french.eur(call.amount_cents)}) is not confirmed yet")
     for call in calls:  # a debit its cancel gave back was taken: that day, if both were
         cancel = ours.get((call.reference, "cancel"))
         refunded = (cancel.wallet_at or "") if cancel is not None and cancel.refunded else ""
@@ -85,13 +82,13 @@ def reconcile(day: str, calls: Sequence[RecordedCall], statement: Statement) -> 
         listed = wallet.get((reference, kind))
         if not listed:
             said.append(f"missing: the {kind} {reference} of {call.player} "
-                        f"({_eur(call.amount_cents)}), confirmed by the wallet at "
+                        f"({french.eur(call.amount_cents)}), confirmed by the wallet at "
                         f"{call.wallet_at or 'its cancel'}, is not on its statement")  # fmt: skip
             continue
         entry = listed[0]
         if (entry.player, entry.amount_cents) != (call.player, call.amount_cents):
-            said.append(f"amount: the {kind} {reference} is {_eur(call.amount_cents)} of "
-                        f"{call.player} at the game server, {_eur(entry.amount_cents)} of "
+            said.append(f"amount: the {kind} {reference} is {french.eur(call.amount_cents)} of "
+                        f"{call.player} at the game server, {french.eur(entry.amount_cents)} of "
                         f"{entry.player} on the wallet's statement")  # fmt: skip
         elif kind == "cancel" and bool(entry.refunded) != bool(call.refunded):
             ours_said = "its debit" if call.refunded else "nothing"
@@ -108,13 +105,13 @@ def reconcile(day: str, calls: Sequence[RecordedCall], statement: Statement) -> 
             if cancel.state == "confirmed" and cancel.refunded:
                 continue  # its answer was lost, its cancel gave it back (on an earlier day)
             said.append(f"unknown: the wallet's debit {reference} of {entry.player} "
-                        f"({_eur(entry.amount_cents)}) has no play, and its cancel is not "
+                        f"({french.eur(entry.amount_cents)}) has no play, and its cancel is not "
                         "confirmed yet")  # fmt: skip
         elif mine is not None and mine.state == "confirmed":
             said.append(f"unknown: the {kind} {reference} is on the wallet's statement of {day} "
                         f"but was confirmed at {mine.wallet_at}")  # fmt: skip
         else:
             said.append(f"unknown: the wallet's {kind} {reference} of {entry.player} "
-                        f"({_eur(entry.amount_cents)}) was never confirmed to the game server"
+                        f"({french.eur(entry.amount_cents)}) was never confirmed to the game server"
                         + (" (it has no play nor cancel)" if kind == "debit" else ""))  # fmt: skip
     return found

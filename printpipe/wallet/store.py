@@ -27,6 +27,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from printpipe import french
 from printpipe.errors import PrintpipeError
 from printpipe.ledger import Location, PostgresLocation, Tx, tx_over
 from printpipe.wallet.api import (
@@ -317,7 +318,7 @@ class WalletStore:
                 return 0
             raise WalletRefused("no_such_player", f"no account of {player}")
         raise WalletRefused(
-            "insufficient_funds", f"the balance of {player} does not cover {-cents / 100:.2f} EUR"
+            "insufficient_funds", f"the balance of {player} does not cover {french.eur(-cents)}"
         )
 
     def deposit(self, *, player: str, amount_cents: int, now: dt.datetime) -> int:
