@@ -57,6 +57,7 @@ from printpipe.ledger.plays import (
     SoldOut,
     _Batch,
     _range_of,
+    send_player_locks,
 )
 from printpipe.ledger.store import Tx
 from printpipe.ledger.store.schema import INT, TEXT
@@ -183,12 +184,7 @@ class Outbox:
         with self.db.transaction(durable=True, pipelined=True) as tx:
             admitted = dealer.ledger._admit_later(tx, [r.admission for r in requests])
             names = sorted({r.player for r in requests})
-            among, params = tx.any_of("id", TEXT, names)
-            locked = tx.send(
-                f"SELECT id, stake_day, staked_cents FROM players WHERE {among} ORDER BY id"
-                + tx.lock_rows,
-                params,
-            )
+            locked = send_player_locks(tx, names)
             earlier = dealer._send_earlier(tx, requests)
             among, params = tx.any_of("player", TEXT, names)
             flying = tx.send(
@@ -249,15 +245,7 @@ class Outbox:
             names = sorted({r.player for r, _ in confirmed.values()})
             stakes: dict[str, list[Any]] = {}
             if names:
-                among, params = tx.any_of("id", TEXT, names)
-                stakes = {
-                    str(n): [d, int(c)]
-                    for n, d, c in tx.execute(
-                        f"SELECT id, stake_day, staked_cents FROM players WHERE {among} "
-                        "ORDER BY id" + tx.lock_rows,
-                        params,
-                    )
-                }
+                stakes = {str(n): [d, int(c)] for n, d, c in send_player_locks(tx, names)()}
             still = self._confirm(tx, confirmed)
             batch = _Batch(outcomes=outcomes, stakes=stakes)
             receipts = {}

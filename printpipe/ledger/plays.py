@@ -255,6 +255,17 @@ def _hash_token(token: str) -> bytes:
     return hashlib.sha256(token.encode()).digest()
 
 
+def send_player_locks(tx: Tx, names: Sequence[str]) -> Callable[[], list[tuple[Any, ...]]]:
+    """Lock the batch's players in the order of their names, the first lock of every
+    transaction on players, deal ranges and units (the one lock order: no two batches
+    deadlock); their ``(id, stake_day, staked_cents)`` read later (:meth:`Tx.send`)."""
+    among, params = tx.any_of("id", TEXT, names)
+    return tx.send(
+        f"SELECT id, stake_day, staked_cents FROM players WHERE {among} ORDER BY id" + tx.lock_rows,
+        params,
+    )
+
+
 class Dealer:
     """The game server over an open ledger (its database and key): plays, history, proofs,
     players and their demo sessions."""
@@ -327,12 +338,7 @@ class Dealer:
             tx.by_keys_only()
             admitted = self.ledger._admit_later(tx, [r.admission for r in requests])
             names = sorted({r.player for r in requests})
-            among, params = tx.any_of("id", TEXT, names)
-            locked = tx.send(
-                f"SELECT id, stake_day, staked_cents FROM players WHERE {among} ORDER BY id"
-                + tx.lock_rows,
-                params,
-            )
+            locked = send_player_locks(tx, names)
             earlier = self._send_earlier(tx, requests)
             accounts = self.wallet.accounts(tx, names)
             ranges = self._send_claim(tx, after=None, most=RANGES_TAKEN, wait=False)
