@@ -59,6 +59,7 @@ from printpipe.ledger.plays import (
     _range_of,
     send_player_locks,
 )
+from printpipe.ledger.rules import format_instant
 from printpipe.ledger.store import Tx
 from printpipe.ledger.store.schema import INT, TEXT
 from printpipe.ledger.wallet import InLedgerWallet, InsufficientFunds, NoSuchPlayer
@@ -84,10 +85,6 @@ WALLET_THREADS = 32
 """Calls to the wallet in flight at once from one worker."""
 ROW = ("reference", "kind", "player", "amount_cents", "split", "created_at", "mac",
        "idempotency_key", "fingerprint", "state", "next_at")  # fmt: skip
-
-
-def _stamp(now: dt.datetime) -> str:
-    return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def _split_text(split: Sequence[tuple[str, int]]) -> str:
@@ -180,7 +177,7 @@ class Outbox:
         """Step 1: the outcomes so far, and the plays reserved (their debits written *sent*)."""
         dealer = self.dealer
         now = dealer.clock()
-        stamp, day = _stamp(now), now.date().isoformat()
+        stamp, day = format_instant(now), now.date().isoformat()
         with self.db.transaction(durable=True, pipelined=True) as tx:
             admitted = dealer.ledger._admit_later(tx, [r.admission for r in requests])
             names = sorted({r.player for r in requests})
@@ -237,7 +234,7 @@ class Outbox:
         """Step 3: the plays whose debits were confirmed dealt, every debit's state written."""
         dealer = self.dealer
         now = dealer.clock()
-        stamp = _stamp(now)
+        stamp = format_instant(now)
         confirmed = {r.reference: (r, s) for r, s in zip(reserved, settled, strict=True)
                      if isinstance(s, Confirmed)}  # fmt: skip
         by_reference = {r.reference: s for r, s in zip(reserved, settled, strict=True)}
@@ -356,14 +353,15 @@ class Outbox:
 
     def _cancel_abandoned(self) -> None:
         now = self.dealer.clock()
-        cutoff = _stamp(now - dt.timedelta(seconds=ABANDONED_S))
+        cutoff = format_instant(now - dt.timedelta(seconds=ABANDONED_S))
         with self.db.transaction() as tx:  # lost in a crash: done again
             left = tx.execute(
                 f"UPDATE wallet_outbox SET state = '{CANCEL}' WHERE kind = 'debit' AND "
                 f"state = '{SENT}' AND created_at < ? RETURNING reference, player, amount_cents",
                 (cutoff,),
             )
-            rows = [self.row(str(r), "cancel", str(p), int(a), "", _stamp(now), state=PENDING)
+            at = format_instant(now)
+            rows = [self.row(str(r), "cancel", str(p), int(a), "", at, state=PENDING)
                     for r, p, a in left]  # fmt: skip
             if rows:
                 tx.write(*tx.append_sql("wallet_outbox", ROW, rows))

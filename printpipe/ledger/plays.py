@@ -66,6 +66,7 @@ from printpipe.ledger.log import (
     registered_answer,
 )
 from printpipe.ledger.proofs import LoadedCommitment
+from printpipe.ledger.rules import format_instant
 from printpipe.ledger.store import Tx, ticket_of_key
 from printpipe.ledger.store.schema import BIGINT, TEXT
 from printpipe.ledger.tree import read_leaf_and_path, read_salt
@@ -333,7 +334,7 @@ class Dealer:
         if not isinstance(self.wallet, InLedgerWallet):
             raise PrintpipeError("a wallet outside the ledger plays through its outbox")
         now = self.clock()
-        stamp = now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        stamp = format_instant(now)
         with self.db.transaction(durable=True, pipelined=True) as tx:
             tx.by_keys_only()
             admitted = self.ledger._admit_later(tx, [r.admission for r in requests])

@@ -39,6 +39,15 @@ def format_time(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime(TIME_FORMAT)
 
 
+INSTANT_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+def format_instant(moment: datetime) -> str:
+    """A play's or a wallet entry's time, to the microsecond, from the ledger's UTC clock:
+    ``2026-12-02T06:36:22.123456Z``."""
+    return moment.strftime(INSTANT_FORMAT)
+
+
 def parse_time(text: str) -> datetime:
     return datetime.strptime(text, TIME_FORMAT).replace(tzinfo=UTC)
 

@@ -34,6 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 from printpipe import french
 from printpipe.errors import PrintpipeError
 from printpipe.ledger.log import LogKey, WalletEntry
+from printpipe.ledger.rules import format_instant
 from printpipe.ledger.store import Database, Tx
 from printpipe.ledger.store.schema import BIGINT, TEXT
 from printpipe.wallet.api import Confirmed, Outcome, Receipt, Refused, Settled
@@ -127,7 +128,7 @@ class DatabaseWallet:
         return self.db
 
     def _call(self, kind: str, reference: str, player: str, amount: int) -> Outcome:
-        at = self.clock().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        at = format_instant(self.clock())
         with self._database().transaction(durable=True) as tx:
             earlier = tx.one(
                 "SELECT player, amount_cents, at FROM wallet_entries WHERE reference = ? AND "
@@ -175,7 +176,7 @@ class DatabaseWallet:
             balance = self.balance_in(tx, player=player)
         if taken is not None:
             return Refused("already_credited", "the built-in wallet's debit stands", 409)
-        at = self.clock().strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        at = format_instant(self.clock())
         return Confirmed(Receipt("cancel", reference, player, amount_cents, balance, at, False))
 
     def balance(self, *, player: str) -> int:
