@@ -295,5 +295,5 @@ def test_the_openapi_document_describes_exactly_the_routes(world):
     ledger.close()
     documented = set(openapi_document()["paths"])
     assert documented == routes
-    with httpx.Client(base_url=world.url) as client:
+    with httpx.Client(base_url=world.url, timeout=30) as client:
         assert set(client.get("/v1/openapi.json").json()["paths"]) == documented

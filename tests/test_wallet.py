@@ -345,7 +345,7 @@ def served(ledgers, tmp_path_factory):
 def test_each_call_needs_the_game_servers_signature(served):
     body = debit_call(uuid.uuid4().hex, "alice").body()
     url = served.url + "/v1/debits"
-    with httpx.Client() as http:
+    with httpx.Client(timeout=30) as http:
         unsigned = http.post(url, content=body)
         assert unsigned.status_code == 401
         assert unsigned.headers["content-type"] == "application/problem+json"
