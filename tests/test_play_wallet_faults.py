@@ -1,10 +1,15 @@
 """``printpipe play --wallet`` against the reference wallet with injected faults (answers lost
-after it committed, 503s, 2 s delays), both run as an operator runs them, in subprocesses, on
-both databases: 64 players at once (a play each), the wallet killed (SIGKILL) and restarted
-mid-storm, then the game server killed, restarted, and the same keys retried.  Afterwards: no
-money created or lost on either side, no debit without its play or its refunding cancel, no
-credit missing or doubled, the ledger verifies, and ``play reconcile`` finds the two books
-equal."""
+after it committed, 503s, answers held half a second), both run as an operator runs them, in
+subprocesses, on both databases: 64 players at once (a play each), the wallet killed (SIGKILL)
+and restarted mid-storm, then the game server killed, restarted, and the same keys retried.
+Afterwards: no money created or lost on either side, no debit without its play or its refunding
+cancel, no credit missing or doubled, the ledger verifies, and ``play reconcile`` finds the two
+books equal.
+
+The game server's waits are shortened as an operator may set them (``OUTBOX_ENV``): a debit
+left by the killed server is cancelled after 3 s (not 60), the calls its outbox held when it
+was killed are due again after 5 s (not 60), and a call the killed wallet failed is sent again
+within 2 s (not up to 60): the same paths, taken in seconds."""
 
 from __future__ import annotations
 
@@ -25,6 +30,11 @@ PLAYERS = 64
 PLAYS_EACH = 1
 OPENING = 1000
 FAULTS = ["lose=0.15", "error=0.15", "delay=0.03"]
+FAULT_DELAY_S = 0.5
+"""A held answer: slow, within the game server's client's 5 s timeout (the answers held past
+it are test_wallet_faults.py's)."""
+OUTBOX_ENV = {"PRINTPIPE_WALLET_ABANDONED_S": "3", "PRINTPIPE_WALLET_CLAIM_S": "5",
+              "PRINTPIPE_WALLET_MAX_BACKOFF_S": "2"}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +46,8 @@ def world(ledgers, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def wallet(ledgers, tmp_path_factory):
-    process = WalletProcess(ledgers.new(), tmp_path_factory.mktemp("faults-wallet"), FAULTS)
+    process = WalletProcess(ledgers.new(), tmp_path_factory.mktemp("faults-wallet"), FAULTS,
+                            fault_delay=FAULT_DELAY_S)  # fmt: skip
     with WalletStore(process.location) as store:
         now = dt.datetime.now(dt.UTC)
         for name in [f"player-{n:02d}" for n in range(PLAYERS)]:
@@ -55,7 +66,7 @@ def _outbox_left(world) -> int:
 def test_a_storm_through_a_failing_wallet_and_two_kills_leaves_the_books_equal(world, wallet):
     start = {"workers": 2,  # two workers' batches and outbox tasks race, as in production
              "args": ["--wallet", wallet.url, "--wallet-key", str(wallet.key_file)],
-             "env": {"PRINTPIPE_WALLET_ABANDONED_S": "3"}}  # fmt: skip
+             "env": OUTBOX_ENV}  # fmt: skip
     world.start(**start)
     try:
         keys = {name: [uuid.uuid4().hex for _ in range(PLAYS_EACH)] for name in world.players}

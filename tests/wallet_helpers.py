@@ -31,6 +31,8 @@ class WalletProcess:
     location: Location
     folder: Path
     faults: list[str] = field(default_factory=list)
+    fault_delay: float = 2.0
+    """How long a ``delay`` fault holds an answer (``--fault-delay``)."""
     port: int = 0
     process: subprocess.Popen | None = None
 
@@ -64,9 +66,11 @@ class WalletProcess:
                 "--port", str(self.port), "--url-file", str(url_file)]  # fmt: skip
         for fault in self.faults:
             args += ["--fault", fault]
+        if self.faults:
+            args += ["--fault-delay", str(self.fault_delay), "--fault-seed", "7"]
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(
-                [*args, "--fault-delay", "2", "--fault-seed", "7"] if self.faults else args,
+                args,
                 stdout=log,
                 stderr=log,
                 start_new_session=True,

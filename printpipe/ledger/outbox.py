@@ -75,10 +75,16 @@ cancelled.  A live one settles within its client's attempts (4 x 5 s at most, an
 were it slower, its deal finds it cancelled (the row is locked by whichever commits first) and
 answers 503: never money lost, only a play to retry.  ``PRINTPIPE_WALLET_ABANDONED_S``
 changes it (the reliability tests: a few seconds)."""
-CLAIM_S = 60
-"""How long a worker holds the rows it is sending (then they are due again)."""
+CLAIM_ENV = "PRINTPIPE_WALLET_CLAIM_S"
+CLAIM_S = int(os.environ.get(CLAIM_ENV, "60"))
+"""How long a worker holds the rows it is sending (then they are due again: a killed worker's
+rows wait this long).  ``PRINTPIPE_WALLET_CLAIM_S`` changes it (the reliability tests)."""
 BACKOFF_S = 1.0
-MAX_BACKOFF_S = 60.0
+MAX_BACKOFF_ENV = "PRINTPIPE_WALLET_MAX_BACKOFF_S"
+MAX_BACKOFF_S = float(os.environ.get(MAX_BACKOFF_ENV, "60"))
+"""The longest pause between two sends of a call (1 s, doubling up to it).
+``PRINTPIPE_WALLET_MAX_BACKOFF_S`` changes it (the reliability tests: a wallet killed a while
+must not leave the calls it failed waiting a minute)."""
 SEND_MOST = 256
 """Rows sent again in one pass."""
 WALLET_THREADS = 32
