@@ -300,8 +300,12 @@ def audit_paths(levels: Sequence[Digests], indices: np.ndarray) -> np.ndarray:
     paths = np.zeros((len(indices), len(widths), HASH_SIZE), dtype=np.uint8)
     for level, width in enumerate(widths):
         sibling = (indices >> level) ^ 1
-        rows = np.flatnonzero(sibling < width)
-        paths[rows, level] = levels[level][sibling[rows]]
+        paired = sibling < width
+        if paired.all():  # most levels: a slice, not a gather of rows
+            paths[:, level] = levels[level][sibling]
+        else:
+            rows = np.flatnonzero(paired)
+            paths[rows, level] = levels[level][sibling[rows]]
     return paths
 
 

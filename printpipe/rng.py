@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import enum
 import hashlib
+import math
 import struct
 
 import numpy as np
@@ -79,8 +80,13 @@ class KeyStream:
         return self._encryptor.update(bytes(size))
 
     def uint64(self, shape: int | tuple[int, ...]) -> np.ndarray:
-        count = int(np.prod(shape))
+        count = shape if isinstance(shape, int) else math.prod(shape)
         return np.frombuffer(self.read(8 * count), dtype="<u8").reshape(shape)
+
+    def words(self, count: int) -> list[int]:
+        """The next ``count`` 64-bit words as Python integers: :meth:`uint64`'s, for a caller
+        drawing a few at a time in plain Python (numpy's cost per call would dominate)."""
+        return list(struct.unpack(f"<{count}Q", self.read(8 * count)))
 
     def below(self, bounds: int | np.ndarray, shape: int | tuple[int, ...]) -> np.ndarray:
         """Integers uniform in ``[0, bound)``; ``bounds`` broadcasts against ``shape``."""

@@ -12,6 +12,7 @@ import sys
 import time
 import warnings
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -354,6 +355,69 @@ def approvals_dir(default_proof, keys_dir) -> Path:
     key = load_signing_key(keys_dir, LOTTERY_SIGNING_KEY)
     approve_proof(work / "proof", signing_key=key, approvals_dir=work / "approvals")
     return work / "approvals"
+
+
+MAIN_JOB = pytest.mark.xdist_group("main-job")
+"""The tests that read the main job's outputs (:func:`main_job`), on one test worker: the main
+job runs once a session (a whole block, its audit, proof pack and export), not once a worker."""
+
+
+class AuditOfUnchangedBytes:
+    """``audit_store`` that audits a block once and, asked again about the same block folder
+    with the same keys, answers the same report if no file of them changed (name, size,
+    modification time): the main job's rerun audits the block the first run generated, and an
+    audit is a function of those bytes alone; auditing 1,500,000 tickets again (8 s) would
+    show what the first audit showed."""
+
+    def __init__(self) -> None:
+        from printpipe.generation.audit import audit_store
+
+        self.audit_store = audit_store
+        self.reports: dict[object, object] = {}
+        self.real = self.remembered = 0
+
+    def __call__(self, block_dir: Path, **options):
+        files = [block_dir, *block_dir.rglob("*")]
+        files += [
+            options[k] for k in ("producer_key", "lottery_key", "commitment") if options.get(k)
+        ]
+        state = tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in sorted(files))
+        key = (state, tuple(sorted((k, str(v)) for k, v in options.items())))
+        if key in self.reports:
+            self.remembered += 1
+            return self.reports[key]
+        self.real += 1
+        report = self.reports[key] = self.audit_store(block_dir, **options)
+        return report
+
+
+@dataclass(frozen=True)
+class MainJob:
+    """What ``printpipe run --quiet`` left in ``folder`` and said (``result``); ``audits``
+    remembers its audit, for a rerun to reuse."""
+
+    folder: Path
+    result: subprocess.CompletedProcess
+    audits: AuditOfUnchangedBytes
+
+
+@pytest.fixture(scope="session")
+def main_job(tmp_path_factory) -> MainJob:
+    """The main job on defaults, ``printpipe run --quiet`` in a fresh folder, in process, once a
+    session (a whole block generated and audited, the proof pack made and approved, 200 packs
+    exported: the costliest command there is).  It runs under umask 0, the most permissive a
+    user can have, so that what it leaves shows that its files are private whatever the umask.
+    The tests read it; the one that reruns it (tests/test_cli.py) leaves the same files."""
+    folder = tmp_path_factory.mktemp("main-job")
+    audits = AuditOfUnchangedBytes()
+    before = os.umask(0)
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr("printpipe.generation.audit_store", audits)
+            result = run_cli("run", "--quiet", cwd=folder)
+    finally:
+        os.umask(before)
+    return MainJob(folder, result, audits)
 
 
 # -- the ledger on both databases ---------------------------------------------------------------

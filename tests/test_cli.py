@@ -21,6 +21,7 @@ from printpipe.keys import (
     load_signing_key,
 )
 from tests.conftest import (
+    MAIN_JOB,
     as_from_a_shell,
     assert_preflight_passes,
     cli_commands,
@@ -192,62 +193,33 @@ def test_interrupted_generation_leaves_nothing_that_looks_finished(tmp_path, key
 
 
 @pytest.mark.fullblock
-def test_the_main_job_on_defaults(tmp_path, monkeypatch):
-    audits = _AuditOfUnchangedBytes()
-    monkeypatch.setattr("printpipe.generation.audit_store", audits)
-    result = run_cli("run", "--quiet", cwd=tmp_path)
+@MAIN_JOB
+def test_the_main_job_on_defaults(main_job, monkeypatch):
+    result, folder = main_job.result, main_job.folder
     assert result.returncode == 0, result.stderr
     assert "created DEMO keys in printpipe-demo-keys" in result.stderr
     lines = result.stdout.splitlines()  # generated, audited (one line), exported
     assert len(lines) == 3 and lines[1].endswith("checks; AUDIT PASSED"), result.stdout
     assert "\r" not in result.stderr  # no progress bar
-    assert (tmp_path / "printpipe-out" / "chien-chat-block-0001" / "summary.json").exists()
+    assert (folder / "printpipe-out" / "chien-chat-block-0001" / "summary.json").exists()
     assert "demo keys: made the proof pack printpipe-out/chien-chat-proof and approved it" in (
         result.stderr
     )
-    (approval,) = (tmp_path / "printpipe-approvals").glob("chien-chat-*.approval.json")
+    (approval,) = (folder / "printpipe-approvals").glob("chien-chat-*.approval.json")
     job = json.loads(
-        (tmp_path / "printpipe-out" / "chien-chat-block-0001-print" / "job.json").read_text()
+        (folder / "printpipe-out" / "chien-chat-block-0001-print" / "job.json").read_text()
     )
     assert job["approval"]["file"] == approval.name
-    assert_preflight_passes(tmp_path / "printpipe-out" / "chien-chat-block-0001-print")
-    assert_the_readme_says_what_the_main_job_leaves(tmp_path)
-    rerun = run_cli("run", "--quiet", cwd=tmp_path)
+    assert_preflight_passes(folder / "printpipe-out" / "chien-chat-block-0001-print")
+    assert_the_readme_says_what_the_main_job_leaves(folder)
+    monkeypatch.setattr("printpipe.generation.audit_store", main_job.audits)
+    rerun = run_cli("run", "--quiet", cwd=folder)
     assert rerun.returncode == 0 and "DEMO keys" not in rerun.stderr
     assert "demo keys: the proof of these inputs is approved" in rerun.stderr
     assert "block store printpipe-out/chien-chat-block-0001 exists: keeping it" in rerun.stderr
     assert rerun.stdout.splitlines()[0] == lines[1]  # the kept block audited again: passed
     assert rerun.stdout.splitlines()[1].startswith("nothing to render: the 25,000 tickets")
-    assert audits.real == 1 and audits.remembered == 1
-
-
-class _AuditOfUnchangedBytes:
-    """``audit_store`` that audits a block once and, asked again about the same block folder
-    with the same keys, answers the same report if no file of them changed (name, size,
-    modification time): the main job's rerun audits the block the first run generated, and an
-    audit is a function of those bytes alone; auditing 1,500,000 tickets again (8 s) would
-    show what the first audit showed."""
-
-    def __init__(self) -> None:
-        from printpipe.generation.audit import audit_store
-
-        self.audit_store = audit_store
-        self.reports: dict[object, object] = {}
-        self.real = self.remembered = 0
-
-    def __call__(self, block_dir: Path, **options):
-        files = [block_dir, *block_dir.rglob("*")]
-        files += [
-            options[k] for k in ("producer_key", "lottery_key", "commitment") if options.get(k)
-        ]
-        state = tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in sorted(files))
-        key = (state, tuple(sorted((k, str(v)) for k, v in options.items())))
-        if key in self.reports:
-            self.remembered += 1
-            return self.reports[key]
-        self.real += 1
-        report = self.reports[key] = self.audit_store(block_dir, **options)
-        return report
+    assert main_job.audits.real == 1 and main_job.audits.remembered == 1
 
 
 def _disk_usage(path: Path) -> int:

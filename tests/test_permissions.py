@@ -14,7 +14,7 @@ import pytest
 from printpipe.ledger.book import Ledger
 from printpipe.ledger.inputs import TerminalId
 from printpipe.ledger.key import load_ledger_key
-from tests.conftest import run_cli
+from tests.conftest import MAIN_JOB, run_cli
 from tests.ledger_helpers import OFFICE_SCOPE
 
 
@@ -104,18 +104,30 @@ def test_outputs_that_reveal_outcomes_are_private_whatever_the_umask(
     assert_private(proof, expect={"press-proof-b0001-packs-1-2.pdf"})
 
 
+@pytest.mark.fullblock
+@MAIN_JOB
 def test_the_main_jobs_folders_are_private_whatever_the_umask(
-    open_umask, approvals_dir, keys_dir, tmp_path
+    main_job, open_umask, approvals_dir, keys_dir, tmp_path
 ):
-    """``printpipe-out/`` and ``printpipe-approvals/`` (and any folder printpipe makes on the
-    way to its output) are 0700."""
+    """``printpipe-out/``, ``printpipe-approvals/`` and ``printpipe-demo-keys/``, and every folder
+    and file in them, are 0700 and 0600 after ``printpipe run`` under umask 0 (``main_job``);
+    so is any folder printpipe makes on the way to its output."""
     approvals = tmp_path / "printpipe-approvals" / "lottery"
     run_cli("proof", "approve", str(approvals_dir.parent / "proof"), "--keys", str(keys_dir),
             "--approvals", str(approvals), check=True)  # fmt: skip
-    assert_private(tmp_path / "printpipe-approvals")
-    out = tmp_path / "printpipe-out" / "chien-chat-proof"
-    run_cli("proof", "--out", str(out), "-q", check=True)
-    assert stat.S_IMODE((tmp_path / "printpipe-out").stat().st_mode) == 0o700
+    assert_private(tmp_path / "printpipe-approvals", expect={"lottery"})
+
+    assert main_job.result.returncode == 0, main_job.result.stderr
+    folders = sorted(p.name for p in main_job.folder.iterdir())
+    assert folders == ["printpipe-approvals", "printpipe-demo-keys", "printpipe-out"]
+    out = "printpipe-out/chien-chat-block-0001"
+    expect = {f"{out}/{name}" for name in ("tier.npy", "symbols.npy", "salt.npy", "manifest.ppm")}
+    expect |= {
+        f"{out}-print/job.json",
+        f"{out}-print/manifest.ppm",
+        "printpipe-out/chien-chat-proof",
+    }
+    assert_private(main_job.folder, expect=expect | set(folders))
 
 
 def test_an_online_games_feed_is_private_whatever_the_umask(open_umask, keys_dir, tmp_path):

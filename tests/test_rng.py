@@ -57,3 +57,11 @@ def test_virns_are_a_permutation_of_ten_digit_numbers():
     # Roughly uniform over the 10 digits' range, not clustered near the indices.
     assert 0.4 < values.mean() / 10**10 < 0.6
     assert (values[1000:2000] == virns(key, np.arange(1000, 2000))).all()
+
+
+@given(st.lists(st.integers(0, 40), max_size=8))
+def test_words_are_the_stream_s_uint64_words_in_order(counts):
+    words, arrays = KeyStream(P, Purpose.PACK, 2), KeyStream(P, Purpose.PACK, 2)
+    for count in counts:
+        assert words.words(count) == arrays.uint64(count).tolist()
+    assert words.read(16) == arrays.read(16)

@@ -526,7 +526,7 @@ def _content_rules(owner: pikepdf.Object) -> Iterator[tuple[str, str]]:
         if "/LZWDecode" in str(stream.get("/Filter", "")):
             yield "compression", "LZW"
         data = stream.read_bytes()
-        if RGB_OPERATOR.search(data) and _parsed_rgb(stream):
+        if _has_rgb_operator(data) and _parsed_rgb(stream):
             yield "colour", "DeviceRGB colour (rg or RG) in the content"
         if b"BI" in data and INLINE_IMAGE.search(data):
             for image in _inline_images(stream):
@@ -538,6 +538,12 @@ def _content_rules(owner: pikepdf.Object) -> Iterator[tuple[str, str]]:
                         "colour",
                         f"an inline image in {family[1:]} (PDF/X-1a: CMYK, Gray and spots only)",
                     )
+
+
+def _has_rgb_operator(data: bytes) -> bool:
+    """:data:`RGB_OPERATOR` in ``data``: looked for only where ``rg`` or ``RG`` is, a byte
+    search many times faster than the pattern's scan of a press file's 150 MB of content."""
+    return (b"rg" in data or b"RG" in data) and RGB_OPERATOR.search(data) is not None
 
 
 def _inline_images(stream: pikepdf.Stream) -> list[pikepdf.PdfInlineImage]:

@@ -380,9 +380,7 @@ class GoldenAnimals:
         fixed_masks = cell_masks(fixed)
         units = np.arange(n)
         for _ in range(MAX_REDRAWS):
-            crowded = np.zeros(len(units), dtype=np.uint32)
-            for animal in self.animal_ids:
-                crowded |= self.groups.crowded[cell_masks(grid[units] == animal)]
+            crowded = self._crowded(grid[units])
             bad = crowded & ~fixed_masks[units]
             units, bad = units[bad != 0], bad[bad != 0]
             if not len(units):
@@ -392,27 +390,54 @@ class GoldenAnimals:
             grid[units[unit], cell] = self.animal_ids[redrawn]
         raise PrintpipeError(f"no grid without a stray group of 4 after {MAX_REDRAWS} redraws")
 
+    def _crowded(self, grid: np.ndarray) -> np.ndarray:
+        """Per grid, the mask of its cells lying in linked groups of 4 or more of one animal."""
+        masks = cell_masks(grid[None, :, :] == self.animal_ids[:, None, None])
+        return np.bitwise_or.reduce(self.groups.crowded[masks], axis=0)
+
     def _draw_shapes(self, chains: np.ndarray, stream: KeyStream) -> np.ndarray:
         """A shape per chain, uniform among placements where chains do not overlap and
-        chains of the same animal do not touch (they would merge into one group of 8)."""
+        chains of the same animal do not touch (they would merge into one group of 8).
+
+        Each round redraws every slot of the units whose chains clash, in unit order, until
+        none clashes.  Two chains clash often, so the last units take a hundred rounds or more,
+        each on a handful of units: plain Python, where numpy's cost per call was most of the
+        work (three times the time a block).
+        """
         n, slots = chains.shape
-        shapes = np.zeros((n, slots), dtype=np.int64)
+        masks, halos = self._shape_lists
+        count = len(masks)
+        pairs = list(itertools.combinations(range(slots), 2))
         units = np.flatnonzero(chains[:, 0] >= 0)
+        left = list(zip(units.tolist(), chains[units].tolist(), strict=True))
+        last_drawn: dict[int, list[int]] = {}
         for _ in range(MAX_REDRAWS):
-            shapes[units] = stream.below(len(self.shape_masks), (len(units), slots))
-            clash = np.zeros(len(units), dtype=bool)
-            for earlier, later in itertools.combinations(range(slots), 2):
-                first, second = chains[units, earlier], chains[units, later]
-                keep_off = np.where(
-                    first == second,
-                    self.shape_halos[shapes[units, earlier]],
-                    self.shape_masks[shapes[units, earlier]],
-                )
-                clash |= (second >= 0) & (self.shape_masks[shapes[units, later]] & keep_off != 0)
-            units = units[clash]
-            if not len(units):
+            words = stream.words(len(left) * slots)
+            clashing = []
+            for i, (unit, animals) in enumerate(left):
+                drawn = [w % count for w in words[i * slots : (i + 1) * slots]]
+                last_drawn[unit] = drawn
+                for earlier, later in pairs:
+                    if animals[later] < 0:
+                        continue
+                    keep_off = (halos if animals[earlier] == animals[later] else masks)[
+                        drawn[earlier]
+                    ]
+                    if masks[drawn[later]] & keep_off:
+                        clashing.append((unit, animals))
+                        break
+            left = clashing
+            if not left:
+                shapes = np.zeros((n, slots), dtype=np.int64)
+                if last_drawn:
+                    shapes[list(last_drawn)] = list(last_drawn.values())
                 return shapes
         raise PrintpipeError(f"no room for the chains after {MAX_REDRAWS} draws")
+
+    @cached_property
+    def _shape_lists(self) -> tuple[list[int], list[int]]:
+        """The shapes' masks and halos as Python lists, for :meth:`_draw_shapes`."""
+        return self.shape_masks.tolist(), self.shape_halos.tolist()
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -648,12 +673,14 @@ def _dilate(masks: np.ndarray, rows: int, columns: int) -> np.ndarray:
 
 
 def cell_masks(cells: np.ndarray) -> np.ndarray:
-    """Bit masks (uint32) of boolean rows of up to 32 cells: bit ``i`` is cell ``i``."""
-    packed = np.packbits(cells, axis=1, bitorder="little")
-    masks = np.zeros(len(cells), dtype=np.uint32)
-    for byte in range(packed.shape[1]):
-        masks |= packed[:, byte].astype(np.uint32) << np.uint32(8 * byte)
-    return masks
+    """Bit masks (uint32) of boolean rows of up to 32 cells: bit ``i`` is cell ``i``.
+
+    The rows are the last axis: a ``(..., cells)`` array gives ``(...)`` masks.
+    """
+    packed = np.packbits(cells, axis=-1, bitorder="little")
+    words = np.zeros((*packed.shape[:-1], 4), dtype=np.uint8)
+    words[..., : packed.shape[-1]] = packed
+    return words.view("<u4")[..., 0].astype(np.uint32)
 
 
 def unpack_masks(masks: np.ndarray, cells: int) -> np.ndarray:
