@@ -35,7 +35,13 @@ from printpipe.ledger.inputs import TerminalId, audit_text, logged_input, requir
 from printpipe.ledger.key import LedgerKey
 from printpipe.ledger.office import OfficeControls
 from printpipe.ledger.packs import PackAdministration
-from printpipe.ledger.proofs import read_remaining, store_proof
+from printpipe.ledger.proofs import (
+    BlockStanding,
+    describe_standings,
+    read_remaining,
+    read_standings,
+    store_proof,
+)
 from printpipe.ledger.rules import (
     INVALID,
     Answer,
@@ -633,6 +639,23 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
             loaded = self.commitments.find(tx, game=game, block=block, where=str(self.location))
             return read_remaining(tx, loaded, at=format_time(self.clock()))
 
+    def standings(
+        self, *, game: str | None = None, block: int | None = None
+    ) -> list[BlockStanding]:
+        """Each committed block's standing (:func:`printpipe.ledger.proofs.read_standings`),
+        in one snapshot; refused if none is of ``game`` and ``block``."""
+        with self.db.snapshot() as tx:
+            found = read_standings(tx, self.commitments, game=game, block=block)
+        if not found:
+            wanted = " ".join(
+                part for part in (game or "", f"block {block}" if block is not None else "") if part
+            )
+            raise PrintpipeError(
+                f"the ledger {self.location} holds no commitment{' of ' + wanted if wanted else ''}"
+                " (load one: printpipe ledger import BLOCK_MANIFEST --commitment COMMITMENT)"
+            )
+        return found
+
     def close_block(
         self,
         *,
@@ -838,6 +861,15 @@ def publish_remaining(
     with proofs:
         write_remaining(out=out, remaining=remaining, proof_lines=proofs, signing_key=signing_key)
     return remaining
+
+
+def blocks_remaining(
+    location: Location, *, game: str | None = None, block: int | None = None
+) -> str:
+    """Each committed block's standing as ``ledger remaining`` prints it without ``--out``
+    (the ledger opened read-only)."""
+    with Ledger(location, read_only=True) as book:
+        return describe_standings(book.standings(game=game, block=block))
 
 
 def close_block(
