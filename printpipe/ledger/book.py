@@ -38,6 +38,7 @@ from printpipe.ledger.packs import PackAdministration
 from printpipe.ledger.proofs import (
     BlockStanding,
     describe_standings,
+    no_commitment,
     read_remaining,
     read_standings,
     store_proof,
@@ -647,13 +648,7 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
         with self.db.snapshot() as tx:
             found = read_standings(tx, self.commitments, game=game, block=block)
         if not found:
-            wanted = " ".join(
-                part for part in (game or "", f"block {block}" if block is not None else "") if part
-            )
-            raise PrintpipeError(
-                f"the ledger {self.location} holds no commitment{' of ' + wanted if wanted else ''}"
-                " (load one: printpipe ledger import BLOCK_MANIFEST --commitment COMMITMENT)"
-            )
+            raise no_commitment(str(self.location), game=game, block=block)
         return found
 
     def close_block(

@@ -116,13 +116,7 @@ class Commitments:
             f"{_SELECT} WHERE {' AND '.join(conditions)} ORDER BY game, block, first_pack", params
         )
         if not rows:
-            wanted = " ".join(
-                part for part in (game or "", f"block {block}" if block is not None else "") if part
-            )
-            raise PrintpipeError(
-                f"the ledger {where} holds no commitment{' of ' + wanted if wanted else ''} "
-                "(load one: printpipe ledger import BLOCK_MANIFEST --commitment COMMITMENT)"
-            )
+            raise no_commitment(where, game=game, block=block)
         if len(rows) > 1:
             names = ", ".join(self._loaded(row).name for row in rows)
             raise PrintpipeError(
@@ -130,6 +124,17 @@ class Commitments:
                 "--game and --block"
             )
         return self._loaded(rows[0])
+
+
+def no_commitment(where: str, *, game: str | None, block: int | None) -> PrintpipeError:
+    """The error of a ledger holding no commitment of ``game`` and ``block`` (None: any)."""
+    wanted = " ".join(
+        part for part in (game or "", f"block {block}" if block is not None else "") if part
+    )
+    return PrintpipeError(
+        f"the ledger {where} holds no commitment{' of ' + wanted if wanted else ''} "
+        "(load one: printpipe ledger import BLOCK_MANIFEST --commitment COMMITMENT)"
+    )
 
 
 # -- load --------------------------------------------------------------------------------------
