@@ -88,6 +88,25 @@ def make_block(folder: Path, *, packs: int = 2) -> OnlineBlock:
     return OnlineBlock(folder, keys, packs)
 
 
+def next_block(first: OnlineBlock, number: int) -> tuple[Path, Path]:
+    """Block ``number`` of the game under ``first``'s keys (its packs 1:``first.packs``),
+    generated and countersigned beside it (once), without a feed: (its manifest, its
+    commitment)."""
+    out = first.folder / f"block-{number}"
+    if (out / "commitment.json").exists() and (out / "countersigned").exists():
+        return out / "manifest.ppm", out / "commitment.json"
+    for args in (
+        ["generate", "--game", GAME, "--block", str(number), "--packs", f"1:{first.packs}",
+         "--keys", str(first.keys), "--out", str(out), "--quiet"],
+        ["commitment", "sign", str(out / "commitment.json"), "--manifest",
+         str(out / "manifest.ppm"), "--keys", str(first.keys), "--quiet"],
+    ):  # fmt: skip
+        result = run_in_process(*args)
+        assert result.returncode == 0, result.stderr
+    (out / "countersigned").touch()
+    return out / "manifest.ppm", out / "commitment.json"
+
+
 def db_text(location: Location) -> str:
     return location_argument(location)
 
@@ -172,7 +191,7 @@ class PlayWorld:
         (balances,) = self.query("SELECT COALESCE(SUM(balance_cents), 0) FROM players")
         (plays,) = self.query(
             "SELECT COUNT(*), COALESCE(SUM(stake_cents), 0), COALESCE(SUM(lot_cents), 0), "
-            "COUNT(DISTINCT unit), COUNT(DISTINCT position) FROM plays"
+            "COUNT(DISTINCT unit), COUNT(DISTINCT commitment * 4294967296 + position) FROM plays"
         )
         (debits,) = self.query(
             "SELECT COUNT(*), COALESCE(SUM(amount_cents), 0) FROM wallet_entries "
@@ -258,6 +277,16 @@ def make_world(
             )
             world.players[name] = balance_eur * 100
     return world
+
+
+def import_next_block(world: PlayWorld, number: int) -> None:
+    """Block ``number`` of the world's game (:func:`next_block`) imported into its ledger."""
+    manifest, commitment = next_block(world.block, number)
+    result = run_in_process(
+        "ledger", "import", str(manifest), "--commitment", str(commitment),
+        "--db", db_text(world.location), "--keys", str(world.keys),
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
 
 
 def answer(outcome: object) -> dict:

@@ -353,6 +353,17 @@ def test_remaining_agrees_with_the_payments_and_verifies_offline(
         "--keys", str(keys_dir),
     )  # fmt: skip
     assert cli.returncode == 0 and "prizes remaining OK" in cli.stdout, cli.stderr
+    standing = run_cli("ledger", "remaining", "--db", db_arg(work))  # without --out: per block
+    assert standing.returncode == 0, standing.stderr
+    head, _, row, total = standing.stdout.splitlines()
+    assert f"1 block, {commitment.tickets:,} tickets" in head
+    assert row.split()[:2] == ["-", str(commitment.block)]  # no place: a printed block
+    lots_left = sum(committed.values()) - len(chosen)
+    eur_left = sum(t.amount_eur * t.tickets for t in commitment.tiers) - sum(
+        amount * count for amount, count in payments.items()
+    )
+    assert row.split()[-4:] == ["-", "-", f"{lots_left:,}", f"{eur_left:,}"]  # dealt, left
+    assert total.split()[-2:] == [f"{lots_left:,}", f"{eur_left:,}"]
 
 
 def _tamper(lines: list[bytes], how: str) -> list[bytes]:

@@ -25,7 +25,7 @@ from tests.ledger_helpers import (
     run_in_process,
     ticket_codes,
 )
-from tests.play_helpers import make_block, make_world
+from tests.play_helpers import import_next_block, make_block, make_world
 
 OLD_NONCES = (
     "CREATE TABLE nonces (key_id TEXT NOT NULL, nonce TEXT NOT NULL, seen_at BIGINT NOT NULL, "
@@ -34,7 +34,14 @@ OLD_NONCES = (
 """Layout 5's table, as that printpipe made it."""
 
 
+LAYOUT_9 = [
+    ("DROP INDEX deal_orders_by_place", ()),
+    ("ALTER TABLE deal_orders DROP COLUMN mac", ()),
+    ("ALTER TABLE deal_orders DROP COLUMN place", ()),
+]
+"""This printpipe's tables taken back to layout 9's (what issue 27's wallet made)."""
 LAYOUT_8 = [
+    *LAYOUT_9,
     ("ALTER TABLE plays DROP COLUMN jackpot_cents", ()),
     ("DROP TABLE wallet_outbox", ()),
 ]
@@ -59,7 +66,7 @@ LAYOUT_7 = [
 
 
 def _to_layout(location: Location, layout: int, *more: tuple[str, tuple[object, ...]]) -> None:
-    """A ledger of this printpipe taken back to ``layout`` (8, or 7 or earlier: 7's tables),
+    """A ledger of this printpipe taken back to ``layout`` (9, 8, or 7 or earlier: 7's tables),
     the deal cursors at the plays made, and ``more`` statements run."""
     with Ledger(location, read_only=True) as book:
         blocks = book.query("SELECT commitment, units FROM deal_orders")
@@ -69,8 +76,8 @@ def _to_layout(location: Location, layout: int, *more: tuple[str, tuple[object, 
         for c, n in blocks
     ]
     mark = ("UPDATE ledger_meta SET value = ? WHERE key = 'layout'", (str(layout),))
-    if layout == 8:
-        _raw(location, *LAYOUT_8, mark, *more)
+    if layout in (8, 9):
+        _raw(location, *(LAYOUT_9 if layout == 9 else LAYOUT_8), mark, *more)
     else:
         _raw(location, *LAYOUT_7, *cursors, mark, *more)
     if not isinstance(location, PostgresLocation):
@@ -318,3 +325,36 @@ def test_a_layout_8_ledger_is_upgraded_its_outbox_made(online_block, ledgers, tm
                               str(world.keys))  # fmt: skip
     assert verified.returncode == 0 and "2 plays to theirs" in verified.stdout, verified
     world.check_books(sum(world.players.values()))
+
+
+def test_a_layout_9_ledger_is_upgraded_its_blocks_placed_in_the_order_of_import(
+    online_block, ledgers, tmp_path
+):
+    """A ledger of layout 9 holding two online blocks, plays made: the upgrade gives each its
+    place in the dealing order, in the order they were imported (the order layout 9 dealt
+    them in), MACed; the ledger verifies and deals on from the first block."""
+    world = make_world(online_block, ledgers.new(), tmp_path, players=1, balance_eur=5)
+    import_next_block(world, 2)
+    db, past = world.location, dt.datetime.now(dt.UTC) - dt.timedelta(seconds=200)
+    ledger, dealer = open_dealer(db, world.keys)
+    dealer.clock = lambda: past
+    with ledger:
+        dealer.play(player="player-00", key="before-10", fingerprint=b"f" * 32)
+    _to_layout(db, 9)
+    with pytest.raises(PrintpipeError, match="layout 9"):
+        Ledger(db, key=load_ledger_key(world.keys))
+    done = run_in_process("ledger", "upgrade", "--db", db_arg(db), "--keys", str(world.keys))
+    assert done.returncode == 0, done.stderr
+    assert f"upgraded from layout 9 to {LAYOUT}: " in done.stdout
+    assert "2 online blocks given their place in the dealing order" in done.stdout, done.stdout
+    with Ledger(db, read_only=True) as book:
+        placed = book.query("SELECT c.block, d.place FROM deal_orders d JOIN commitments c "
+                            "ON c.id = d.commitment ORDER BY d.place")  # fmt: skip
+    assert placed == [(1, 1), (2, 2)]
+    verified = run_in_process("ledger", "verify-log", "--db", db_arg(db), "--keys",
+                              str(world.keys))  # fmt: skip
+    assert verified.returncode == 0, verified.stderr
+    ledger, dealer = open_dealer(db, world.keys)
+    with ledger:
+        after, _ = dealer.play(player="player-00", key="after-10", fingerprint=b"f" * 32)
+    assert (after.block, after.position) == (1, 1)

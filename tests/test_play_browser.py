@@ -180,6 +180,8 @@ def test_a_player_plays_sees_every_unit_as_the_feed_records_it_and_checks_its_pr
         page.wait_for_selector(f'#history li:first-child button[data-serial="{played[-1]}"]')
         listed = [b.get_attribute("data-serial") for b in page.locator("#history button").all()]
         assert listed == played[::-1]
+        for line in page.locator("#history button").all():  # each history line names its block
+            assert line.get_attribute("data-block") == "1" and " · bloc 1 · " in line.inner_text()
         page.set_viewport_size({"width": 1280, "height": 800})  # a desktop's: two columns
         card = page.locator("section.game").bounding_box()
         page.click(f'#history button[data-serial="{with_extra[0]}"]')

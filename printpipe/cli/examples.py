@@ -53,6 +53,7 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "ledger locks": ("printpipe ledger locks --db ledger.sqlite",),
     "ledger remaining": (
+        "printpipe ledger remaining --db play.sqlite",
         "printpipe ledger remaining --db ledger.sqlite --keys keys --out remaining.txt",
     ),
     "ledger unlock": (

@@ -195,19 +195,29 @@ def ledger_import(
 
 @ledger.command("remaining")
 @db_option
-@click.option("--out", type=FileArgument, required=True, help="The report to write.")
+@click.option(
+    "--out", type=FileArgument, default=None,
+    help="Write the signed prizes remaining of one block to this file (without it: each "
+    "block's standing, printed).",
+)  # fmt: skip
 @_block_options
 @keys_option
 @_database_errors
 def ledger_remaining(
-    db_path: Location, out: Path, game: str | None, block: int | None, keys_dir: Path
+    db_path: Location, out: Path | None, game: str | None, block: int | None, keys_dir: Path
 ) -> None:
-    """The prizes remaining of a committed block: per tier the lots committed, paid (each
-    with its proof) and still in the field, read in one snapshot and signed with
-    KEYS/lottery-signing.key (printpipe-remaining/1; check it: printpipe verify-remaining)."""
+    """What is left of each committed block, read in one snapshot: its units, for an online
+    block its place in the dealing order and its units dealt and left to deal, its lots and
+    EUR not yet paid (or credited), and the total per game.  With --out, the prizes remaining
+    of one block: per tier the lots committed, paid (each with its proof) and still in the
+    field, signed with KEYS/lottery-signing.key (printpipe-remaining/1; check it: printpipe
+    verify-remaining)."""
     from printpipe.keys import LOTTERY_SIGNING_KEY, load_signing_key
-    from printpipe.ledger import publish_remaining
+    from printpipe.ledger import blocks_remaining, publish_remaining
 
+    if out is None:
+        click.echo(blocks_remaining(db_path, game=game, block=block))
+        return
     remaining = publish_remaining(
         db_path,
         out=out,

@@ -35,7 +35,14 @@ from printpipe.ledger.inputs import TerminalId, audit_text, logged_input, requir
 from printpipe.ledger.key import LedgerKey
 from printpipe.ledger.office import OfficeControls
 from printpipe.ledger.packs import PackAdministration
-from printpipe.ledger.proofs import read_remaining, store_proof
+from printpipe.ledger.proofs import (
+    BlockStanding,
+    describe_standings,
+    no_commitment,
+    read_remaining,
+    read_standings,
+    store_proof,
+)
 from printpipe.ledger.rules import (
     INVALID,
     Answer,
@@ -633,6 +640,17 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
             loaded = self.commitments.find(tx, game=game, block=block, where=str(self.location))
             return read_remaining(tx, loaded, at=format_time(self.clock()))
 
+    def standings(
+        self, *, game: str | None = None, block: int | None = None
+    ) -> list[BlockStanding]:
+        """Each committed block's standing (:func:`printpipe.ledger.proofs.read_standings`),
+        in one snapshot; refused if none is of ``game`` and ``block``."""
+        with self.db.snapshot() as tx:
+            found = read_standings(tx, self.commitments, game=game, block=block)
+        if not found:
+            raise no_commitment(str(self.location), game=game, block=block)
+        return found
+
     def close_block(
         self,
         *,
@@ -838,6 +856,15 @@ def publish_remaining(
     with proofs:
         write_remaining(out=out, remaining=remaining, proof_lines=proofs, signing_key=signing_key)
     return remaining
+
+
+def blocks_remaining(
+    location: Location, *, game: str | None = None, block: int | None = None
+) -> str:
+    """Each committed block's standing as ``ledger remaining`` prints it without ``--out``
+    (the ledger opened read-only)."""
+    with Ledger(location, read_only=True) as book:
+        return describe_standings(book.standings(game=game, block=block))
 
 
 def close_block(

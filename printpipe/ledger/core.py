@@ -482,15 +482,20 @@ def verify_ledger(
         if problem:
             report.add(problem)
     if units:
-        from printpipe.ledger.units import check_units
+        from printpipe.ledger.units import check_places, check_units
 
+        names = {}
         for (commitment,) in tx.execute("SELECT commitment FROM deal_orders ORDER BY 1"):
             loaded = commitments.by_id(tx, int(commitment))
+            names[loaded.id] = loaded.name
             counted, problems = check_units(
                 tx, loaded=loaded, ledger_key=ledger_key, log_key=key, macs=money
             )
             report.units += counted
             for problem in problems:
+                report.add(problem)
+        if money:
+            for problem in check_places(tx, key, names):
                 report.add(problem)
     return report
 

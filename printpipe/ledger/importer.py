@@ -253,11 +253,16 @@ def _load(
             earlier = load.finish()
             seen = rebuilt.tickets
             if online:
-                digest = record_deal_order(tx, loaded=load.loaded, ledger_key=key)
+                place = record_deal_order(tx, loaded=load.loaded, ledger_key=key,
+                                          log_key=book._log_key())  # fmt: skip
                 with_tree = (
                     f"; its commitment (root {commitment.root.hex()}) and tree; units dealt "
-                    f"in a keyed order fixed now, its HMAC {digest} (printpipe play deals them)"
-                )
+                    f"in a keyed order fixed now, its HMAC {place.order_mac}, in place "
+                    f"{place.place} of the ledger's dealing order ("
+                    + ("dealt first" if place.place == 1 else "dealt after the block in "
+                       + ("place 1" if place.place == 2 else f"places 1 to {place.place - 1}"))
+                    + "; printpipe play deals them)"
+                )  # fmt: skip
             else:
                 with_tree = f"; its commitment (root {commitment.root.hex()}) and tree: every " + (
                     "payment is proven"

@@ -32,8 +32,9 @@ commands given ``--keys``), never the database.
 - **The money rows** of the online game carry their own MACs, made in the transaction that
   writes them: each play (:meth:`LogKey.play_mac`), each entry of the built-in wallet
   (:meth:`LogKey.wallet_mac`), each unit at its import (:meth:`LogKey.unit_mac`, after its lot
-  was checked against the committed leaf).  ``verify-log`` checks them, every balance against
-  its wallet entries, and every play against its debit and credit.
+  was checked against the committed leaf), each online block's place in the dealing order
+  (:meth:`LogKey.block_place_mac`, at its import).  ``verify-log`` checks them, every balance
+  against its wallet entries, and every play against its debit and credit.
 - **A checkpoint** (``ledger checkpoint``) is the head (``seq``, ``h``) signed with the
   lottery's Ed25519 signing key, kept by an outside witness: even whoever holds the ledger key
   cannot change the log before a checkpoint without ``verify-log --checkpoint`` naming it.
@@ -161,6 +162,10 @@ class LogKey:
         """An online unit's, made at its import once its lot was checked against the leaf."""
         return self._mac(b"unit\0", _canonical(unit, commitment, leaf, prize_eur), symbols)
 
+    def block_place_mac(self, place: BlockPlace) -> bytes:
+        """An online block's place in the dealing order, made at its import."""
+        return self._mac(b"block place\0", place.canonical())
+
     def ledger_id_mac(self, ledger_id: str) -> bytes:
         return self._mac(b"ledger id\0", ledger_id.encode("ascii"))
 
@@ -261,6 +266,22 @@ class OutboxCall:
     def canonical(self) -> bytes:
         return _canonical(self.reference, self.kind, self.player, self.amount_cents,
                           self.split, self.created_at)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class BlockPlace:
+    """An online block's row in ``deal_orders`` (layout 10): its commitment's id in the ledger,
+    its units, its deal order's keyed digest and its place in the dealing order of the
+    ledger's blocks (1 is dealt first; a block imported later is dealt after), what its MAC
+    binds: a database writer who moves a block ahead of another is named."""
+
+    commitment: int
+    units: int
+    order_mac: str
+    place: int
+
+    def canonical(self) -> bytes:
+        return _canonical(self.commitment, self.units, self.order_mac, self.place)
 
 
 PLAY_COLUMNS = ", ".join(field.name for field in fields(PlayRecord))

@@ -10,7 +10,8 @@ writer changed before it:
 2. each online block's deal order gets its keyed digest, and its positions not yet dealt their
    ranges (from layout 7's cursor);
 3. each unit, play and wallet entry gets its MAC, each player the count of its stakes of the
-   day, the ledger its id;
+   day, the ledger its id; each online block its place in the dealing order (the order in
+   which they were imported: the order an earlier printpipe dealt them in), MACed;
 4. the ledger is checked: the sealed log, payments and plays bound to their entries, every
    unit's lot against its committed leaf, every play against the deal order, every balance
    against its wallet entries, every play against its debit and credit, every opening deposit
@@ -42,7 +43,7 @@ from printpipe.ledger.log import (
 from printpipe.ledger.proofs import Commitments
 from printpipe.ledger.rules import format_time, utc_now
 from printpipe.ledger.store import LAYOUT, Location, Tx, Upgrade, upgrade_layout
-from printpipe.ledger.units import digest_of, range_rows
+from printpipe.ledger.units import digest_of, place_blocks, range_rows
 
 _ROWS = 5000
 """Rows updated by one ``executemany`` (a block's units are 1,500,000)."""
@@ -89,10 +90,11 @@ def migrate(
     tx: Tx, cursors: Mapping[int, int], unguarded: Unguarded, *, key: LedgerKey, at: str,
     terminal: str, entered: dict[str, int], before: int = 7,
 ) -> None:  # fmt: skip
-    """Enter what layout 8 needs the key for, in the upgrade's transaction (the module's
-    steps), from a ledger of layout ``before``; ``entered`` is told how many of each.  A
-    ledger of layout 8 has its money rows bound already: layout 9 adds no row to bind (its
-    outbox starts empty, its plays' participation is recorded from then on)."""
+    """Enter what layouts 8 and 10 need the key for, in the upgrade's transaction (the
+    module's steps), from a ledger of layout ``before``; ``entered`` is told how many of each.
+    A ledger of layout 8 has its money rows bound already: layout 9 adds no row to bind (its
+    outbox starts empty, its plays' participation is recorded from then on); layout 10 gives
+    each online block its place in the dealing order, in the order of import, MACed."""
     row = tx.one("SELECT value FROM ledger_meta WHERE key = 'key_fingerprint'")
     if row is not None and row[0] != key.fingerprint:
         raise PrintpipeError(
@@ -108,6 +110,7 @@ def migrate(
     if before < 8:
         _bind_money_rows(tx, cursors, unguarded, key=key, log_key=log_key, at=at,
                          commitments=commitments, entered=entered)  # fmt: skip
+    entered["online blocks given their place in the dealing order"] = place_blocks(tx, log_key)
     found = verify_ledger(tx, key, commitments)
     if not found.ok:
         raise PrintpipeError(

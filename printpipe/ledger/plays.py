@@ -13,10 +13,14 @@ three round trips a batch whatever its size), so each play happens whole or not 
 4. the daily stake limit: the player's row counts what it staked on its day
    (``stake_day``, ``staked_cents``), read under the lock and written in the same
    transaction, so no interleaving of batches on any number of workers exceeds the limit;
-5. positions are taken from the block's **deal ranges** (``deal_ranges``, ranges of
-   :data:`printpipe.ledger.units.DEAL_RANGE` positions): the first ranges nobody holds
-   (``FOR UPDATE SKIP LOCKED``), so two workers' batches deal from two ranges at once and never
-   wait on one shared cursor; the position's leaf (:mod:`printpipe.ledger.deal`) is the unit
+5. positions are taken from the blocks' **deal ranges** (``deal_ranges``, ranges of
+   :data:`printpipe.ledger.units.DEAL_RANGE` positions), in the blocks' **dealing order**
+   (``deal_orders.place``, recorded and MACed at each block's import: a block dealt out, the
+   next one's ranges follow in the same batch; sold out only when the last block is): the
+   first ranges nobody holds (``FOR UPDATE SKIP LOCKED``), so two workers' batches deal from
+   two ranges at once and never wait on one shared cursor; a range whose block's place does
+   not verify (its MAC, or not the place read at first) is not dealt from, and the server says
+   so in its log; the position's leaf (:mod:`printpipe.ledger.deal`) is the unit
    dealt, and **its row must verify** (its MAC, made at import once its lot was checked
    against the committed leaf): a unit that does not is not dealt, its play refused (503,
    nothing debited) and the server says so in its log;
@@ -27,8 +31,9 @@ three round trips a batch whatever its size), so each play happens whole or not 
 
 **The lock order**, the same in every transaction that touches players, deal ranges or units,
 so that none waits on another in a circle: nonces (inserted), then players (by name), then deal
-ranges (by block and start: a range another batch holds is skipped, never waited for, except
-when every range left is held: then the batch waits only for ranges after the last it holds),
+ranges (by their block's place in the dealing order, then start: a range another batch holds
+is skipped, never waited for, except when every range left is held: then the batch waits only
+for ranges after the last it holds),
 then the rows it appends (plays, wallet entries, log entries), which no other play waits on.
 Units are only read.  (``players add`` inserts a new player; the sealer locks only the log's
 head; a deposit would lock its one player.)
@@ -59,6 +64,7 @@ from printpipe.ledger.deal import DealOrder
 from printpipe.ledger.log import (
     PLAY_ACTION,
     PLAY_COLUMNS,
+    BlockPlace,
     LogKey,
     PlayRecord,
     opening_reference,
@@ -82,6 +88,8 @@ PLAYER_RULE = "1 to 64 of A-Z a-z 0-9 . _ @ -"
 LOGIN_TTL_S = 24 * 3600
 SESSION_TTL_S = 12 * 3600
 HISTORY_LIMIT = 100
+_PLACE = "(SELECT place FROM deal_orders d WHERE d.commitment = deal_ranges.commitment)"
+"""A deal range's block's place in the dealing order (in a statement on ``deal_ranges``)."""
 RANGES_TAKEN = 3
 """Deal ranges a batch locks at first (skipping those others hold): a batch of up to 128 plays
 finds its positions in them (the first may have few left), without a second round trip."""
@@ -163,12 +171,16 @@ def check_player(name: str) -> str:
 
 @dataclass(frozen=True)
 class Play:
-    """One play, as recorded: who, which unit (its serial, place and symbols), the money."""
+    """One play, as recorded: who, which unit (its serial, block, place and symbols), the
+    money."""
 
     id: str
     player: str
     serial: str
     commitment: int
+    """Its block's commitment, by its id in the ledger."""
+    block: int
+    """Its block's number in the game (the commitment's, its proof's)."""
     position: int
     leaf: int
     stake_cents: int
@@ -194,18 +206,22 @@ class PlayRequest:
 _PLAY_ROW = (*PLAY_COLUMNS.split(", "), "idempotency_key", "fingerprint", "day", "mac")
 """The columns of a play's row as a batch writes it."""
 _PLAY_COLUMNS = (
-    "p.id, p.player, p.unit, p.commitment, p.position, u.leaf, p.stake_cents, p.lot_cents, "
-    "p.balance_cents, p.played_at, u.symbols"
+    "p.id, p.player, p.unit, p.commitment, c.block, p.position, u.leaf, p.stake_cents, "
+    "p.lot_cents, p.balance_cents, p.played_at, u.symbols"
 )
+_PLAYS_FROM = "plays p JOIN units u ON u.id = p.unit JOIN commitments c ON c.id = p.commitment"
+"""What :data:`_PLAY_COLUMNS` are read from (``p``: the plays)."""
 
 
 def _play_of(row: tuple[Any, ...]) -> Play:
-    (play_id, player, unit, commitment, position, leaf, stake, lot, balance, at, symbols) = row
+    (play_id, player, unit, commitment, block, position, leaf, stake, lot, balance, at,
+     symbols) = row  # fmt: skip
     return Play(
         str(play_id),
         str(player),
         ticket_of_key(int(unit)).serial,
         int(commitment),
+        int(block),
         int(position),
         int(leaf),
         int(stake),
@@ -218,15 +234,20 @@ def _play_of(row: tuple[Any, ...]) -> Play:
 
 @dataclass
 class _Range:
-    """A deal range a batch holds: its block, start, next position and end."""
+    """A deal range a batch holds: its block, start, next position and end, and its block's
+    place in the dealing order."""
 
     commitment: int
     start: int
     next: int
     end: int
+    place: int | None
     used: int = 0
     stopped: bool = False
-    """Its next unit did not verify: nothing more is dealt from it in this batch."""
+    """Its next unit, or its block's place, did not verify: nothing more is dealt from it in
+    this batch."""
+    checked: bool = False
+    """Its block's place was checked (:meth:`Dealer._check_places`)."""
 
     @property
     def left(self) -> int:
@@ -234,8 +255,9 @@ class _Range:
 
 
 def _range_of(row: tuple[Any, ...]) -> _Range:
-    commitment, start, next_position, end = row
-    return _Range(int(commitment), int(start), int(next_position), int(end))
+    commitment, start, next_position, end, place = row
+    return _Range(int(commitment), int(start), int(next_position), int(end),
+                  None if place is None else int(place))  # fmt: skip
 
 
 @dataclass
@@ -293,8 +315,13 @@ class Dealer:
         """The calls to a wallet outside the ledger: ``printpipe.ledger.outbox.Outbox``, which
         attaches itself (``with_outbox``)."""
         self._orders: dict[int, tuple[DealOrder, LoadedCommitment]] = {}
+        self._places: dict[int, int] = {}
+        """Each block's place in the dealing order, once its MAC verified, by commitment."""
         self._bad_ranges: dict[tuple[int, int], float] = {}
         """Ranges whose next unit did not verify, and until when (monotonic) they are left."""
+        self._bad_blocks: dict[int, float] = {}
+        """Blocks whose place in the dealing order did not verify, and until when they are
+        left."""
         self._leaves: dict[tuple[int, int], list[int]] = {}
         """The leaves of the ranges dealt lately, by (block, start): :meth:`_range_leaves`."""
 
@@ -307,6 +334,43 @@ class Dealer:
             known = (deal_order_of(loaded, self.ledger._require_key()), loaded)
             self._orders[commitment] = known
         return known
+
+    def _place(self, tx: Tx, commitment: int) -> int | None:
+        """A block's place in the dealing order, read once and checked against its MAC (None:
+        it does not verify: the block is not dealt)."""
+        known = self._places.get(commitment)
+        if known is None:
+            row = tx.one(
+                "SELECT units, order_mac, place, mac FROM deal_orders WHERE commitment = ?",
+                (commitment,),
+            )
+            if row is None or row[2] is None:
+                return None
+            place = BlockPlace(commitment, int(row[0]), str(row[1]), int(row[2]))
+            if not self.key.macs_verify(row[3], self.key.block_place_mac(place)):
+                return None
+            known = self._places[commitment] = place.place
+        return known
+
+    def _check_places(self, tx: Tx, batch: _Batch) -> None:
+        """The ranges newly held whose block's place does not verify (or is not the place
+        read at first): stopped, their block left aside a while, and said in the log."""
+        for held in batch.ranges:
+            if held.checked:
+                continue
+            held.checked = True
+            if held.place is not None and held.place == self._place(tx, held.commitment):
+                continue
+            held.stopped = True
+            if held.commitment in self._bad_blocks:
+                continue
+            self._bad_blocks[held.commitment] = time.monotonic() + BAD_RANGE_RETRY_S
+            _, loaded = self._order(tx, held.commitment)
+            log.error(
+                "refused to deal from %s: its place in the dealing order (%s) does not verify: "
+                "a database writer changed it; restore it from a backup",
+                loaded.name, held.place,
+            )  # fmt: skip
 
     # -- a play --------------------------------------------------------------------------------
 
@@ -364,7 +428,7 @@ class Dealer:
         return tx.send(  # each pair one search of the (player, key) index
             f"{table}SELECT {_PLAY_COLUMNS}, p.idempotency_key, p.fingerprint FROM q "
             "JOIN plays p ON p.player = q.player AND p.idempotency_key = q.key "
-            "JOIN units u ON u.id = p.unit",
+            "JOIN units u ON u.id = p.unit JOIN commitments c ON c.id = p.commitment",
             params,
         )
 
@@ -416,12 +480,14 @@ class Dealer:
     def _send_claim(
         self, tx: Tx, *, after: tuple[int, int] | None, most: int, wait: bool
     ) -> Callable[[], list[tuple[Any, ...]]]:
-        """Lock deal ranges after ``after`` (block, start), in their order: the first ``most``
-        no other batch holds, or (``wait``) the first, waiting for it."""
+        """Lock deal ranges after ``after`` (their block's place in the dealing order, start),
+        in that order: the first ``most`` no other batch holds, or (``wait``) the first,
+        waiting for it.  (The place is read by a subquery: a join would lock the blocks' rows
+        too.)"""
         now = time.monotonic()
         conditions, params = ["1 = 1"], []
         if after is not None:
-            conditions.append("(commitment > ? OR (commitment = ? AND start > ?))")
+            conditions.append(f"({_PLACE} > ? OR ({_PLACE} = ? AND start > ?))")
             params += [after[0], after[0], after[1]]
         for (commitment, start), until in list(self._bad_ranges.items()):
             if until < now:
@@ -429,16 +495,22 @@ class Dealer:
                 continue
             conditions.append("NOT (commitment = ? AND start = ?)")
             params += [commitment, start]
+        for commitment, until in list(self._bad_blocks.items()):
+            if until < now:
+                del self._bad_blocks[commitment]
+                continue
+            conditions.append("commitment <> ?")
+            params.append(commitment)
         return tx.send(
-            "SELECT commitment, start, next_position, end_position FROM deal_ranges WHERE "
-            f"{' AND '.join(conditions)} ORDER BY commitment, start LIMIT {int(most)}"
+            f"SELECT commitment, start, next_position, end_position, {_PLACE} FROM deal_ranges "
+            f"WHERE {' AND '.join(conditions)} ORDER BY 5, start LIMIT {int(most)}"
             + (tx.lock_rows if wait else tx.skip_locked),
             params,
         )
 
     def _more_ranges(self, tx: Tx, batch: _Batch) -> bool:
         """Lock more ranges, after those held (the lock order); whether any was found."""
-        held = max(((r.commitment, r.start) for r in batch.ranges), default=None)
+        held = max(((r.place or 0, r.start) for r in batch.ranges), default=None)
         rows = self._send_claim(tx, after=held, most=RANGES_TAKEN, wait=False)()
         if not rows:
             rows = self._send_claim(tx, after=held, most=1, wait=True)()
@@ -450,6 +522,7 @@ class Dealer:
         those held fall short): (range, position)."""
         taken: list[tuple[_Range, int]] = []
         while True:
+            self._check_places(tx, batch)
             for held in batch.ranges:
                 reserved = sum(1 for r, _ in taken if r is held)
                 while held.left - reserved > 0 and len(taken) < wanted:
@@ -583,7 +656,7 @@ class Dealer:
         """Plays left with no position: sold out, unless ranges are still held by others (or
         left aside): then retry."""
         left = tx.one("SELECT COUNT(*) FROM deal_ranges")
-        held = sum(1 for r in batch.ranges)
+        held = sum(1 for r in batch.ranges if not r.stopped)
         for index in pending:
             if left is not None and int(left[0]) > held:
                 batch.outcomes[index] = PlayUnavailable(
@@ -609,8 +682,9 @@ class Dealer:
         batch.entries.append((request.terminal or PLAYER_SESSION, PLAY_ACTION, request.player,
                               ticket_of_key(unit).serial, play_answer(record), asked))  # fmt: skip
         batch.outcomes[index] = (
-            Play(play_id, request.player, ticket_of_key(unit).serial, commitment, position, leaf,
-                 self.stake, prize, balance, stamp, symbols),
+            Play(play_id, request.player, ticket_of_key(unit).serial, commitment,
+                 self._orders[commitment][1].commitment.block, position, leaf, self.stake, prize,
+                 balance, stamp, symbols),
             False,
         )  # fmt: skip
 
@@ -653,7 +727,7 @@ class Dealer:
     def history(self, *, player: str, limit: int = HISTORY_LIMIT) -> list[Play]:
         with self.db.snapshot() as tx:
             rows = tx.execute(
-                f"SELECT {_PLAY_COLUMNS} FROM plays p JOIN units u ON u.id = p.unit "
+                f"SELECT {_PLAY_COLUMNS} FROM {_PLAYS_FROM} "
                 "WHERE p.player = ? ORDER BY p.commitment DESC, p.position DESC LIMIT ?",
                 (player, limit),
             )
@@ -662,8 +736,7 @@ class Dealer:
     def one_play(self, *, player: str, play_id: str) -> Play:
         with self.db.snapshot() as tx:
             row = tx.one(
-                f"SELECT {_PLAY_COLUMNS} FROM plays p JOIN units u ON u.id = p.unit "
-                "WHERE p.player = ? AND p.id = ?",
+                f"SELECT {_PLAY_COLUMNS} FROM {_PLAYS_FROM} WHERE p.player = ? AND p.id = ?",
                 (player, play_id),
             )
         if row is None:

@@ -14,7 +14,9 @@ Everything here runs inside a transaction of :class:`printpipe.ledger.book.Ledge
   with the payment (``payment_proofs``, append-only).  Nothing else makes a proof: a proof
   reveals its ticket's VIRN and prize, so the ledger gives one only for a paid ticket.
 - **Report** (``ledger remaining``): per prize tier, committed, paid (each lot with its stored
-  proof) and remaining, read in one snapshot (``printpipe.commitment.remaining``).
+  proof) and remaining, read in one snapshot (``printpipe.commitment.remaining``); and each
+  block's standing (:func:`read_standings`): an online block's place in the dealing order,
+  units dealt and left to deal, a block's lots paid (or credited by plays) and left.
 """
 
 from __future__ import annotations
@@ -114,13 +116,7 @@ class Commitments:
             f"{_SELECT} WHERE {' AND '.join(conditions)} ORDER BY game, block, first_pack", params
         )
         if not rows:
-            wanted = " ".join(
-                part for part in (game or "", f"block {block}" if block is not None else "") if part
-            )
-            raise PrintpipeError(
-                f"the ledger {where} holds no commitment{' of ' + wanted if wanted else ''} "
-                "(load one: printpipe ledger import BLOCK_MANIFEST --commitment COMMITMENT)"
-            )
+            raise no_commitment(where, game=game, block=block)
         if len(rows) > 1:
             names = ", ".join(self._loaded(row).name for row in rows)
             raise PrintpipeError(
@@ -128,6 +124,17 @@ class Commitments:
                 "--game and --block"
             )
         return self._loaded(rows[0])
+
+
+def no_commitment(where: str, *, game: str | None, block: int | None) -> PrintpipeError:
+    """The error of a ledger holding no commitment of ``game`` and ``block`` (None: any)."""
+    wanted = " ".join(
+        part for part in (game or "", f"block {block}" if block is not None else "") if part
+    )
+    return PrintpipeError(
+        f"the ledger {where} holds no commitment{' of ' + wanted if wanted else ''} "
+        "(load one: printpipe ledger import BLOCK_MANIFEST --commitment COMMITMENT)"
+    )
 
 
 # -- load --------------------------------------------------------------------------------------
@@ -318,3 +325,121 @@ def read_remaining(tx: Tx, loaded: LoadedCommitment, *, at: str) -> tuple[Remain
         tiers=prize_tiers(loaded.commitment, paid),
     )
     return remaining, spool
+
+
+# -- each block's standing ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BlockStanding:
+    """Where one committed block of the ledger stands: its units (tickets), and for an online
+    block its place in the dealing order and its units dealt and left to deal (None for a
+    printed block: the ledger knows its lots paid, not its sales), its lots committed and
+    paid (an online block's: credited by its plays), in number and in EUR."""
+
+    game: str
+    block: int
+    first_pack: int
+    last_pack: int
+    units: int
+    place: int | None
+    dealt: int | None
+    left: int | None
+    lots: int
+    lots_eur: int
+    paid: int
+    paid_eur: int
+
+    @property
+    def lots_left(self) -> int:
+        return self.lots - self.paid
+
+    @property
+    def eur_left(self) -> int:
+        return self.lots_eur - self.paid_eur
+
+
+def read_standings(
+    tx: Tx, commitments: Commitments, *, game: str | None = None, block: int | None = None
+) -> list[BlockStanding]:
+    """Each committed block's standing (of ``game``, of ``block``: None, every one), read in
+    the snapshot ``tx``: the online blocks in their dealing order, then the printed ones by
+    game, block and packs."""
+    rows = tx.execute(_SELECT + "ORDER BY id")
+    places = {int(c): (None if p is None else int(p))
+              for c, p in tx.execute("SELECT commitment, place FROM deal_orders")}  # fmt: skip
+    standings = []
+    for row in rows:
+        loaded = commitments._loaded(row)
+        c = loaded.commitment
+        if (game is not None and c.game_id != game) or (block is not None and c.block != block):
+            continue
+        lots = sum(t.tickets for t in c.tiers if t.amount_eur > 0)
+        lots_eur = sum(t.tickets * t.amount_eur for t in c.tiers)
+        online = loaded.id in places
+        if online:
+            ((played,),) = tx.execute("SELECT COUNT(*) FROM plays WHERE commitment = ?",
+                                      (loaded.id,))  # fmt: skip
+            ((paid, cents),) = tx.execute(
+                "SELECT COUNT(*), COALESCE(SUM(lot_cents), 0) FROM plays "
+                "WHERE commitment = ? AND lot_cents > 0",
+                (loaded.id,),
+            )
+            ((left,),) = tx.execute(
+                "SELECT COALESCE(SUM(end_position - next_position), 0) FROM deal_ranges "
+                "WHERE commitment = ?",
+                (loaded.id,),
+            )
+            paid_eur, dealt_units, left_units = int(cents) // 100, int(played), int(left)
+        else:
+            first, last = loaded.ticket_keys()
+            ((paid, paid_eur),) = tx.execute(
+                "SELECT COUNT(*), COALESCE(SUM(amount_eur), 0) FROM payments "
+                "WHERE ticket BETWEEN ? AND ?",
+                (first, last),
+            )
+            paid_eur, dealt_units, left_units = int(paid_eur), None, None
+        standings.append(BlockStanding(
+            c.game_id, c.block, c.first_pack_number, c.last_pack_number, c.tickets,
+            places.get(loaded.id), dealt_units, left_units, lots, lots_eur, int(paid), paid_eur,
+        ))  # fmt: skip
+    standings.sort(key=lambda b: (b.game, b.place is None, b.place or 0, b.block, b.first_pack))
+    return standings
+
+
+def describe_standings(standings: list[BlockStanding]) -> str:
+    """The standings as the command line prints them: per game, a line a block (an online
+    game's in its dealing order) and its total."""
+    lines: list[str] = []
+    for game in sorted({b.game for b in standings}):
+        blocks = [b for b in standings if b.game == game]
+        online = all(b.place is not None for b in blocks)
+        units = sum(b.units for b in blocks)
+        head = f"{game}: {len(blocks)} block{'s' if len(blocks) > 1 else ''}"
+        if online:
+            dealt = sum(b.dealt or 0 for b in blocks)
+            left = sum(b.left or 0 for b in blocks)
+            head += (f" dealt in this order, {units:,} units: {dealt:,} dealt, {left:,} left to "
+                     "deal" + (" (sold out)" if not left else ""))  # fmt: skip
+        else:
+            head += f", {units:,} tickets (the ledger knows the lots paid, not the tickets sold)"
+        lines += [head, "  place  block  packs                 units      dealt       left"
+                        "   lots left    EUR left"]  # fmt: skip
+
+        def number(value: int | None) -> str:
+            return "-" if value is None else f"{value:,}"
+
+        for b in blocks:
+            packs = f"{b.first_pack:06d} to {b.last_pack:06d}"
+            lines.append(
+                f"  {number(b.place):>5}  {b.block:>5}  {packs:<16} {b.units:>10,} "
+                f"{number(b.dealt):>10} {number(b.left):>10} {b.lots_left:>11,} "
+                f"{b.eur_left:>11,}"
+            )
+        lines.append(
+            f"  {'total':<30} {units:>10,} "
+            f"{number(sum(b.dealt or 0 for b in blocks) if online else None):>10} "
+            f"{number(sum(b.left or 0 for b in blocks) if online else None):>10} "
+            f"{sum(b.lots_left for b in blocks):>11,} {sum(b.eur_left for b in blocks):>11,}"
+        )
+    return "\n".join(lines)

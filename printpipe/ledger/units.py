@@ -11,6 +11,13 @@ in ranges of :data:`DEAL_RANGE` (``deal_ranges``: each range's next position and
 which the plays of two workers take without waiting on one another (:mod:`printpipe.ledger.
 plays`).  A range is deleted once dealt whole: the table holds only what is left to deal.
 
+**Blocks that follow one another.** Each online block takes, at its import, the next place in
+the ledger's dealing order (``deal_orders.place``: 1, 2, 3... in the order of import, MACed
+with its deal order's digest, :class:`printpipe.ledger.log.BlockPlace`): the game server deals
+the ranges of the block in the first place first, and goes on to the next block's in the same
+batch when one is dealt out (sold out only when the last is).  :func:`check_places` is what
+``verify-log`` asks of the order: one block at each place 1 to n, each place's MAC verifying.
+
 :func:`check_units` is what ``verify-log`` (and ``ledger upgrade``, before it enters the MACs)
 asks of a block: every unit's lot, place and serial rebuild the committed root with the sealed
 salts, every unit's MAC verifies, and every play's unit is the one the order deals at its
@@ -26,7 +33,7 @@ import numpy as np
 from printpipe.commitment.leaves import ticket_leaves
 from printpipe.ledger.deal import DEAL_PURPOSE, DIGEST_PURPOSE, DealOrder, deal_key, order_mac
 from printpipe.ledger.key import LedgerKey
-from printpipe.ledger.log import LogKey
+from printpipe.ledger.log import BlockPlace, LogKey
 from printpipe.ledger.proofs import LoadedCommitment
 from printpipe.ledger.store import Tx, ticket_of_key
 from printpipe.ledger.tree import read_leaf_level, read_salts
@@ -78,20 +85,63 @@ def range_rows(commitment: int, units: int, dealt: int = 0) -> list[tuple[int, i
     return rows
 
 
-def record_deal_order(tx: Tx, *, loaded: LoadedCommitment, ledger_key: LedgerKey) -> str:
-    """Fix a block's deal order before sale: its keyed digest recorded and its positions laid
-    out in ranges, none dealt; returns the digest."""
-    digest = digest_of(loaded, ledger_key)
+def record_deal_order(
+    tx: Tx, *, loaded: LoadedCommitment, ledger_key: LedgerKey, log_key: LogKey
+) -> BlockPlace:
+    """Fix a block's deal order before sale: its keyed digest recorded, its place in the
+    dealing order the next one (after every block imported before), MACed, and its positions
+    laid out in ranges, none dealt."""
+    ((last,),) = tx.execute("SELECT COALESCE(MAX(place), 0) FROM deal_orders")
+    place = BlockPlace(loaded.id, loaded.commitment.tickets, digest_of(loaded, ledger_key),
+                       int(last) + 1)  # fmt: skip
     tx.execute(
-        "INSERT INTO deal_orders (commitment, units, order_mac) VALUES (?, ?, ?)",
-        (loaded.id, loaded.commitment.tickets, digest),
-    )
+        "INSERT INTO deal_orders (commitment, units, order_mac, place, mac) VALUES (?, ?, ?, ?, ?)",
+        (place.commitment, place.units, place.order_mac, place.place,
+         log_key.block_place_mac(place)),
+    )  # fmt: skip
     tx.insert_rows(
         "deal_ranges",
         ("commitment", "start", "next_position", "end_position"),
         range_rows(loaded.id, loaded.commitment.tickets),
     )
-    return digest
+    return place
+
+
+def place_blocks(tx: Tx, log_key: LogKey) -> int:
+    """The upgrade's step: each block without a place (a ledger of layout 9 or earlier) given
+    the next, in the order of import (their commitments' ids), MACed; how many."""
+    ((last,),) = tx.execute("SELECT COALESCE(MAX(place), 0) FROM deal_orders")
+    rows = tx.execute(
+        "SELECT commitment, units, order_mac FROM deal_orders WHERE place IS NULL ORDER BY 1"
+    )
+    for n, (commitment, units, digest) in enumerate(rows, start=int(last) + 1):
+        place = BlockPlace(int(commitment), int(units), str(digest), n)
+        tx.execute("UPDATE deal_orders SET place = ?, mac = ? WHERE commitment = ?",
+                   (n, log_key.block_place_mac(place), place.commitment))  # fmt: skip
+    return len(rows)
+
+
+def check_places(tx: Tx, log_key: LogKey, names: dict[int, str]) -> list[str]:
+    """What is wrong with the dealing order of the ledger's online blocks (empty: nothing):
+    one block at each place 1 to n, each row's MAC verifying (``names``: each block's name
+    by its commitment's id)."""
+    rows = tx.execute(
+        "SELECT commitment, units, order_mac, place, mac FROM deal_orders ORDER BY place"
+    )
+    problems = []
+    places = sorted(int(row[3]) for row in rows if row[3] is not None)
+    if places != list(range(1, len(rows) + 1)):
+        problems.append(f"the dealing order of the ledger's {len(rows)} online blocks is not "
+                        "one block at each place from 1 (a place deleted, repeated or "
+                        "skipped)")  # fmt: skip
+    for commitment, units, digest, place, mac in rows:
+        name = names.get(int(commitment), f"block {commitment}")
+        row = None if place is None else BlockPlace(int(commitment), int(units), str(digest),
+                                                    int(place))  # fmt: skip
+        if row is None or not log_key.macs_verify(mac, log_key.block_place_mac(row)):
+            problems.append(f"the place of {name} in the dealing order ({place}) was edited: "
+                            "its MAC does not verify")  # fmt: skip
+    return problems
 
 
 def check_units(

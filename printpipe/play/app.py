@@ -181,6 +181,7 @@ class PlayService(Service):
         return {
             "play": play.id,
             "serial": play.serial,
+            "block": play.block,
             "played_at": play.played_at,
             "stake_cents": play.stake_cents,
             "lot_eur": play.lot_eur,

@@ -181,10 +181,12 @@ def openapi_document() -> dict[str, Any]:
             },
             "schemas": {
                 "Error": _problem_schema(),
-                "Play": {"type": "object", "required": ["play", "serial", "played_at",
+                "Play": {"type": "object", "required": ["play", "serial", "block", "played_at",
                     "stake_cents", "lot_eur", "balance_cents", "unit"], "properties": {
                     "play": {"type": "string", "description": "32 hex digits"},
                     "serial": {"type": "string", "description": "GGGG-PPPPPP-TTT-C"},
+                    "block": {"type": "integer", "description": "the unit's block (its "
+                              "commitment's and its proof's block number)"},
                     "played_at": {"type": "string"},
                     "stake_cents": {"type": "integer"},
                     "lot_eur": {"type": "integer", "description": "the unit's lot (5.7)"},

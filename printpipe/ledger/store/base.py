@@ -21,7 +21,15 @@ from urllib.parse import urlsplit, urlunsplit
 from printpipe.errors import PrintpipeError
 from printpipe.ids import TicketId
 from printpipe.ledger.log import APPEND_ENTRY, GENESIS, PLAY_ACTION, play_answer_sql
-from printpipe.ledger.store.schema import LAYOUT, LAYOUT_8_COLUMNS, LAYOUT_9_COLUMNS, UPGRADABLE
+from printpipe.ledger.store.schema import (
+    LAYOUT,
+    LAYOUT_8_COLUMNS,
+    LAYOUT_9_COLUMNS,
+    LAYOUT_10_COLUMNS,
+    TABLES,
+    UPGRADABLE,
+    unique_index_sql,
+)
 
 POSTGRES_SCHEMES = ("postgresql", "postgres")
 T = TypeVar("T")
@@ -222,6 +230,7 @@ RECENT_NONCES = {
     6: "SELECT COUNT(*) FROM nonces WHERE created >= ?",  # by their signature's time
     7: "SELECT COUNT(*) FROM nonces WHERE created >= ?",
     8: "SELECT COUNT(*) FROM nonces WHERE created >= ?",
+    9: "SELECT COUNT(*) FROM nonces WHERE created >= ?",
 }
 RECENT_PLAYS = "SELECT COUNT(*) FROM plays WHERE played_at >= ?"
 PLAYS_ENTERED = (
@@ -247,8 +256,9 @@ def run_upgrade(
     changed, while a service or game server may still be running: requests signed, or plays
     made, in the last ``upgrade.quiet_s`` seconds (a nonce dropped could be replayed, a play
     made meanwhile by the old printpipe would not be entered in the log).  The tables get
-    layout 8's columns and deal tables (from 7 or earlier), layout 9's column and outbox, then
-    ``upgrade.migrate`` enters what needs the key."""
+    layout 8's columns and deal tables (from 7 or earlier), layout 9's column and outbox,
+    layout 10's columns of the deal orders, then ``upgrade.migrate`` enters what needs the
+    key."""
     since = datetime.fromtimestamp(upgrade.quiet_since, UTC).strftime("%Y-%m-%dT%H:%M:%S")
     ((signed,),) = tx.execute(RECENT_NONCES[layout], (upgrade.quiet_since,))
     # no Z after the seconds: a play made in that very second (...:SS.ffffffZ) sorts after it
@@ -277,9 +287,16 @@ def run_upgrade(
         make_table("deal_orders")
         make_table("deal_ranges")
         tx.execute("DROP INDEX plays_by_day")  # a player's stakes of the day are on its row now
-    for table, column in LAYOUT_9_COLUMNS:
-        add_column(table, column)
-    make_table("wallet_outbox")
+    if layout < 9:
+        for table, column in LAYOUT_9_COLUMNS:
+            add_column(table, column)
+        make_table("wallet_outbox")
+    if layout >= 8:  # from 7 or earlier, ``deal_orders`` was made anew with them
+        for table, column in LAYOUT_10_COLUMNS:
+            add_column(table, column)
+        (deal_orders,) = [t for t in TABLES if t.name == "deal_orders"]
+        for name, columns in deal_orders.unique_indexes:
+            tx.execute(unique_index_sql(deal_orders.name, name, columns))
     upgrade.migrate(tx, layout, cursors, unguarded)
     tx.execute("UPDATE ledger_meta SET value = ? WHERE key = 'layout'", (str(LAYOUT),))
 

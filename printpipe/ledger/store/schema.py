@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-LAYOUT = 9
+LAYOUT = 10
 """The ledger's layout: 2 = VIRNs as HMACs, hash-chained audit log, terminals (issue 12);
 3 = the blocks' public commitments, their trees and sealed salts, each payment's inclusion
 proof (issue 14); 4 = the online game server's units, deal orders, players, wallet and plays,
@@ -22,14 +22,17 @@ end of one index, not on as many pages); 7 = every play entered in the audit log
 it (the tables are 6's); 8 = every money row bound (issue 25): entries, plays, wallet entries
 and units MACed, the deal order's digest keyed and its positions in ranges, each player's
 stakes of the day counted on its row; 9 = the operator's wallet over HTTP (issue 27): its calls'
-durable outbox (``wallet_outbox``), each play's Super Jackpot participation."""
+durable outbox (``wallet_outbox``), each play's Super Jackpot participation; 10 = blocks
+that follow one another (issue 27): each online block's place in the dealing order, recorded
+at its import and MACed with its deal order (``deal_orders.place``, ``mac``)."""
 
-UPGRADABLE: dict[int, tuple[str, ...]] = {5: ("nonces",), 6: (), 7: (), 8: ()}
+UPGRADABLE: dict[int, tuple[str, ...]] = {5: ("nonces",), 6: (), 7: (), 8: (), 9: ()}
 """The layouts a ledger is brought to :data:`LAYOUT` from in place (``printpipe ledger
 upgrade``), and the tables made anew (the signed requests' nonces, which only a running
 service needs): every other table is kept, and given what layout 8 adds
 (``store.base.run_upgrade``).  Every one of them also gets the log entries of the plays made
-before layout 7, and what layout 9 adds (:data:`LAYOUT_9_COLUMNS`, ``wallet_outbox``)."""
+before layout 7, what layout 9 adds (:data:`LAYOUT_9_COLUMNS`, ``wallet_outbox``) and what
+layout 10 adds (:data:`LAYOUT_10_COLUMNS`)."""
 
 OUTBOX_STATES = "'sent', 'pending', 'confirmed', 'refused', 'cancel'"
 INT = "int"  # fits 32 bits
@@ -54,6 +57,7 @@ class Table:
     keys: tuple[str, ...] = ()  # table constraints: PRIMARY KEY (...), UNIQUE (...)
     clustered: bool = False  # rows stored by their primary key (SQLite: WITHOUT ROWID)
     indexes: tuple[tuple[str, str], ...] = ()  # (name, columns)
+    unique_indexes: tuple[tuple[str, str], ...] = ()  # (name, columns): no two rows alike
     append_only: str | None = None  # what SQLite's refusal says is append-only
 
 
@@ -228,7 +232,10 @@ TABLES: tuple[Table, ...] = (
             _c("commitment", BIGINT, "PRIMARY KEY REFERENCES commitments(id)"),
             _c("units", BIGINT),
             _c("order_mac", TEXT),
+            _c("place", INT, ""),  # the block's place in the dealing order: 1 is dealt first
+            _c("mac", BYTES, ""),  # over the four before (log.DealtBlock), made at import
         ),
+        unique_indexes=(("deal_orders_by_place", "place"),),
     ),
     Table(
         "deal_ranges",  # the positions left to deal, in ranges (ledger/units.py, plays.py)
@@ -380,6 +387,9 @@ LAYOUT_8_COLUMNS: tuple[tuple[str, str], ...] = (
 LAYOUT_9_COLUMNS: tuple[tuple[str, str], ...] = (("plays", "jackpot_cents"),)
 """The columns layout 9 adds to tables a layout-8 ledger has (and its table ``wallet_outbox``)."""
 
+LAYOUT_10_COLUMNS: tuple[tuple[str, str], ...] = (("deal_orders", "place"), ("deal_orders", "mac"))
+"""The columns layout 10 adds to a layout-9 ledger's ``deal_orders`` (and its unique index)."""
+
 
 COLUMN_TYPES: dict[tuple[str, str], str] = {
     (table.name, column.name): column.type for table in TABLES for column in table.columns
@@ -391,6 +401,10 @@ def column_sql(types: dict[str, str], table: str, name: str) -> str:
     """``ALTER TABLE ... ADD COLUMN`` for one column of the description, in a dialect."""
     (column,) = [c for t in TABLES if t.name == table for c in t.columns if c.name == name]
     return f"ALTER TABLE {table} ADD COLUMN {column.name} {types[column.type]} {column.rule}"
+
+
+def unique_index_sql(table: str, name: str, columns: str) -> str:
+    return f"CREATE UNIQUE INDEX {name} ON {table} ({columns})"
 
 
 def table_sql(rendered: list[tuple[Table, str]], name: str) -> str:
@@ -409,5 +423,7 @@ def render(types: dict[str, str], *, clustered: str = "") -> list[tuple[Table, s
         sql = f"CREATE TABLE {table.name} (\n    {body}\n){clustered if table.clustered else ''};\n"
         for name, columns in table.indexes:
             sql += f"CREATE INDEX {name} ON {table.name} ({columns});\n"
+        for name, columns in table.unique_indexes:
+            sql += unique_index_sql(table.name, name, columns) + ";\n"
         rendered.append((table, sql))
     return rendered

@@ -216,7 +216,8 @@ async function loadHistory() {
     button.dataset.play = play.play;
     button.dataset.serial = play.serial;
     const when = new Date(play.played_at).toLocaleString("fr-FR");
-    button.textContent = `${play.serial} · ${when} · ${play.lot_eur > 0 ? "lot " + euros(play.lot_eur) : "perdant"}`;
+    button.dataset.block = String(play.block);
+    button.textContent = `${play.serial} · bloc ${play.block} · ${when} · ${play.lot_eur > 0 ? "lot " + euros(play.lot_eur) : "perdant"}`;
     button.addEventListener("click", () => showReplay(play));
     item.append(button);
     return item;
@@ -227,7 +228,7 @@ function showReplay(play) {
   state.replayed = play;
   $("replay").hidden = false;
   $("replay").dataset.serial = play.serial;
-  $("replay-title").textContent = `Unité ${play.serial}`;
+  $("replay-title").textContent = `Unité ${play.serial} (bloc ${play.block})`;
   const grids = play.unit.grids.map((grid, g) => {
     const wrap = document.createElement("div");
     const title = document.createElement("p");
