@@ -140,7 +140,8 @@ class PlayWorld:
         args: Sequence[str] = (), env: dict[str, str] | None = None,
     ) -> str:  # fmt: skip
         """``printpipe play`` on the world's ledger (``open_files``: its RLIMIT_NOFILE; ``args``
-        added to its command line, ``env`` to its environment)."""
+        added to its command line, ``env`` to its environment); its witness in the world's
+        folder, not the shared keys' (worlds copied from one ledger share its id)."""
         url_file = self.folder / "play.url"
         url_file.unlink(missing_ok=True)
         log = open(self.folder / "play.log", "ab")  # noqa: SIM115 - the server's
@@ -153,7 +154,9 @@ class PlayWorld:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
 
         self.process = subprocess.Popen(
-            [*command, *(["--demo"] if demo else []), *args], stdout=log, stderr=log,
+            [*command, *(["--demo"] if demo else []), *args,
+             *([] if "--witness" in args else ["--witness", str(self.folder / "witness")])],
+            stdout=log, stderr=log,
             preexec_fn=limit_files if open_files is not None else None,
             env={**os.environ, **env} if env else None,
             start_new_session=True,  # its own process group: a kill reaches every worker

@@ -149,7 +149,9 @@ def start_server(
     options: tuple[str, ...] = SERVE_OPTIONS,
     open_files: int | None = None,
 ) -> None:
-    """``printpipe serve`` on the world's ledger (``open_files``: its RLIMIT_NOFILE)."""
+    """``printpipe serve`` on the world's ledger (``open_files``: its RLIMIT_NOFILE); its
+    witness in the world's folder, not the shared keys' (the worlds copied from one ledger
+    share its id: one world's witness would call another's shorter log a rewind)."""
     url_file = world.folder / "serve.url"
     url_file.unlink(missing_ok=True)
     log = open(world.folder / log_name, "ab")  # noqa: SIM115 - the server's, closed with it
@@ -161,7 +163,8 @@ def start_server(
     world.process = subprocess.Popen(
         [sys.executable, "-m", "printpipe", "serve", "--db", db_arg(world.location),
          "--keys", str(world.keys_dir), "--port", "0", "--url-file", str(url_file),
-         "--workers", str(workers), *options],
+         "--workers", str(workers), *options,
+         *([] if "--witness" in options else ["--witness", str(world.folder / "witness")])],
         stdout=log,
         stderr=log,
         start_new_session=True,  # its own process group: a kill reaches every worker
