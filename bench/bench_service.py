@@ -28,8 +28,11 @@ less, and what two whole cores would answer at that cost (``2 cores / CPU per re
 upper bound, reached only when nothing else runs.  Load averages are printed before and after.
 
 **The metrics** (issue 27): in the same run, a second ``printpipe serve`` with its metrics off
-(``PRINTPIPE_METRICS=off``) answers the same validations, alternated with the first (in turns
-first); the table gives what the metrics cost a validation's server CPU (target: 5 % at most).
+(``PRINTPIPE_METRICS=off``) answers the same validations as the first, in ``--metrics-turns``
+short turns a run (``--requests`` / turns each), on and off one after the other, each first in
+turn; the table gives the median over the turns of what the metrics cost a validation's server
+CPU (target: 5 % at most).  Short turns, because the shared machine's load drifts within
+seconds: one long phase each measured the drift (+/- 15 %) more than the metrics.
 Every server gets a few validations before the phases are measured (keys loaded, caches warm).
 
 **The floor** (``bench/floor_server.py``, issue 20): in the same run, on the same database and
@@ -226,13 +229,13 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
         rate = args.rate or target.validations
         paced = f"validations at {rate:,}/s"
         results: dict[str, list[dict[str, float]]] = {
-            "validations": [], "validations, metrics off": [], "floor validations": [], paced: [],
-            f"floor {paced}": [], "claims": [],
+            "validations": [], "floor validations": [], paced: [], f"floor {paced}": [],
+            "claims": [], "validations, metrics on": [], "validations, metrics off": [],
         }  # fmt: skip
 
-        def validations(to: str) -> list[list[bytes]]:
+        def validations(to: str, requests: int = args.requests) -> list[list[bytes]]:
             return [[validate_request(s, to, codes[rng.randrange(len(codes))][0])
-                     for _ in range(args.requests // TERMINALS)]
+                     for _ in range(requests // TERMINALS)]
                     for s in signers]  # fmt: skip
 
         try:
@@ -240,11 +243,20 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
                 storm(warmed, [sent[:10] for sent in validations(warmed)], timeout=120)
             for attempt in range(args.repeat):
                 run_no = f"#{attempt + 1}"
-                # metrics on and off one after the other, in turns first (the load drifts)
-                pair = [("validations", url, pids),
+                results["validations"].append(
+                    phase(f"validations {run_no}", url, validations(url), pids)
+                )
+                # metrics on and off in short turns, each first in turn (the load drifts
+                # within seconds: a long phase each measured the drift more than the metrics)
+                pair = [("validations, metrics on", url, pids),
                         ("validations, metrics off", bare_url, bare_pids)]  # fmt: skip
-                for kind, to, measured in pair if attempt % 2 == 0 else pair[::-1]:
-                    results[kind].append(phase(f"{kind} {run_no}", to, validations(to), measured))
+                for turn in range(args.metrics_turns):
+                    first = (attempt * args.metrics_turns + turn) % 2 == 0
+                    for kind, to, measured in pair if first else pair[::-1]:
+                        asked = validations(to, args.requests // args.metrics_turns)
+                        results[kind].append(
+                            phase(f"{kind} {run_no}.{turn + 1}", to, asked, measured)
+                        )
                 results["floor validations"].append(
                     phase(f"floor validations {run_no}", floor_url, validations(floor_url),
                           floor_pids)
@@ -283,14 +295,16 @@ def run(backend: str, args: argparse.Namespace, root: Path) -> None:
         )
         ratio = statistics.median(ratios)
         costs = [a["cpu_us"] / b["cpu_us"] - 1
-                 for a, b in zip(results["validations"], results["validations, metrics off"],
-                                 strict=True)]  # fmt: skip
+                 for a, b in zip(results["validations, metrics on"],
+                                 results["validations, metrics off"], strict=True)]  # fmt: skip
         cost = statistics.median(costs)
         print(
-            f"{backend}: server CPU a validation, metrics on / off (same run, alternated): "
-            f"{medians['validations']['cpu_us']:.0f} / "
+            f"{backend}: server CPU a validation, metrics on / off (same run, "
+            f"{len(costs)} turns alternated): "
+            f"{medians['validations, metrics on']['cpu_us']:.0f} / "
             f"{medians['validations, metrics off']['cpu_us']:.0f} us: the metrics cost "
-            f"{cost:+.1%} (per run: {', '.join(f'{c:+.1%}' for c in costs)}; target <= 5 %)",
+            f"{cost:+.1%} (median of the turns': {', '.join(f'{c:+.1%}' for c in costs)}; "
+            "target <= 5 %)",
             flush=True,
         )
         rows = [
@@ -321,6 +335,8 @@ def main() -> None:
         "--rate", type=int, default=0, help="Validations/s offered (default: the target's)."
     )
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--metrics-turns", type=int, default=4,
+                        help="Metrics on/off pairs a run (--requests / N each).")  # fmt: skip
     parser.add_argument("--workers", type=int, default=2, help="printpipe serve --workers")
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()[0]:.2f} (2 cores)", flush=True)

@@ -8,6 +8,7 @@ import base64
 import hashlib
 import re
 import uuid
+from typing import Any
 
 import pytest
 from cryptography.exceptions import InvalidSignature
@@ -95,6 +96,36 @@ def test_the_signature_covers_the_canonical_base_and_verifies_only_unchanged(
             verify_request(**request, public_key=lambda _: KEY.public_key())
     with pytest.raises(InvalidSignature):
         KEY.public_key().verify(signature, _base(method, path + "x", query, digest, key, params))
+
+
+odd_paths = paths | st.sampled_from(["", "/", "/a%20b", "/é", "/a b", "/a;b"])
+odd_queries = queries | st.sampled_from(["", "?", "a=é", "a=1#f", "a b"])
+odd_fields = st.dictionaries(
+    st.sampled_from(["Idempotency-Key", "idempotency-key", "X-Other", "Content-Type"]),
+    st.text("abcXYZ019._:- ", min_size=0, max_size=12) | idempotency_keys.filter(bool),
+    max_size=2,
+)
+
+
+@settings(max_examples=300, suppress_health_check=list(HealthCheck))
+@given(st.sampled_from(["GET", "POST", "get"]), odd_paths, odd_queries, st.binary(max_size=64),
+       nonces | st.just("short"), odd_fields, st.integers(1, 2**33))  # fmt: skip
+def test_the_signer_writes_what_the_library_writes(method, path, query, body, nonce, fields,
+                                                   created):  # fmt: skip
+    """The signer's own signature base (the canonical form) is the library's, byte for byte:
+    the same headers, the same (deterministic) Ed25519 signature; any other request is the
+    library's."""
+    url = "http://t" + path + (f"?{query}" if query else "")
+
+    def outcome(sign: Any) -> Any:
+        try:
+            return sign()
+        except Exception as exc:  # what the library refuses to sign, the signer refuses too
+            return type(exc)
+
+    expected = outcome(lambda: SIGNER._library_headers(method, url, body, fields, created, nonce))
+    assert outcome(lambda: SIGNER.headers(method, url, body, fields=fields, created=created,
+                                          nonce=nonce)) == expected  # fmt: skip
 
 
 @pytest.fixture(scope="module")

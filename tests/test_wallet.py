@@ -10,6 +10,7 @@ import stat
 import threading
 import uuid
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -29,7 +30,7 @@ from printpipe.wallet.api import (
     parse_receipt,
 )
 from printpipe.wallet.openapi import openapi_document
-from printpipe.wallet.store import WalletRefused, WalletStore
+from printpipe.wallet.store import Asked, WalletRefused, WalletStore
 from tests.conftest import run_cli
 from tests.wallet_helpers import WalletProcess
 
@@ -216,6 +217,84 @@ def test_the_wallet_does_each_call_as_the_api_says(store, ops):
                 assert outcome.refunded == model.refunded[reference]
     for player in players:
         assert store.balance(player=player) == model.balances.get(player)
+
+
+@given(operations, st.lists(st.integers(1, 6), min_size=1, max_size=10))
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_calls_made_together_are_each_made_as_alone(store, ops, sizes):
+    """The same sequences made in groups (``apply_many``, one transaction a group, as the
+    served wallet does with the calls that arrive together), a nonce sent twice among them:
+    each answer is the model's, in the order asked, and a replayed nonce is refused."""
+    run = uuid.uuid4().hex[:12]
+    model = Model()
+    players = [f"g-{run}-0", f"g-{run}-1"]
+    for player in players:
+        model.balances[player] = store.deposit(player=player, amount_cents=1000, now=NOW)
+    asked, expected = [], []
+    for n, (kind, ref, who, amount) in enumerate(ops):
+        player, reference = players[who], f"{run}-ref-{ref}"
+        if kind == "deposit":
+            kind = "credit"
+        call = debit_call(reference, player, amount) if kind == "debit" else (
+            Call(kind, reference, player, amount, GAME)
+        )  # fmt: skip
+        replayed = n % 7 == 6  # the last call's nonce again: refused, whatever it asks
+        nonce = ("game", f"{run}-nonce-{n - 1 if replayed else n}", 1)
+        asked.append(Asked(call, NOW, nonce))
+        repeated = (reference, kind) in model.done
+        expected.append(("unauthorized", False) if replayed else (model.apply(call), repeated))
+    transactions = 0
+    opened = store.transaction
+
+    def counted() -> Any:
+        nonlocal transactions
+        transactions += 1
+        return opened()
+
+    outcomes: list[Any] = []
+    groups = 0
+    try:
+        store.transaction = counted
+        while len(outcomes) < len(asked):
+            outcomes += store.apply_many(
+                asked[len(outcomes) : len(outcomes) + sizes[groups % len(sizes)]]
+            )
+            groups += 1
+    finally:
+        del store.transaction
+    assert transactions == groups  # one transaction a group
+    for call, (want, repeated), (outcome, replayed) in zip(
+        [a.call for a in asked], expected, outcomes, strict=True
+    ):
+        if isinstance(want, str):
+            assert isinstance(outcome, WalletRefused) and outcome.kind == want, (call, outcome)
+        else:
+            assert isinstance(outcome, Receipt), (call, outcome)
+            assert (outcome.balance_cents, replayed) == (want, repeated)
+    for player in players:
+        assert store.balance(player=player) == model.balances[player]
+
+
+def test_a_call_that_fails_in_a_group_fails_alone(ledgers, monkeypatch):
+    """A statement failing for one call of a group rolls the group back; the others are then
+    made one by one and answered, the failing one's outcome is its exception."""
+    with WalletStore(ledgers.new()) as store:
+        store.deposit(player="alone", amount_cents=1000, now=NOW)
+        made = store._apply
+
+        def failing(tx: Any, call: Call, now: dt.datetime) -> Any:
+            if call.reference == "group-fails-1":
+                raise RuntimeError("a row the database refuses")
+            return made(tx, call, now)
+
+        monkeypatch.setattr(store, "_apply", failing)
+        asked = [Asked(debit_call(f"group-fails-{n}", "alone"), NOW, ("game", f"fail-{n}", 1))
+                 for n in range(3)]  # fmt: skip
+        first, second, third = store.apply_many(asked)
+        assert isinstance(second, RuntimeError)
+        assert isinstance(first, tuple) and isinstance(third, tuple)
+        assert [first[0].balance_cents, third[0].balance_cents] == [900, 800]  # type: ignore[union-attr]
+        assert store.balance(player="alone") == 800
 
 
 @pytest.mark.parametrize("first", ["debit", "cancel"])

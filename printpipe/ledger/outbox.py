@@ -93,6 +93,10 @@ ROW = ("reference", "kind", "player", "amount_cents", "split", "created_at", "ma
        "idempotency_key", "fingerprint", "state", "next_at")  # fmt: skip
 
 
+Claimed = tuple[str, str, str, int, int]
+"""A call claimed to be sent: reference, kind, player, amount in cents, attempts so far."""
+
+
 def _split_text(split: Sequence[tuple[str, int]]) -> str:
     return json.dumps([[game, cents] for game, cents in split], separators=(",", ":"))
 
@@ -347,15 +351,26 @@ class Outbox:
 
     def send_due(self) -> int:
         """Send every call due (credits and cancels, and the cancels of abandoned debits):
-        how many the wallet confirmed."""
+        how many the wallet confirmed.  Its three steps, :meth:`claim_due`,
+        :meth:`send_claimed` and :meth:`record`, each on its own: the service runs the
+        second off the ledger's thread, which deals plays meanwhile."""
         with self._lock:  # one pass at a time in this process
-            self._cancel_abandoned()
-            claimed = self._claim()
+            claimed = self.claim_due()
             if not claimed:
                 return 0
-            results = list(self.pool.map(self._send, claimed))
-            self._record(claimed, results)
+            results = self.send_claimed(claimed)
+            self.record(claimed, results)
             return sum(isinstance(r, Confirmed) for r in results)
+
+    def claim_due(self) -> list[Claimed]:
+        """The calls due, claimed for :data:`CLAIM_S` (the abandoned debits' cancels first
+        written): the database only."""
+        self._cancel_abandoned()
+        return self._claim()
+
+    def send_claimed(self, claimed: list[Claimed]) -> list[Outcome]:
+        """The claimed calls sent at once, each until its outcome is known: the wallet only."""
+        return list(self.pool.map(self._send, claimed))
 
     def _cancel_abandoned(self) -> None:
         now = self.dealer.clock()
@@ -374,7 +389,7 @@ class Outbox:
                 log.warning("%d debits left unsettled by a stopped process: cancelling them",
                             len(rows))  # fmt: skip
 
-    def _claim(self) -> list[tuple[str, str, str, int, int]]:
+    def _claim(self) -> list[Claimed]:
         """The calls due, held for :data:`CLAIM_S` (reference, kind, player, amount, attempts)."""
         now = int(time.time())
         with self.db.transaction() as tx:  # lost in a crash: done again
@@ -398,7 +413,7 @@ class Outbox:
             )
         return [(str(r), str(k), str(p), int(a), int(n)) for r, k, p, a, n in rows]
 
-    def _send(self, call: tuple[str, str, str, int, int]) -> Outcome:
+    def _send(self, call: Claimed) -> Outcome:
         reference, kind, player, amount, _ = call
         try:
             if kind == "credit":
@@ -407,8 +422,8 @@ class Outbox:
         except Exception as exc:
             return Unknown(f"{type(exc).__name__}: {exc}", 1)
 
-    def _record(self, claimed: list[tuple[str, str, str, int, int]],
-                results: list[Outcome]) -> None:  # fmt: skip
+    def record(self, claimed: list[Claimed], results: list[Outcome]) -> None:
+        """Each claimed call's outcome written: confirmed, or due again after its backoff."""
         now = int(time.time())
         with self.db.transaction() as tx:  # lost in a crash: done again
             for (reference, kind, player, _, attempts), outcome in zip(

@@ -169,7 +169,10 @@ class PlayService(Service):
         outbox = self.dealer.outbox
         while True:
             try:
-                await self.run(outbox.send_due)
+                claimed = await self.run(outbox.claim_due)
+                if claimed:  # sent off the ledger's thread: plays are dealt meanwhile
+                    results = await asyncio.to_thread(outbox.send_claimed, claimed)
+                    await self.run(outbox.record, claimed=claimed, results=results)
             except Exception as exc:  # the database or the wallet restarting
                 log.warning("the wallet's outbox could not be sent now (%s): tried again",
                             " ".join(str(exc).split())[:200])  # fmt: skip

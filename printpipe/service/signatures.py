@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import http_sf
 from cryptography.exceptions import InvalidSignature as CryptographyInvalidSignature
@@ -150,6 +151,7 @@ class RequestSigner:
 
     def __init__(self, private_key: Ed25519PrivateKey) -> None:
         self.key_id = key_id_of(private_key.public_key())
+        self._private = private_key
         self._signer = HTTPMessageSigner(
             signature_algorithm=algorithms.ED25519, key_resolver=_OneKey(private_key)
         )
@@ -165,18 +167,61 @@ class RequestSigner:
         nonce: str | None = None,
     ) -> dict[str, str]:
         """The Content-Digest, Signature-Input and Signature headers for one request, with the
-        header ``fields`` given (e.g. ``Idempotency-Key``), signed when the profile says so."""
-        message = Message(method, url, dict(fields or {}))
+        header ``fields`` given (e.g. ``Idempotency-Key``), signed when the profile says so.
+
+        A request in the profile's canonical form (:func:`_verify_canonical`'s: a plain path,
+        query and signed values) has its signature base written here, as the verifier's
+        shortcut reads it (a tenth of the library's cost); any other goes through the library.
+        Both write the same bytes (Ed25519 signatures are deterministic)."""
+        fields = dict(fields or {})
+        created = int(created if created is not None else time.time())
+        nonce = nonce or secrets.token_urlsafe(18)
+        canonical = self._canonical_headers(method, url, body, fields, created, nonce)
+        if canonical is not None:
+            return canonical
+        return self._library_headers(method, url, body, fields, created, nonce)
+
+    def _library_headers(
+        self, method: str, url: str, body: bytes, fields: dict[str, str], created: int, nonce: str
+    ) -> dict[str, str]:
+        message = Message(method, url, dict(fields))
         self._signer.sign(
             message,
             key_id=self.key_id,
-            created=datetime.fromtimestamp(created if created is not None else time.time(), UTC),
-            nonce=nonce or secrets.token_urlsafe(18),
+            created=datetime.fromtimestamp(created, UTC),
+            nonce=nonce,
             label=LABEL,
-            covered_component_ids=_covered_for(fields or {}),
+            covered_component_ids=_covered_for(fields),
             body=body,
         )
         return dict(message.headers)
+
+    def _canonical_headers(
+        self, method: str, url: str, body: bytes, fields: dict[str, str], created: int, nonce: str
+    ) -> dict[str, str] | None:
+        """:meth:`headers` without the library, or None (not in the canonical form)."""
+        target = urlsplit(url)
+        path, query = target.path, target.query
+        if not method.isalpha() or not method.isupper() or NONCE_RULE.fullmatch(nonce) is None:
+            return None
+        if _CANONICAL_PATH.fullmatch(path) is None or _CANONICAL_QUERY.fullmatch(query) is None:
+            return None
+        if target.fragment or ("?" in url and not query) or created < 1:
+            return None  # an empty query or a fragment: the library's business
+        names = {name.lower(): name for name in fields}
+        if len(names) != len(fields) or names.keys() & _SIGNATURE_FIELDS:
+            return None
+        extra = [(f, fields[names[f]]) for f in SIGNED_FIELDS if f in names]
+        if any(_CANONICAL_VALUE.fullmatch(value) is None for _, value in extra):
+            return None
+        digest = f"sha-256=:{base64.b64encode(hashlib.sha256(body).digest()).decode()}:"
+        covered = " ".join(f'"{c}"' for c in _covered_for(names))
+        params = (f'({covered});created={created};keyid="{self.key_id}";alg="ed25519";'
+                  f'nonce="{nonce}"')  # fmt: skip
+        base = _signature_base(method, path, query, digest, extra, params)
+        signature = base64.b64encode(self._private.sign(base)).decode()
+        return {**fields, "Content-Digest": digest, "Signature-Input": f"{LABEL}={params}",
+                "Signature": f"{LABEL}=:{signature}:"}  # fmt: skip
 
 
 def generate_terminal_key(path: Path) -> str:
@@ -376,15 +421,24 @@ def _verify_canonical(
     key = public_key(key_id)
     if key is None:
         return None
-    lines = [f'"@method": {method}', f'"@path": {path}', f'"@query": ?{query}',
-             f'"content-digest": {found["content-digest"]}',
-             *(f'"{f}": {found[f]}' for f in extra), f'"@signature-params": {params}']  # fmt: skip
-    base = "\n".join(lines)
+    base = _signature_base(method, path, query, found["content-digest"],
+                           [(f, found[f]) for f in extra], params)  # fmt: skip
     try:
-        key.verify(base64.b64decode(signature[1]), base.encode("ascii"))
+        key.verify(base64.b64decode(signature[1]), base)
     except CryptographyInvalidSignature:
         return None
     return Verified(key_id, nonce, created)
+
+
+def _signature_base(
+    method: str, path: str, query: str, digest: str, extra: list[tuple[str, str]], params: str
+) -> bytes:
+    """The signature base of a canonical request (RFC 9421 section 2.5): one line a covered
+    component, in the profile's order, then the signature parameters."""
+    lines = [f'"@method": {method}', f'"@path": {path}', f'"@query": ?{query}',
+             f'"content-digest": {digest}', *(f'"{name}": {value}' for name, value in extra),
+             f'"@signature-params": {params}']  # fmt: skip
+    return "\n".join(lines).encode("ascii")
 
 
 def public_key_from_raw(raw: bytes) -> Ed25519PublicKey:

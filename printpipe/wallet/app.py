@@ -29,6 +29,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from printpipe import __version__
+from printpipe.ledger import Batcher
 from printpipe.service.access import PUBLIC
 from printpipe.service.app import (
     Guard,
@@ -53,12 +54,14 @@ from printpipe.wallet.api import (
     parse_call,
 )
 from printpipe.wallet.openapi import openapi_document
-from printpipe.wallet.store import WalletRefused, WalletStore
+from printpipe.wallet.store import Asked, WalletRefused, WalletStore
 
 T = TypeVar("T")
 JSON = "application/json"
 MAINTENANCE_S = 30.0
 FAULT_KINDS = ("lose", "error", "delay")
+CALLS_MOST = 128
+"""Calls made in one transaction at most."""
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,10 @@ class WalletService:
         self.faults = faults or Faults()
         self._draw = random.Random(self.faults.seed)
         self.clock = clock or (lambda: dt.datetime.now(dt.UTC))
+        self.calls: Batcher[Asked, tuple[Receipt | WalletRefused, bool]] = Batcher(
+            store.apply_many, self.executor, most=CALLS_MOST, concurrency=min(2, threads)
+        )
+        """Group commit: the calls that arrive while a group commits go in the next."""
 
     async def run(self, function: Callable[..., T], /, **kwargs: Any) -> T:
         loop = asyncio.get_running_loop()
@@ -184,9 +191,7 @@ def movement(kind: str) -> Callable[[Request], Awaitable[Response]]:
         call = parse_call(kind, body)
         if service.fault("error"):
             return error_response(503, "unavailable", "injected fault: retry", {"Retry-After": "1"})
-        outcome, replayed = await service.run(
-            service.store.apply, call=call, now=service.clock(), nonce=signer
-        )
+        outcome, replayed = await service.calls.ask(Asked(call, service.clock(), signer))
         if isinstance(outcome, WalletRefused):
             return refused(outcome)
         response = _receipt_response(outcome, replayed)

@@ -6,7 +6,9 @@ holds no other tables: never the ledger's).  Statements are the same text on bot
 ledger's :class:`~printpipe.ledger.Tx` adapters (``?`` placeholders, advisory locks);
 the schema is small enough to be written here once, in SQL both engines read.
 
-Each call is one transaction: the caller's nonce admitted (a replay is refused), the reference
+Each call is made in one transaction (with the calls that arrived while the last committed:
+:meth:`WalletStore.apply_many`, one flush to disk for all, each answered after it): the
+caller's nonce admitted (a replay is refused), the reference
 locked (PostgreSQL: an advisory lock on its hash, so that a debit and its cancel, or two
 attempts of one call, never interleave), the movement looked up (the same call again: its
 receipt; another call under the reference: refused), then the balance moved by one statement
@@ -23,9 +25,9 @@ import hashlib
 import os
 import secrets
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from printpipe import french
 from printpipe.errors import PrintpipeError
@@ -64,6 +66,15 @@ SCHEMA = (
 APPLICATION = "printpipe-wallet"
 
 
+class Asked(NamedTuple):
+    """A call as the wallet received it: the call, when, and its request's (key id, nonce,
+    created), admitted with it (None: not signed, e.g. the tests')."""
+
+    call: Call
+    now: dt.datetime
+    nonce: tuple[str, str, int] | None = None
+
+
 class WalletRefused(PrintpipeError):
     """A call refused by the wallet (``kind``: one of ``api.REFUSALS``): nothing moved."""
 
@@ -76,8 +87,11 @@ def stamp(now: dt.datetime) -> str:
     return now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _lock_key(reference: str) -> int:
-    return int.from_bytes(hashlib.sha256(b"wallet reference " + reference.encode()).digest()[:8])
+REFERENCE_LOCK, PLAYER_LOCK = b"wallet reference ", b"wallet player "
+
+
+def _lock_key(name: str, kind: bytes = REFERENCE_LOCK) -> int:
+    return int.from_bytes(hashlib.sha256(kind + name.encode()).digest()[:8])
 
 
 class WalletStore:
@@ -232,16 +246,55 @@ class WalletStore:
         """Make ``call`` once: (its receipt, whether it was made earlier), or (the refusal,
         False).  ``nonce``: the request's (key id, nonce, created), admitted in the same
         transaction, kept even when the call is refused."""
-        refusal: WalletRefused | None = None
         with self.transaction() as tx:
             tx.lock(_lock_key(call.reference))
+            return self._apply_admitted(tx, call, now, nonce)
+
+    def apply_many(
+        self, asked: Sequence[Asked]
+    ) -> list[tuple[Receipt | WalletRefused, bool] | Exception]:
+        """Group commit: the calls ``asked`` (each a call, its time and its nonce) made in one
+        durable transaction, in the order asked, each as :meth:`apply` makes it alone; each
+        one's outcome.  Nothing is answered before the commit.
+
+        PostgreSQL: the references and the players are locked first, all at once, in the
+        order of their keys, so that two groups at once never wait for each other's accounts
+        in a circle.  If a statement fails (the database, or a row it refuses), the group is
+        rolled back and each call made again in a transaction of its own, so that a failing
+        call fails alone (its exception is its outcome); if the commit fails, it fails them
+        all (their outcome unknown to the caller, which asks again)."""
+        if len(asked) <= 1:
+            return [self.apply(call, now=now, nonce=nonce) for call, now, nonce in asked]
+        outcomes: list[tuple[Receipt | WalletRefused, bool] | Exception] = []
+        made = False
+        try:
+            with self.transaction() as tx:
+                tx.lock(*{_lock_key(call.reference) for call, _, _ in asked},
+                        *{_lock_key(call.player, PLAYER_LOCK) for call, _, _ in asked})  # fmt: skip
+                outcomes = [self._apply_admitted(tx, *one) for one in asked]
+                made = True
+        except Exception:
+            if made:  # the commit failed: nothing known of it, nothing to do again
+                raise
+            return [self._apply_alone(one) for one in asked]
+        return outcomes
+
+    def _apply_alone(self, asked: Asked) -> tuple[Receipt | WalletRefused, bool] | Exception:
+        try:
+            return self.apply(asked.call, now=asked.now, nonce=asked.nonce)
+        except Exception as exc:  # this call's failure, not the others'
+            return exc
+
+    def _apply_admitted(
+        self, tx: Tx, call: Call, now: dt.datetime, nonce: tuple[str, str, int] | None
+    ) -> tuple[Receipt | WalletRefused, bool]:
+        """:meth:`apply`'s transaction's body: a refusal writes nothing but the nonce."""
+        try:
             if nonce is not None:
                 self.admit(tx, key_id=nonce[0], nonce=nonce[1], created=nonce[2])
-            try:
-                return self._apply(tx, call, now)
-            except WalletRefused as exc:
-                refusal = exc
-        return refusal, False
+            return self._apply(tx, call, now)
+        except WalletRefused as exc:
+            return exc, False
 
     def _apply(self, tx: Tx, call: Call, now: dt.datetime) -> tuple[Receipt, bool]:
         request = call.body().decode()
