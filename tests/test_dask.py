@@ -240,12 +240,20 @@ def test_a_generate_work_unit_carries_the_block_key_only(keys_dir):
 
 
 def test_unreachable_scheduler_is_one_line(stores, keys_dir, tmp_path):
-    result = run_cli(
-        *_export_args(stores[1], tmp_path / "out", keys_dir), "--scheduler", "tcp://127.0.0.1:9"
+    """Within the wait the environment sets (here 1 s instead of 10); a wait that is not a
+    number of seconds is one line too."""
+    args = (
+        *_export_args(stores[1], tmp_path / "out", keys_dir),
+        "--scheduler",
+        "tcp://127.0.0.1:9",
     )
+    result = run_cli(*args, env={"PRINTPIPE_DASK_CONNECT_S": "1"})
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
     assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in result.stderr
+    wrong = run_cli(*args, env={"PRINTPIPE_DASK_CONNECT_S": "soon"})
+    assert wrong.returncode == 1 and wrong.stderr.count("\n") == 1, wrong.stderr
+    assert "PRINTPIPE_DASK_CONNECT_S='soon' is not a number of seconds" in wrong.stderr
 
 
 def test_without_dask_installed_says_how_to_install(stores, keys_dir, tmp_path):

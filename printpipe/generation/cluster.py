@@ -12,6 +12,7 @@ coordinator memory than a 200-pack run.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import queue
 import signal
 import uuid
@@ -25,6 +26,25 @@ R = TypeVar("R")
 
 DASK_INSTALL_HINT = "pip install printpipe[dask]"
 CONNECT_TIMEOUT_S = 10.0
+CONNECT_TIMEOUT_ENV = "PRINTPIPE_DASK_CONNECT_S"
+"""How long to wait for the scheduler, and then for its first worker (10 s);
+``PRINTPIPE_DASK_CONNECT_S`` changes it (a slow network; the tests, an unreachable one)."""
+
+
+def connect_timeout_s() -> float:
+    """The wait for the scheduler and its first worker, from the environment or 10 s."""
+    text = os.environ.get(CONNECT_TIMEOUT_ENV, "").strip()
+    if not text:
+        return CONNECT_TIMEOUT_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds <= 3600:
+        raise PrintpipeError(
+            f"{CONNECT_TIMEOUT_ENV}={text!r} is not a number of seconds from 0 to 3600"
+        )
+    return seconds
 
 
 class ChunkRunner(Protocol):
@@ -166,10 +186,9 @@ class DaskRunner:
             raise PrintpipeError(
                 f"--scheduler needs Dask distributed, which is not installed: {DASK_INSTALL_HINT}"
             ) from None
+        self._timeout_s = connect_timeout_s()
         try:
-            self._client = Client(
-                address, timeout=CONNECT_TIMEOUT_S, set_as_default=False, name=name
-            )
+            self._client = Client(address, timeout=self._timeout_s, set_as_default=False, name=name)
         except (OSError, TimeoutError, ValueError) as exc:
             reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise PrintpipeError(
@@ -189,10 +208,10 @@ class DaskRunner:
         """Refuse a cluster without workers, or with other versions of the libraries that decide
         the output bytes."""
         try:
-            self._client.wait_for_workers(1, timeout=CONNECT_TIMEOUT_S)
+            self._client.wait_for_workers(1, timeout=self._timeout_s)
         except TimeoutError:
             raise PrintpipeError(
-                f"no Dask worker joined the scheduler at {address} within {CONNECT_TIMEOUT_S:.0f} s"
+                f"no Dask worker joined the scheduler at {address} within {self._timeout_s:g} s"
             ) from None
         # A worker that dies while we ask (or is being restarted) answers nothing: that is the
         # scheduler's business (it reruns its tasks), not a reason to stop the run.
