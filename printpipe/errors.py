@@ -6,6 +6,8 @@ line that says what is wrong and where.  The CLI prints that line and exits non-
 anything else escaping is a bug and keeps its traceback.
 """
 
+import os
+
 
 class PrintpipeError(Exception):
     """A user-facing error: one line, no traceback, exit status ``exit_code``."""
@@ -22,3 +24,19 @@ class InvalidInput(PrintpipeError):
 
 class InvalidLayout(PrintpipeError):
     """A set of symbols the rules of a game forbid (e.g. six winning symbols)."""
+
+
+def seconds_from_environment(name: str, default: float, *, most: float = 3600.0) -> float:
+    """A wait set in the environment variable ``name`` (seconds, more than 0 and at most
+    ``most``), or ``default`` where it is unset or empty; any other value is an
+    :class:`InvalidInput` naming the variable, never a traceback."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = -1.0
+    if not 0 < seconds <= most:
+        raise InvalidInput(f"{name}={text!r} is not a number of seconds above 0 and up to {most:g}")
+    return seconds

@@ -252,7 +252,7 @@ def test_unreachable_scheduler_is_one_line(stores, keys_dir, tmp_path):
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
     assert "cannot reach the Dask scheduler at tcp://127.0.0.1:9" in result.stderr
     wrong = run_cli(*args, env={"PRINTPIPE_DASK_CONNECT_S": "soon"})
-    assert wrong.returncode == 1 and wrong.stderr.count("\n") == 1, wrong.stderr
+    assert wrong.returncode == 2 and wrong.stderr.count("\n") == 1, wrong.stderr
     assert "PRINTPIPE_DASK_CONNECT_S='soon' is not a number of seconds" in wrong.stderr
 
 

@@ -164,3 +164,40 @@ def test_codes_refuse_what_is_not_an_auditor_csv_of_paper_tickets(tmp_path):
         ticket_codes(wrong)
     with pytest.raises(PrintpipeError, match="cannot read"):
         ticket_codes(tmp_path / "missing.csv")
+
+
+@given(st.text(max_size=12))
+def test_a_wait_in_the_environment_is_seconds_or_one_line_naming_it(text):
+    """Whatever the variable holds: its seconds (above 0, at most the bound), the default
+    when it is empty, or an InvalidInput naming the variable; never another exception."""
+    import os
+    from unittest import mock
+
+    from printpipe.errors import InvalidInput, seconds_from_environment
+
+    if "\x00" in text:
+        return  # the environment cannot hold it
+    with mock.patch.dict(os.environ, {"PRINTPIPE_TEST_WAIT_S": text}):
+        try:
+            seconds = seconds_from_environment("PRINTPIPE_TEST_WAIT_S", 7.0, most=60.0)
+        except InvalidInput as exc:
+            assert str(exc).startswith("PRINTPIPE_TEST_WAIT_S=") and "\n" not in str(exc)
+            return
+    if not text.strip():
+        assert seconds == 7.0
+    else:
+        assert 0 < seconds <= 60 and seconds == float(text)
+
+
+def test_a_game_server_given_a_wait_that_is_not_seconds_says_so_in_one_line(tmp_path):
+    """The outbox's waits are read when the game server loads it: a wrong one is one line,
+    exit 2, not a traceback (a subprocess: this process has loaded the outbox already)."""
+    from tests.conftest import run_cli
+
+    result = run_cli("play", "--db", str(tmp_path / "none.sqlite"), "--keys", str(tmp_path),
+                     env={"PRINTPIPE_WALLET_CLAIM_S": "soon"}, subprocess_=True)  # fmt: skip
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == (
+        "printpipe: error: PRINTPIPE_WALLET_CLAIM_S='soon' is not a number of seconds above 0 "
+        "and up to 3600\n"
+    )

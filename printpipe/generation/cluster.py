@@ -12,14 +12,13 @@ coordinator memory than a 200-pack run.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import queue
 import signal
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol, TypeVar
 
-from printpipe.errors import PrintpipeError
+from printpipe.errors import PrintpipeError, seconds_from_environment
 
 J = TypeVar("J")
 R = TypeVar("R")
@@ -33,18 +32,7 @@ CONNECT_TIMEOUT_ENV = "PRINTPIPE_DASK_CONNECT_S"
 
 def connect_timeout_s() -> float:
     """The wait for the scheduler and its first worker, from the environment or 10 s."""
-    text = os.environ.get(CONNECT_TIMEOUT_ENV, "").strip()
-    if not text:
-        return CONNECT_TIMEOUT_S
-    try:
-        seconds = float(text)
-    except ValueError:
-        seconds = -1.0
-    if not 0 < seconds <= 3600:
-        raise PrintpipeError(
-            f"{CONNECT_TIMEOUT_ENV}={text!r} is not a number of seconds from 0 to 3600"
-        )
-    return seconds
+    return seconds_from_environment(CONNECT_TIMEOUT_ENV, CONNECT_TIMEOUT_S)
 
 
 class ChunkRunner(Protocol):

@@ -39,7 +39,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import os
+import math
 import secrets
 import threading
 import time
@@ -48,6 +48,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from printpipe.errors import seconds_from_environment
 from printpipe.ledger.log import OutboxCall
 from printpipe.ledger.plays import (
     RANGES_TAKEN,
@@ -69,19 +70,19 @@ log = logging.getLogger("printpipe.play")
 
 SENT, PENDING, CONFIRMED, REFUSED, CANCEL = "sent", "pending", "confirmed", "refused", "cancel"
 ABANDONED_ENV = "PRINTPIPE_WALLET_ABANDONED_S"
-ABANDONED_S = int(os.environ.get(ABANDONED_ENV, "60"))
+ABANDONED_S = math.ceil(seconds_from_environment(ABANDONED_ENV, 60))
 """A debit still *sent* this long after it was reserved was left by a process that died: it is
 cancelled.  A live one settles within its client's attempts (4 x 5 s at most, and waits);
 were it slower, its deal finds it cancelled (the row is locked by whichever commits first) and
 answers 503: never money lost, only a play to retry.  ``PRINTPIPE_WALLET_ABANDONED_S``
 changes it (the reliability tests: a few seconds)."""
 CLAIM_ENV = "PRINTPIPE_WALLET_CLAIM_S"
-CLAIM_S = int(os.environ.get(CLAIM_ENV, "60"))
+CLAIM_S = math.ceil(seconds_from_environment(CLAIM_ENV, 60))
 """How long a worker holds the rows it is sending (then they are due again: a killed worker's
 rows wait this long).  ``PRINTPIPE_WALLET_CLAIM_S`` changes it (the reliability tests)."""
 BACKOFF_S = 1.0
 MAX_BACKOFF_ENV = "PRINTPIPE_WALLET_MAX_BACKOFF_S"
-MAX_BACKOFF_S = float(os.environ.get(MAX_BACKOFF_ENV, "60"))
+MAX_BACKOFF_S = seconds_from_environment(MAX_BACKOFF_ENV, 60)
 """The longest pause between two sends of a call (1 s, doubling up to it).
 ``PRINTPIPE_WALLET_MAX_BACKOFF_S`` changes it (the reliability tests: a wallet killed a while
 must not leave the calls it failed waiting a minute)."""
