@@ -139,6 +139,15 @@ def test_any_changed_byte_is_caught(copy_of_block, game, producer_key):
         BlockStore.open(copy_of_block).check_intact(producer_key)
 
 
+def test_a_repeated_virn_is_caught_and_counted(copy_of_block, game, producer_key):
+    def repeat(virns):
+        virns[-1] = virns[0]
+
+    rewrite(copy_of_block, "virn.npy", repeat)
+    failed = {c.name: c.detail for c in audit(copy_of_block, game, producer_key).checks if not c.ok}
+    assert "1,499,999 distinct 10-digit VIRNs" in failed["unique identifiers"], failed
+
+
 def test_an_edited_summary_breaks_the_signature(copy_of_block, game, producer_key):
     summary = json.loads((copy_of_block / "summary.json").read_text())
     summary["commitments"]["lottery_secret_sha256"] = "0" * 64

@@ -65,3 +65,10 @@ def test_words_are_the_stream_s_uint64_words_in_order(counts):
     for count in counts:
         assert words.words(count) == arrays.uint64(count).tolist()
     assert words.read(16) == arrays.read(16)
+
+
+@given(st.lists(st.integers(0, 10**10 - 1), max_size=200))
+def test_the_audits_count_of_distinct_virns_is_the_count_of_a_set(values):
+    from printpipe.generation.audit import distinct_count
+
+    assert distinct_count(np.array(values, dtype=np.int64)) == len(set(values))

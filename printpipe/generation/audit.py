@@ -63,6 +63,13 @@ class AuditReport:
         return f"AUDIT FAILED: {len(failed)} check(s): {', '.join(failed)}"
 
 
+def distinct_count(values: np.ndarray) -> int:
+    """How many distinct values a 1-D array holds, by sorting: ``np.unique`` hashes since
+    numpy 2.3, 1.7 s for a block's 1.5 million VIRNs where a sort takes 0.03 s."""
+    ordered = np.sort(values)
+    return int(np.count_nonzero(ordered[1:] != ordered[:-1])) + int(len(ordered) > 0)
+
+
 def audit_block(
     store: BlockStore,
     game: Game,
@@ -243,7 +250,7 @@ def audit_block(
             else f"pools {', '.join(map(str, mixed[:10]))} mix variants: their static plates "
             "would change from sheet to sheet",
         )
-    distinct = len(np.unique(virns))
+    distinct = distinct_count(virns)
     in_range = bool((virns < 10**10).all())
     report.check(
         "unique identifiers",
