@@ -226,14 +226,16 @@ def _signed(request: Request) -> bool:
     return any(name.lower() == b"signature" for name, _ in request.scope["headers"])
 
 
-async def _terminal(service: PlayService, request: Request, body: bytes, access: Access) -> Caller:
+async def _terminal(
+    service: PlayService, request: Request, body: bytes, access: Access, *, handler_admits: bool
+) -> Caller:
     """The terminal that signed the request (401 if the signature is refused), of a role the
     route admits (403, its role named).  Its nonce is admitted here, in a transaction of its
-    own (a replay or a revoked terminal: ``RequestRefused``, 401), unless the request is a play
-    the route admits: the play admits it in its own transaction."""
+    own (a replay or a revoked terminal: ``RequestRefused``, 401), unless the route's handler
+    admits it in its own (``handler_admits``: a play, with the play's rows)."""
     caller = await service.caller(request, body)
     admitted = access.admits(caller.terminal.role)
-    if not (admitted and request.method == "POST"):
+    if not (admitted and handler_admits):
         await service.run(service.ledger.admit, admission=caller.admission)
     if not admitted:
         raise role_refusal(caller.terminal.role, access)
@@ -256,10 +258,13 @@ async def _session_player(service: PlayService, request: Request) -> str:
 PlayerHandler = Callable[[PlayService, Request, bytes, str, Caller | None], Awaitable[Response]]
 
 
-def for_player(handler: PlayerHandler, access: Access) -> Callable[[Request], Awaitable[Response]]:
+def for_player(
+    handler: PlayerHandler, access: Access, *, admits_nonce: tuple[str, ...] = ()
+) -> Callable[[Request], Awaitable[Response]]:
     """An endpoint under ``/v1/players/{player}``: body bounded, then the caller: a terminal
     of a role ``access`` admits (:func:`_terminal`), or the player's own session cookie
-    (None: nothing to admit; a change must come from the page itself)."""
+    (None: nothing to admit; a change must come from the page itself).  ``admits_nonce``:
+    the methods whose handler admits a terminal's nonce itself."""
 
     async def endpoint(request: Request) -> Response:
         service: PlayService = request.app.state.service
@@ -271,7 +276,8 @@ def for_player(handler: PlayerHandler, access: Access) -> Callable[[Request], Aw
                 raise Refusal(400, "bad_request", str(exc)) from None
             caller: Caller | None = None
             if _signed(request):
-                caller = await _terminal(service, request, body, access)
+                caller = await _terminal(service, request, body, access,
+                                         handler_admits=request.method in admits_nonce)  # fmt: skip
             elif not access.session:
                 raise Refusal(401, "unauthorized", "sign the request (RFC 9421)")
             else:
@@ -461,7 +467,7 @@ async def me(request: Request) -> Response:
     try:
         if _signed(request):
             body = await read_body(request)
-            await _terminal(service, request, body, SESSION_ONLY)  # 401, or 403: none admitted
+            await _terminal(service, request, body, SESSION_ONLY, handler_admits=False)  # 401/403
         try:
             player = await _session_player(service, request)
         except Refusal:
@@ -528,10 +534,17 @@ class PlayRoute:
     methods: tuple[str, ...]
     endpoint: Callable[..., Awaitable[Response]]
     access: Access
+    admits_nonce: tuple[str, ...] = ()
+    """The methods whose handler admits a terminal's nonce in its own transaction (a play,
+    with its rows); for any other, :func:`_terminal` admits it first."""
 
     def routes(self) -> list[Route]:
         """The router's routes: one a method (``HEAD`` answered as ``GET``)."""
-        endpoint = for_player(self.endpoint, self.access) if self.access.roles else self.endpoint
+        endpoint = (
+            for_player(self.endpoint, self.access, admits_nonce=self.admits_nonce)
+            if self.access.roles
+            else self.endpoint
+        )
         return [Route(self.path, method, endpoint, self.access) for method in self.methods]
 
 
@@ -555,7 +568,7 @@ ROUTES = (
     PlayRoute("/v1/launches", ("POST",), launches, PUBLIC),
     PlayRoute("/v1/me", ("GET",), me, SESSION_ONLY),
     PlayRoute(PLAYER, ("GET",), account, FOR_PLAYERS),
-    PlayRoute(f"{PLAYER}/plays", ("GET", "POST"), plays, FOR_PLAYERS),
+    PlayRoute(f"{PLAYER}/plays", ("GET", "POST"), plays, FOR_PLAYERS, admits_nonce=("POST",)),
     PlayRoute(f"{PLAYER}/plays/last", ("GET",), last_play, FOR_PLAYERS),
     PlayRoute(f"{PLAYER}/plays/{{play}}", ("GET",), one_play, FOR_PLAYERS),
     PlayRoute(f"{PLAYER}/plays/{{play}}/proof", ("GET",), play_proof, FOR_PLAYERS),
