@@ -175,15 +175,12 @@ def play_reconcile(db_path: Location, wallet_url: str, wallet_key: Path, day: st
     with the wallet's statement: each difference on a line (missing, doubled, amount, unknown,
     pending); exit 0 when the two books are equal, 1 otherwise."""
     from printpipe.ledger import Ledger, recorded_calls
-    from printpipe.play.operator_wallet import WalletClient
     from printpipe.play.reconcile import reconcile
-    from printpipe.service.signatures import load_terminal_key
+    from printpipe.play.server import wallet_client
 
     with Ledger(db_path, read_only=True) as book:
         calls = recorded_calls(book, day)
-        games = book.query("SELECT DISTINCT game FROM commitments ORDER BY 1")
-    game = str(games[0][0]) if games else "printpipe"
-    with WalletClient(wallet_url, key=load_terminal_key(wallet_key), game=game) as client:
+    with wallet_client(wallet_url, wallet_key) as client:
         statement = client.statement(day=day)
     found = reconcile(day, calls, statement)
     for difference in found.differences:

@@ -68,14 +68,15 @@ Observer = Callable[[str, str, float], None]
 
 
 class WalletClient:
-    """The operator's wallet at ``url``, for the game ``game``, signing with ``key``."""
+    """The operator's wallet at ``url``, signing with ``key``; ``game``: the game its debits,
+    credits and cancels are for (reading a balance or a statement names none)."""
 
     def __init__(
         self,
         url: str,
         *,
         key: Ed25519PrivateKey,
-        game: str,
+        game: str = "",
         timeout_s: float = DEFAULT_TIMEOUT_S,
         attempts: int = DEFAULT_ATTEMPTS,
         backoff_s: float = DEFAULT_BACKOFF_S,

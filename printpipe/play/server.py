@@ -70,9 +70,9 @@ def open_dealer(
         raise
 
 
-def wallet_client(url: str, key_file: Path | None, *, game: str) -> Any:
+def wallet_client(url: str, key_file: Path | None, *, game: str = "") -> Any:
     """The operator's wallet at ``url``, its calls signed with the key in ``key_file``, each
-    call counted in the metrics."""
+    call counted in the metrics (``game``: the game of its debits, credits and cancels)."""
     from printpipe.play.operator_wallet import WalletClient
     from printpipe.service import metrics
     from printpipe.service.signatures import load_terminal_key
