@@ -16,14 +16,11 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from printpipe.commitment.strict import canonical_json, strict_json
 from printpipe.errors import PrintpipeError
 from printpipe.ledger import GameSales
 
 FORMAT = "printpipe-sales/1"
-
-
-def _canonical(data: dict[str, Any]) -> bytes:
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
 
 
 def sales_report(
@@ -41,18 +38,18 @@ def sales_report(
 
 def sign_sales_report(report: dict[str, Any], key: Ed25519PrivateKey) -> bytes:
     """The report with its ``signature``, as printed: indented JSON, keys sorted."""
-    signed = {**report, "signature": base64.b64encode(key.sign(_canonical(report))).decode()}
+    signed = {**report, "signature": base64.b64encode(key.sign(canonical_json(report))).decode()}
     return (json.dumps(signed, sort_keys=True, indent=2) + "\n").encode()
 
 
 def read_sales_report(data: bytes, key: Ed25519PublicKey) -> dict[str, Any]:
     """A signed report, its signature checked (:class:`PrintpipeError` if it does not verify)."""
     try:
-        signed = json.loads(data)
+        signed = strict_json(data)  # no key twice, no float: what the signature covers
         signature = base64.b64decode(signed.pop("signature"), validate=True)
         if signed.get("format") != FORMAT:
             raise ValueError(f"not a {FORMAT} document")
-        key.verify(signature, _canonical(signed))
+        key.verify(signature, canonical_json(signed))
     except (ValueError, KeyError, TypeError, AttributeError, InvalidSignature) as exc:
         raise PrintpipeError(
             f"the sales report does not verify: {exc or 'bad signature'}"
