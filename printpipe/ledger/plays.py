@@ -482,31 +482,68 @@ class Dealer:
     ) -> Callable[[], list[tuple[Any, ...]]]:
         """Lock deal ranges after ``after`` (their block's place in the dealing order, start),
         in that order: the first ``most`` no other batch holds, or (``wait``) the first,
-        waiting for it.  (The place is read by a subquery: a join would lock the blocks' rows
-        too.)"""
+        waiting for it.  One block at a time, through the ranges' key (commitment, start): the
+        block at ``after``'s place (none: the first place holding ranges), then, while short,
+        the next places'.  (Places are read by subqueries: a join would lock the blocks' rows
+        too; ordering every range by its block's place scanned and sorted them all a batch.)"""
+        excluded, excluded_params = self._claim_exclusions()
+        lock = tx.lock_rows if wait else tx.skip_locked
+
+        def claim_in(block: str, block_params: list[Any], start_after: int, wanted: int) -> Any:
+            return tx.send(
+                f"SELECT commitment, start, next_position, end_position, {_PLACE} FROM "
+                f"deal_ranges WHERE commitment = {block} AND start > ?{excluded} "
+                f"ORDER BY start LIMIT {int(wanted)}" + lock,
+                [*block_params, start_after, *excluded_params],
+            )
+
+        if after is None:
+            first_place = (
+                "(SELECT MIN(o.place) FROM deal_orders o WHERE EXISTS "
+                "(SELECT 1 FROM deal_ranges r WHERE r.commitment = o.commitment))"
+            )
+            sent = claim_in(
+                f"(SELECT commitment FROM deal_orders WHERE place = {first_place})", [], -1, most
+            )
+        else:
+            sent = claim_in(
+                "(SELECT commitment FROM deal_orders WHERE place = ?)", [after[0]], after[1], most
+            )
+
+        def rows() -> list[tuple[Any, ...]]:
+            found = list(sent())
+            if len(found) >= most:
+                return found
+            place = found[-1][4] if found else (after[0] if after is not None else 0)
+            later = tx.execute(
+                "SELECT commitment FROM deal_orders WHERE place > ? ORDER BY place", (place,)
+            )
+            for (commitment,) in later:
+                found += claim_in("?", [commitment], -1, most - len(found))()
+                if len(found) >= most:
+                    break
+            return found
+
+        return rows
+
+    def _claim_exclusions(self) -> tuple[str, list[Any]]:
+        """The conditions (each after ``AND``) leaving out the ranges and blocks set aside a
+        while (a unit or a place that did not verify), and their parameters."""
         now = time.monotonic()
-        conditions, params = ["1 = 1"], []
-        if after is not None:
-            conditions.append(f"({_PLACE} > ? OR ({_PLACE} = ? AND start > ?))")
-            params += [after[0], after[0], after[1]]
+        conditions, params = "", []
         for (commitment, start), until in list(self._bad_ranges.items()):
             if until < now:
                 del self._bad_ranges[(commitment, start)]
                 continue
-            conditions.append("NOT (commitment = ? AND start = ?)")
+            conditions += " AND NOT (commitment = ? AND start = ?)"
             params += [commitment, start]
         for commitment, until in list(self._bad_blocks.items()):
             if until < now:
                 del self._bad_blocks[commitment]
                 continue
-            conditions.append("commitment <> ?")
+            conditions += " AND commitment <> ?"
             params.append(commitment)
-        return tx.send(
-            f"SELECT commitment, start, next_position, end_position, {_PLACE} FROM deal_ranges "
-            f"WHERE {' AND '.join(conditions)} ORDER BY 5, start LIMIT {int(most)}"
-            + (tx.lock_rows if wait else tx.skip_locked),
-            params,
-        )
+        return conditions, params
 
     def _more_ranges(self, tx: Tx, batch: _Batch) -> bool:
         """Lock more ranges, after those held (the lock order); whether any was found."""
