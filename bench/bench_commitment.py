@@ -43,6 +43,7 @@ from printpipe.commitment import (
     verify_proof_file,
 )
 from printpipe.commitment.inclusion import parse_proof, proof_problem
+from printpipe.commitment.merkle import TreeBuilder
 from printpipe.commitment.remaining import verify_remaining_file
 from printpipe.commitment.tree import store_leaf_hash_batches
 from printpipe.games import load_game
@@ -73,7 +74,6 @@ from printpipe.ledger import (
     publish_remaining,
 )
 from printpipe.ledger.tree import read_leaf_and_path, read_salt
-from printpipe.merkle import TreeBuilder
 
 
 def reset_peak() -> None:

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "printpipe"
-SHARED = {"printpipe", "atomic", "errors", "french", "ids", "keys", "merkle", "progress", "rng"}
+SHARED = {"printpipe", "atomic", "errors", "french", "ids", "keys", "progress", "rng"}
 """The shared modules at the package's top (``printpipe`` is its ``__init__``: the version and
 the faces' loader): any subsystem may import them, and they import only each other."""
 BELOW: dict[str, set[str]] = {
@@ -209,12 +209,12 @@ def test_an_import_up_the_pipeline_would_be_seen(importer, imported):
     assert set(_up_the_pipeline(graph)) - set(_up_the_pipeline(_graph())) == {(importer, imported)}
 
 
-def test_at_most_eight_shared_modules_stand_at_the_top():
-    """``ls printpipe/`` shows the pipeline: the wings and the few modules every stage shares,
-    beside the package's ``__init__`` (its version, the faces' loader) and ``__main__``
-    (``python -m printpipe``)."""
-    top = {path.stem for path in PACKAGE.glob("*.py")} - {"__init__", "__main__"}
-    assert top == SHARED - {"printpipe"}
+def test_at_most_eight_modules_stand_at_the_top():
+    """``ls printpipe/`` shows the pipeline: the wings, the few modules every stage shares and
+    the entry point ``__main__`` (``python -m printpipe``), eight at most, beside the package's
+    ``__init__`` (its version, the faces' loader)."""
+    top = {path.stem for path in PACKAGE.glob("*.py")} - {"__init__"}
+    assert top == (SHARED - {"printpipe"}) | {"__main__"}
     assert len(top) <= 8
 
 

@@ -18,6 +18,7 @@ import pytest
 
 from printpipe.block import BlockStore, PackRange
 from printpipe.commitment import lottery, tree
+from printpipe.commitment.merkle import TreeBuilder, levels_root
 from printpipe.games.base import Game
 from printpipe.generation import generate
 from printpipe.handover import manifest
@@ -31,7 +32,6 @@ from printpipe.keys import (
     load_secrets,
     load_signing_key,
 )
-from printpipe.merkle import TreeBuilder, levels_root
 from tests.ledger_helpers import generate_store
 
 PACKS = PackRange(1, 24)

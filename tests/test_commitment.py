@@ -28,6 +28,16 @@ from printpipe.commitment import (
 )
 from printpipe.commitment.inclusion import parse_proof, proof_problem
 from printpipe.commitment.leaves import ticket_leaf, ticket_leaves
+from printpipe.commitment.merkle import (
+    audit_path,
+    audit_path_nodes,
+    audit_paths,
+    leaf_hash,
+    leaf_hashes,
+    levels_root,
+    tree_root,
+    verify_inclusions,
+)
 from printpipe.commitment.statement import Tier, commitment_from_summary
 from printpipe.commitment.tree import store_levels, store_opening
 from printpipe.errors import PrintpipeError
@@ -40,16 +50,6 @@ from printpipe.keys import (
     init_keys,
     load_public_key,
     load_signing_key,
-)
-from printpipe.merkle import (
-    audit_path,
-    audit_path_nodes,
-    audit_paths,
-    leaf_hash,
-    leaf_hashes,
-    levels_root,
-    tree_root,
-    verify_inclusions,
 )
 from printpipe.rng import LEAF_SALT_SIZE
 from tests.conftest import run_cli

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from printpipe.block import BlockStore, PackRange
 from printpipe.commitment import COMMITMENT_FILE, load_commitment, make_proof, verify_proof_file
 from printpipe.commitment.inclusion import parse_proof, proof_problem
+from printpipe.commitment.merkle import TreeBuilder, audit_path, tree_levels
 from printpipe.commitment.remaining import (
     Remaining,
     prize_tiers,
@@ -47,7 +48,6 @@ from printpipe.ledger.inputs import LOTTERY, TerminalId, parse_pack_ref
 from printpipe.ledger.key import LedgerKey, load_ledger_key
 from printpipe.ledger.store.sqlite import SCHEMA, SqliteTx
 from printpipe.ledger.tree import NODES_PER_ROW, TreeRows, read_leaf_and_path, read_salt
-from printpipe.merkle import TreeBuilder, audit_path, tree_levels
 from tests.conftest import run_cli
 from tests.ledger_helpers import OFFICE_SCOPE, db_arg, generate_store, ticket_codes
 

@@ -1,5 +1,5 @@
-"""RFC 9162 Merkle trees: printpipe.merkle against the RFC's own recursive definitions and
-against an independent implementation (pymerkle), over random sizes."""
+"""RFC 9162 Merkle trees: printpipe.commitment.merkle against the RFC's own recursive
+definitions and against an independent implementation (pymerkle), over random sizes."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from printpipe import merkle
+from printpipe.commitment import merkle
 
 # -- the RFC, transcribed as plainly as it is written (section 2.1.1 and 2.1.3.1) ------------
 

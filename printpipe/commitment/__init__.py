@@ -1,12 +1,13 @@
 """A public commitment per block: fixed before sale, provable ticket by ticket.
 
 At ``generate`` the producer builds an RFC 9162 Merkle tree over one salted leaf per ticket
-(``leaves``, ``tree``), keeps its root in the signed block summary and writes
-``commitment.json`` (``statement``): game, block, tickets, per-tier counts, root, scheme,
-signed by the producer.  The lottery countersigns it after rebuilding the tree from the block
-manifest (``lottery``).  Anyone checks a ticket's inclusion proof offline (``inclusion``);
-once the block is closed, the lottery reveals every leaf and anyone recounts (``reveal``).
-The audit checks a store against its commitment (``check``).  Formats: ``docs/commitment.md``.
+(``leaves``, ``tree``; the RFC's tree itself, which the ledger keeps too: ``merkle``), keeps
+its root in the signed block summary and writes ``commitment.json`` (``statement``): game,
+block, tickets, per-tier counts, root, scheme, signed by the producer.  The lottery
+countersigns it after rebuilding the tree from the block manifest (``lottery``).  Anyone
+checks a ticket's inclusion proof offline (``inclusion``); once the block is closed, the
+lottery reveals every leaf and anyone recounts (``reveal``).  The audit checks a store against
+its commitment (``check``).  Formats: ``docs/commitment.md``.
 """
 
 from printpipe.commitment.check import check_store_commitment

@@ -35,6 +35,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from printpipe.atomic import write_atomic
 from printpipe.commitment.leaves import SERIAL_PATTERN, VIRN_PATTERN, ticket_leaf
+from printpipe.commitment.merkle import HASH_SIZE, audit_path_nodes, leaf_hash, root_from_audit_path
 from printpipe.commitment.statement import Commitment, load_commitment, verify_commitment
 from printpipe.commitment.strict import (
     Malformed,
@@ -45,7 +46,6 @@ from printpipe.commitment.strict import (
 )
 from printpipe.errors import PrintpipeError
 from printpipe.ids import gs1_check_digit
-from printpipe.merkle import HASH_SIZE, audit_path_nodes, leaf_hash, root_from_audit_path
 from printpipe.rng import LEAF_SALT_SIZE
 
 PROOF_FORMAT = "printpipe-inclusion-proof/1"

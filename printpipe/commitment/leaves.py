@@ -10,7 +10,7 @@ any language (``docs/commitment.md``)::
 
 The salt is 256 secret bits per leaf: a leaf hash alone tells nothing of its ticket, not even
 whether it wins, though serials, prizes and VIRNs are few.  The tree hashes SHA-256(0x00 ||
-leaf) (``printpipe.merkle``).
+leaf) (``printpipe.commitment.merkle``).
 """
 
 from __future__ import annotations

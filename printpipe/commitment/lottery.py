@@ -17,6 +17,7 @@ from pyrage import x25519
 
 from printpipe.atomic import write_atomic
 from printpipe.commitment.leaves import leaf_fields, ticket_leaves
+from printpipe.commitment.merkle import Digests, NodesSink, TreeBuilder, leaf_hashes
 from printpipe.commitment.statement import (
     LOTTERY,
     Commitment,
@@ -28,7 +29,6 @@ from printpipe.commitment.statement import (
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import Game
 from printpipe.handover import Manifest, ParsedRecords, RecordChecker, decrypt_manifest
-from printpipe.merkle import Digests, NodesSink, TreeBuilder, leaf_hashes
 from printpipe.progress import progress_bar
 
 

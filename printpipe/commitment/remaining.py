@@ -35,6 +35,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from printpipe.atomic import atomic_file
 from printpipe.commitment.inclusion import parse_proof, proof_problem
+from printpipe.commitment.merkle import HASH_SIZE
 from printpipe.commitment.signed_file import SignedFileFormat
 from printpipe.commitment.statement import Commitment, load_commitment, verify_commitment
 from printpipe.commitment.strict import (
@@ -47,7 +48,6 @@ from printpipe.commitment.strict import (
     whole_number,
 )
 from printpipe.errors import PrintpipeError
-from printpipe.merkle import HASH_SIZE
 
 REMAINING_FORMAT = "printpipe-remaining/1"
 _FILE = SignedFileFormat(

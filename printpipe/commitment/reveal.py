@@ -37,6 +37,7 @@ from pyrage import x25519
 from printpipe.atomic import atomic_file
 from printpipe.commitment.leaves import ticket_leaves
 from printpipe.commitment.lottery import check_manifest_covers, manifest_commitment
+from printpipe.commitment.merkle import TreeBuilder, leaf_hashes
 from printpipe.commitment.signed_file import SignedFileFormat
 from printpipe.commitment.statement import (
     Commitment,
@@ -54,7 +55,6 @@ from printpipe.errors import PrintpipeError
 from printpipe.games.base import Game
 from printpipe.handover import Manifest, ParsedRecords
 from printpipe.ids import serials_array
-from printpipe.merkle import TreeBuilder, leaf_hashes
 from printpipe.progress import progress_bar
 from printpipe.rng import LEAF_SALT_SIZE
 

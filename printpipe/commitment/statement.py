@@ -36,6 +36,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from printpipe.block import BlockSummary
 from printpipe.commitment.leaves import LEAF_LAYOUT, LEAF_SCHEME, leaf_fields
+from printpipe.commitment.merkle import HASH_SIZE
 from printpipe.commitment.strict import (
     Malformed,
     canonical_json,
@@ -46,7 +47,6 @@ from printpipe.commitment.strict import (
     whole_number,
 )
 from printpipe.errors import PrintpipeError
-from printpipe.merkle import HASH_SIZE
 
 FORMAT = "printpipe-commitment/1"
 COMMITMENT_FILE = "commitment.json"

@@ -16,10 +16,17 @@ import numpy as np
 from printpipe.block import BlockStore, PackRange
 from printpipe.commitment.inclusion import TicketOpening
 from printpipe.commitment.leaves import ticket_leaves
+from printpipe.commitment.merkle import (
+    HASH_SIZE,
+    Digests,
+    NodesSink,
+    TreeBuilder,
+    leaf_hashes,
+    tree_levels,
+)
 from printpipe.errors import PrintpipeError
 from printpipe.games.base import GameDefinition
 from printpipe.ids import TicketId, printed_pack_number
-from printpipe.merkle import HASH_SIZE, Digests, NodesSink, TreeBuilder, leaf_hashes, tree_levels
 
 BATCH_PACKS = 1000
 LEAF_ROWS = 1 << 15

@@ -27,6 +27,7 @@ from printpipe.block import (
     plan_block,
 )
 from printpipe.commitment.leaves import LEAF_SCHEME, leaf_fields
+from printpipe.commitment.merkle import TreeBuilder
 from printpipe.commitment.statement import COMMITMENT_FILE, PRODUCER, commitment_from_summary
 from printpipe.commitment.tree import block_leaf_hashes
 from printpipe.errors import PrintpipeError
@@ -43,7 +44,6 @@ from printpipe.keys import (
     load_secrets,
     load_signing_key,
 )
-from printpipe.merkle import TreeBuilder
 from printpipe.progress import progress_bar
 from printpipe.rng import derive_block_key, leaf_salts
 

@@ -56,6 +56,7 @@ import numpy as np
 
 from printpipe import french
 from printpipe.commitment.inclusion import InclusionProof, TicketOpening, make_proof
+from printpipe.commitment.merkle import leaf_hash, root_from_audit_path
 from printpipe.errors import InvalidInput, PrintpipeError
 from printpipe.games.base import OnlineGame, stake_split
 from printpipe.ledger.book import Ledger
@@ -78,7 +79,6 @@ from printpipe.ledger.store.schema import BIGINT, TEXT
 from printpipe.ledger.tree import read_leaf_and_path, read_salt
 from printpipe.ledger.units import deal_order_of
 from printpipe.ledger.wallet import Accounts, DatabaseWallet, InLedgerWallet, NoSuchPlayer, Wallet
-from printpipe.merkle import leaf_hash, root_from_audit_path
 
 log = logging.getLogger("printpipe.play")
 

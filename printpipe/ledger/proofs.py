@@ -29,6 +29,7 @@ from typing import IO
 import numpy as np
 
 from printpipe.commitment.inclusion import InclusionProof, TicketOpening, make_proof
+from printpipe.commitment.merkle import leaf_hash, root_from_audit_path
 from printpipe.commitment.remaining import Remaining, prize_tiers, proof_line
 from printpipe.commitment.statement import Commitment, parse_commitment
 from printpipe.errors import PrintpipeError
@@ -37,7 +38,6 @@ from printpipe.ids import TicketId
 from printpipe.ledger.key import LedgerKey
 from printpipe.ledger.store import Tx, ticket_key, ticket_of_key
 from printpipe.ledger.tree import TreeRows, new_salt_nonce, read_leaf_and_path, read_salt
-from printpipe.merkle import leaf_hash, root_from_audit_path
 
 _SPOOL_BYTES = 16 << 20
 _PAGE_ROWS = 2000

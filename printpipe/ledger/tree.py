@@ -27,10 +27,10 @@ import numpy as np
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
 
+from printpipe.commitment.merkle import HASH_SIZE, Digests, audit_path_nodes, level_widths
 from printpipe.errors import PrintpipeError
 from printpipe.ledger.key import LedgerKey
 from printpipe.ledger.store import Tx
-from printpipe.merkle import HASH_SIZE, Digests, audit_path_nodes, level_widths
 from printpipe.rng import LEAF_SALT_SIZE
 
 NODES_PER_ROW = 120

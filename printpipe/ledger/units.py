@@ -31,13 +31,13 @@ import hmac
 import numpy as np
 
 from printpipe.commitment.leaves import ticket_leaves
+from printpipe.commitment.merkle import leaf_hashes, tree_root
 from printpipe.ledger.deal import DEAL_PURPOSE, DIGEST_PURPOSE, DealOrder, deal_key, order_mac
 from printpipe.ledger.key import LedgerKey
 from printpipe.ledger.log import BlockPlace, LogKey
 from printpipe.ledger.proofs import LoadedCommitment
 from printpipe.ledger.store import Tx, ticket_of_key
 from printpipe.ledger.tree import read_leaf_level, read_salts
-from printpipe.merkle import leaf_hashes, tree_root
 
 DEAL_RANGE = 256
 """Positions per range of a block's deal order: a batch of plays takes its positions from one
