@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
+from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
@@ -238,27 +239,38 @@ def test_the_days_report_is_signed_and_reconcile_finds_the_books_equal(world, wa
 
     reporter = "reported"
     introduce(world, reporter)
-    deposit(wallet, reporter, 1000)
+    deposit(wallet, reporter, 4000)
     ledger, dealer = dealer_of(world, wallet)
+
+    def signed_report(day: str) -> tuple[dict[str, Any], str]:
+        printed = run_in_process("play", "report", "--db", db_arg(world.location), "--keys",
+                                 str(world.keys), "--day", day)  # fmt: skip
+        assert printed.returncode == 0, printed.stderr
+        lottery = load_public_key(world.keys / LOTTERY_SIGNING_PUB)
+        return read_sales_report(printed.stdout.encode(), lottery), printed.stdout
+
     with ledger:
-        for n in range(3):
-            dealer.play(player=reporter, key=f"reported-{n}", fingerprint=FP)
+        won_cents, n = 0, 0
+        while n < 3 or (won_cents == 0 and n < 40):  # until a lot waits for its credit
+            played, _ = dealer.play(player=reporter, key=f"reported-{n}", fingerprint=FP)
+            won_cents, n = won_cents + 100 * played.lot_eur, n + 1
+        with world.ledger() as book:
+            day = book.query("SELECT MAX(day) FROM plays")[0][0]
+        (game,) = signed_report(day)[0]["games"]
+        assert won_cents > 0 and game["lots_pending_cents"] == won_cents  # not sent yet
+        assert game["lots_credited_cents"] == game["lots_cents"] - won_cents
         dealer.outbox.send_due()
     with world.ledger() as book:
-        day = book.query("SELECT MAX(day) FROM plays")[0][0]
         plays, stakes, lots = book.query(
             "SELECT COUNT(*), SUM(stake_cents), SUM(lot_cents) FROM plays WHERE day = ?", (day,)
         )[0]
-    printed = run_in_process("play", "report", "--db", db_arg(world.location), "--keys",
-                             str(world.keys), "--day", day)  # fmt: skip
-    assert printed.returncode == 0, printed.stderr
-    report = read_sales_report(printed.stdout.encode(),
-                               load_public_key(world.keys / LOTTERY_SIGNING_PUB))  # fmt: skip
+    report, signed = signed_report(day)
     (game,) = report["games"]
     assert (game["plays"], game["stakes_cents"], game["lots_cents"]) == (plays, stakes, lots)
     assert game["jackpot_participations"] == plays and game["jackpot_cents"] == 3 * plays
     assert game["linked_game"] and game["lots_pending_cents"] == 0
-    forged = printed.stdout.replace(f'"plays": {plays},', f'"plays": {plays + 1},', 1)
+    assert game["lots_credited_cents"] == lots
+    forged = signed.replace(f'"plays": {plays},', f'"plays": {plays + 1},', 1)
     with pytest.raises(PrintpipeError, match="does not verify"):
         read_sales_report(forged.encode(), load_public_key(world.keys / LOTTERY_SIGNING_PUB))
 

@@ -75,14 +75,16 @@ def day_sales(ledger: Ledger, day: str) -> list[GameSales]:
             "GROUP BY c.game, c.game_number, c.block ORDER BY c.game, c.game_number, c.block",
             (day,),
         )
-        credits = dict(
-            tx.execute(
-                "SELECT o.state, COALESCE(SUM(o.amount_cents), 0) FROM wallet_outbox o "
-                "JOIN plays p ON p.id = o.reference WHERE o.kind = 'credit' AND p.day = ? "
-                "GROUP BY o.state",
+        pending = {
+            str(game): int(cents)
+            for game, cents in tx.execute(
+                "SELECT c.game, COALESCE(SUM(o.amount_cents), 0) FROM wallet_outbox o "
+                "JOIN plays p ON p.id = o.reference JOIN commitments c ON c.id = p.commitment "
+                "WHERE o.kind = 'credit' AND o.state <> 'confirmed' AND p.day = ? "
+                "GROUP BY c.game",
                 (day,),
             )
-        )
+        }
     games: dict[str, GameSales] = {}
     for game, number, block, plays, stakes, lots, lot_cents, shares, jackpot in rows:
         sales = games.setdefault(str(game), GameSales(str(game)))
@@ -93,10 +95,9 @@ def day_sales(ledger: Ledger, day: str) -> list[GameSales]:
         sales.jackpot_participations += int(shares)
         sales.jackpot_cents += int(jackpot)
         sales.blocks.append(BlockSales(f"{int(number)}-{int(block):03d}", int(plays), int(stakes)))
-    pending = sum(int(v) for state, v in credits.items() if state != "confirmed")
-    for sales in games.values():  # one online game a ledger (printpipe play deals one)
-        sales.credits_pending_cents = pending
-        sales.credited_cents = sales.lots_cents - pending
+    for sales in games.values():
+        sales.credits_pending_cents = pending.get(sales.game, 0)
+        sales.credited_cents = sales.lots_cents - sales.credits_pending_cents
     return list(games.values())
 
 
