@@ -6,11 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-import resource
-import signal
 import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,6 +25,7 @@ from printpipe.ledger import (
 )
 from printpipe.service.signatures import RequestSigner, key_id_of, raw_public_key
 from tests.ledger_helpers import run_in_process
+from tests.server_process import start_server_process, stop_server_process
 from tests.storm import signed_request
 
 GAME = "golden-animals"
@@ -142,44 +139,24 @@ class PlayWorld:
         """``printpipe play`` on the world's ledger (``open_files``: its RLIMIT_NOFILE; ``args``
         added to its command line, ``env`` to its environment); its witness in the world's
         folder, not the shared keys' (worlds copied from one ledger share its id)."""
-        url_file = self.folder / "play.url"
-        url_file.unlink(missing_ok=True)
-        log = open(self.folder / "play.log", "ab")  # noqa: SIM115 - the server's
-        command = [sys.executable, "-m", "printpipe", "play", "--db", db_text(self.location),
-                   "--keys", str(self.keys), "--port", "0", "--url-file", str(url_file),
-                   "--workers", str(workers)]  # fmt: skip
-
-        def limit_files() -> None:
-            if open_files is not None:
-                resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
-
-        self.process = subprocess.Popen(
-            [*command, *(["--demo"] if demo else []), *args,
-             *([] if "--witness" in args else ["--witness", str(self.folder / "witness")])],
-            stdout=log, stderr=log,
-            preexec_fn=limit_files if open_files is not None else None,
-            env={**os.environ, **env} if env else None,
-            start_new_session=True,  # its own process group: a kill reaches every worker
+        command = ["play", "--db", db_text(self.location), "--keys", str(self.keys),
+                   "--port", "0", "--workers", str(workers), *(["--demo"] if demo else []),
+                   *args, *([] if "--witness" in args else
+                            ["--witness", str(self.folder / "witness")])]  # fmt: skip
+        self.process, self.url = start_server_process(
+            command, log=self.folder / "play.log", url_file=self.folder / "play.url",
+            open_files=open_files, env={**os.environ, **env} if env else None,
         )  # fmt: skip
-        log.close()
-        deadline = time.monotonic() + 60
-        while not url_file.exists():
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError((self.folder / "play.log").read_text())
-            time.sleep(0.05)
-        self.url = url_file.read_text().strip()
         return self.url
 
     def kill(self) -> None:
         """SIGKILL: the server and its workers, no goodbye."""
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=30)
+        if self.process is not None:
+            stop_server_process(self.process, kill=True)
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=30)
+        if self.process is not None:
+            stop_server_process(self.process)
         self.process = None
 
     def play_request(self, player: str, key: str | None = None) -> bytes:

@@ -5,12 +5,8 @@ free port in a subprocess, as a lottery runs it."""
 from __future__ import annotations
 
 import json
-import os
-import resource
-import signal
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -30,8 +26,9 @@ from printpipe.ledger.inputs import LOTTERY, TerminalId, parse_pack_ref
 from printpipe.ledger.key import LedgerKey, load_ledger_key
 from printpipe.ledger.store import Location
 from printpipe.service.signatures import RequestSigner, key_id_of, raw_public_key
-from tests.conftest import kill_group, run_cli
+from tests.conftest import run_cli
 from tests.ledger_helpers import OFFICE_SCOPE, db_arg, generate_store, ticket_codes
+from tests.server_process import start_server_process, stop_server_process
 
 SHOP_1, SHOP_2 = "shop-1", "shop-2"
 RETAILER_LIMIT = 4
@@ -152,42 +149,17 @@ def start_server(
     """``printpipe serve`` on the world's ledger (``open_files``: its RLIMIT_NOFILE); its
     witness in the world's folder, not the shared keys' (the worlds copied from one ledger
     share its id: one world's witness would call another's shorter log a rewind)."""
-    url_file = world.folder / "serve.url"
-    url_file.unlink(missing_ok=True)
-    log = open(world.folder / log_name, "ab")  # noqa: SIM115 - the server's, closed with it
-
-    def limit_files() -> None:
-        if open_files is not None:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (open_files, open_files))
-
-    world.process = subprocess.Popen(
-        [sys.executable, "-m", "printpipe", "serve", "--db", db_arg(world.location),
-         "--keys", str(world.keys_dir), "--port", "0", "--url-file", str(url_file),
+    world.process, world.url = start_server_process(
+        ["serve", "--db", db_arg(world.location), "--keys", str(world.keys_dir), "--port", "0",
          "--workers", str(workers), *options,
          *([] if "--witness" in options else ["--witness", str(world.folder / "witness")])],
-        stdout=log,
-        stderr=log,
-        start_new_session=True,  # its own process group: a kill reaches every worker
-        preexec_fn=limit_files if open_files is not None else None,
+        log=world.folder / log_name, url_file=world.folder / "serve.url", open_files=open_files,
     )  # fmt: skip
-    log.close()
-    deadline = time.monotonic() + 60
-    while not url_file.exists():
-        if world.process.poll() is not None or time.monotonic() > deadline:
-            raise AssertionError((world.folder / log_name).read_text())
-        time.sleep(0.05)
-    world.url = url_file.read_text().strip()
 
 
 def stop_server(world: World, *, kill: bool = False) -> None:
-    if world.process is None:
-        return
-    if world.process.poll() is None:
-        if kill:
-            kill_group(world.process)
-        else:
-            os.kill(world.process.pid, signal.SIGTERM)
-    world.process.wait(timeout=60)
+    if world.process is not None:
+        stop_server_process(world.process, kill=kill)
     world.process = None
 
 

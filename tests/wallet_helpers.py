@@ -3,12 +3,8 @@ on a port of its own (kept across a kill -9 and a restart), with the game server
 
 from __future__ import annotations
 
-import os
-import signal
 import socket
 import subprocess
-import sys
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,6 +12,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from printpipe.ledger import Location, location_argument
 from printpipe.service.signatures import generate_terminal_key, load_terminal_key
+from tests.server_process import start_server_process, stop_server_process
 
 
 def free_port() -> int:
@@ -59,37 +56,23 @@ class WalletProcess:
         return self.folder / "wallet.log"
 
     def start(self) -> str:
-        url_file = self.folder / "wallet.url"
-        url_file.unlink(missing_ok=True)
-        args = [sys.executable, "-m", "printpipe", "wallet", "serve",
-                "--db", location_argument(self.location), "--trust", f"{self.key_file}.pub",
-                "--port", str(self.port), "--url-file", str(url_file)]  # fmt: skip
+        args = ["wallet", "serve", "--db", location_argument(self.location),
+                "--trust", f"{self.key_file}.pub", "--port", str(self.port)]  # fmt: skip
         for fault in self.faults:
             args += ["--fault", fault]
         if self.faults:
             args += ["--fault-delay", str(self.fault_delay), "--fault-seed", "7"]
-        with open(self.log, "ab") as log:
-            self.process = subprocess.Popen(
-                args,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,
-            )
-        deadline = time.monotonic() + 60
-        while not url_file.exists():
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(self.log.read_text())
-            time.sleep(0.05)
+        self.process, _ = start_server_process(
+            args, log=self.log, url_file=self.folder / "wallet.url"
+        )
         return self.url
 
     def kill(self) -> None:
         """SIGKILL, no goodbye."""
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=30)
+        if self.process is not None:
+            stop_server_process(self.process, kill=True)
 
     def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            self.process.wait(timeout=30)
+        if self.process is not None:
+            stop_server_process(self.process)
         self.process = None
