@@ -62,7 +62,7 @@ from printpipe.ledger.plays import (
 )
 from printpipe.ledger.rules import format_instant
 from printpipe.ledger.store import Tx
-from printpipe.ledger.store.schema import INT, TEXT
+from printpipe.ledger.store.schema import BIGINT, INT, TEXT
 from printpipe.ledger.wallet import InLedgerWallet, InsufficientFunds, NoSuchPlayer
 from printpipe.wallet.api import Cancelled, Confirmed, Outcome, Refused, Settled, Unknown
 
@@ -424,30 +424,40 @@ class Outbox:
             return Unknown(f"{type(exc).__name__}: {exc}", 1)
 
     def record(self, claimed: list[Claimed], results: list[Outcome]) -> None:
-        """Each claimed call's outcome written: confirmed, or due again after its backoff."""
+        """Each claimed call's outcome written: confirmed, or due again after its backoff; in
+        two statements whatever the count (a batch's rows as a table, as :meth:`_confirm`)."""
         now = int(time.time())
+        confirmed, again = [], []
+        for (reference, kind, player, _, attempts), outcome in zip(claimed, results, strict=True):
+            tried = attempts + 1
+            if isinstance(outcome, Confirmed):
+                refunded = int(bool(outcome.receipt.refunded)) if kind == "cancel" else None
+                confirmed.append((reference, kind, tried, outcome.receipt.at, refunded))
+                continue
+            why = outcome.reason if isinstance(outcome, Unknown) else outcome.kind
+            if isinstance(outcome, Refused):  # cannot be for a call of ours: say it loudly
+                log.error("the wallet refused the %s %s of %s (%s): %s; sent again later",
+                          kind, reference, player, outcome.kind, outcome.message)  # fmt: skip
+            again.append((reference, kind, tried, now + int(backoff_s(tried)), why[:200]))
         with self.db.transaction() as tx:  # lost in a crash: done again
-            for (reference, kind, player, _, attempts), outcome in zip(
-                claimed, results, strict=True
-            ):
-                tried = attempts + 1
-                if isinstance(outcome, Confirmed):
-                    refunded = int(bool(outcome.receipt.refunded)) if kind == "cancel" else None
-                    tx.write(
-                        f"UPDATE wallet_outbox SET state = '{CONFIRMED}', attempts = ?, "
-                        "wallet_at = ?, refunded = ?, last_error = NULL WHERE reference = ? AND "
-                        "kind = ?",
-                        (tried, outcome.receipt.at, refunded, reference, kind),
-                    )
-                    continue
-                why = outcome.reason if isinstance(outcome, Unknown) else outcome.kind
-                if isinstance(outcome, Refused):  # cannot be for a call of ours: say it loudly
-                    log.error("the wallet refused the %s %s of %s (%s): %s; sent again later",
-                              kind, reference, player, outcome.kind, outcome.message)  # fmt: skip
+            if confirmed:
+                table, params = tx.rows_table("q", [("reference", TEXT), ("kind", TEXT),
+                    ("attempts", INT), ("at", TEXT), ("refunded", INT)], confirmed)  # fmt: skip
                 tx.write(
-                    "UPDATE wallet_outbox SET attempts = ?, next_at = ?, last_error = ? WHERE "
-                    "reference = ? AND kind = ?",
-                    (tried, now + int(backoff_s(tried)), why[:200], reference, kind),
+                    f"{table}UPDATE wallet_outbox SET state = '{CONFIRMED}', "
+                    "attempts = q.attempts, wallet_at = q.at, refunded = q.refunded, "
+                    "last_error = NULL FROM q WHERE wallet_outbox.reference = q.reference AND "
+                    "wallet_outbox.kind = q.kind",
+                    params,
+                )
+            if again:
+                table, params = tx.rows_table("q", [("reference", TEXT), ("kind", TEXT),
+                    ("attempts", INT), ("next_at", BIGINT), ("why", TEXT)], again)  # fmt: skip
+                tx.write(
+                    f"{table}UPDATE wallet_outbox SET attempts = q.attempts, "
+                    "next_at = q.next_at, last_error = q.why FROM q WHERE "
+                    "wallet_outbox.reference = q.reference AND wallet_outbox.kind = q.kind",
+                    params,
                 )
 
     def pending(self) -> int:
