@@ -63,7 +63,7 @@ from printpipe.ledger.plays import (
 from printpipe.ledger.rules import format_instant
 from printpipe.ledger.store import Tx
 from printpipe.ledger.store.schema import BIGINT, INT, TEXT
-from printpipe.ledger.wallet import InLedgerWallet, InsufficientFunds, NoSuchPlayer
+from printpipe.ledger.wallet import DatabaseWallet, InsufficientFunds, NoSuchPlayer, Wallet
 from printpipe.wallet.api import Cancelled, Confirmed, Outcome, Refused, Settled, Unknown
 
 log = logging.getLogger("printpipe.play")
@@ -141,19 +141,19 @@ class _ConfirmedAccounts:
 
 def with_outbox(dealer: Dealer) -> Dealer:
     """``dealer``, its plays through an :class:`Outbox` if its wallet is outside the ledger."""
-    if not isinstance(dealer.wallet, InLedgerWallet):
-        dealer.outbox = Outbox(dealer)
+    if not isinstance(dealer.wallet, DatabaseWallet):
+        dealer.outbox = Outbox(dealer, dealer.wallet)
     return dealer
 
 
 class Outbox:
     """The dealer's plays against its wallet outside the ledger, and their calls' outbox."""
 
-    def __init__(self, dealer: Dealer) -> None:
+    def __init__(self, dealer: Dealer, wallet: Wallet) -> None:
         self.dealer = dealer
         self.db = dealer.db
         self.key = dealer.key
-        self.wallet = dealer.wallet
+        self.wallet = wallet
         self.pool = ThreadPoolExecutor(WALLET_THREADS, thread_name_prefix="wallet")
         self.notify: Callable[[], None] = lambda: None
         """Called after a deal wrote calls to send (the service wakes its outbox task)."""

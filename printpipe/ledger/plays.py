@@ -78,7 +78,7 @@ from printpipe.ledger.store import Tx, ticket_of_key
 from printpipe.ledger.store.schema import BIGINT, TEXT
 from printpipe.ledger.tree import read_leaf_and_path, read_salt
 from printpipe.ledger.units import deal_order_of
-from printpipe.ledger.wallet import Accounts, DatabaseWallet, InLedgerWallet, NoSuchPlayer, Wallet
+from printpipe.ledger.wallet import Accounts, DatabaseWallet, NoSuchPlayer, Wallet
 
 log = logging.getLogger("printpipe.play")
 
@@ -306,14 +306,14 @@ class Dealer:
         self.game = game
         self.key: LogKey = ledger._log_key()
         self.clock = clock or ledger.clock
-        self.wallet: Wallet = wallet or DatabaseWallet(self.key, self.db, clock=self.clock)
+        self.wallet: Wallet | DatabaseWallet = wallet or DatabaseWallet(self.key)
         self.stake = game.offer_price_cents
         self.split = stake_split(game)
         self.jackpot: int | None = dict(self.split).get(game.linked_game, 0)
         """The linked game's share of each stake, recorded with each play."""
         self.outbox: Any = None
         """The calls to a wallet outside the ledger: ``printpipe.ledger.outbox.Outbox``, which
-        attaches itself (``with_outbox``)."""
+        attaches itself (``with_outbox``: it reads this module's steps)."""
         self._orders: dict[int, tuple[DealOrder, LoadedCommitment]] = {}
         self._places: dict[int, int] = {}
         """Each block's place in the dealing order, once its MAC verified, by commitment."""
@@ -395,7 +395,7 @@ class Dealer:
         :mod:`printpipe.ledger.outbox` (the debits settled first)."""
         if self.outbox is not None:
             return self.outbox.play_batch(requests)
-        if not isinstance(self.wallet, InLedgerWallet):
+        if not isinstance(self.wallet, DatabaseWallet):
             raise PrintpipeError("a wallet outside the ledger plays through its outbox")
         now = self.clock()
         stamp = format_instant(now)

@@ -8,14 +8,15 @@ the debit first, the unit dealt only once the debit is accepted, the credit afte
 
 :class:`Wallet` is what every wallet answers, outside any database transaction: ``debit``,
 ``credit``, ``cancel``, ``balance`` (``printpipe.play.operator_wallet.WalletClient`` over HTTP;
-the dealer's three steps around it: ``printpipe.ledger.outbox``).  A wallet whose balances are
-in the ledger's own database is also an :class:`InLedgerWallet`, the fast path: the game
-server asks a batch of plays at a time (one transaction): :meth:`InLedgerWallet.accounts`
-opens the accounts of the batch's players, whose rows the dealer holds locked; the batch's
-debits and credits are decided in order, in memory (a play's credit counts for the same
-player's next play), and written together by :meth:`Accounts.finish`.
+the dealer's three steps around it: ``printpipe.ledger.outbox``).  The built-in wallet,
+:class:`DatabaseWallet`, is not one: it is the fast path, its balances in the ledger's own
+database, moved in the play's own transaction: the game server asks a batch of plays at a time
+(one transaction): :meth:`DatabaseWallet.accounts` opens the accounts of the batch's players,
+whose rows the dealer holds locked; the batch's debits and credits are decided in order, in
+memory (a play's credit counts for the same player's next play), and written together by
+:meth:`Accounts.finish`.
 
-:class:`DatabaseWallet` is the built-in wallet: balances in the ledger's own database
+:class:`DatabaseWallet`'s balances are in the ledger's own database
 (``players.balance_cents``), each movement a row of ``wallet_entries`` keyed by (reference,
 kind) and carrying a MAC under the ledger key (:meth:`LogKey.wallet_mac`), written in the play's
 own transaction.  ``verify-log`` checks every entry's MAC and every balance against the sum of
@@ -34,10 +35,9 @@ from typing import Any, Protocol, runtime_checkable
 from printpipe import french
 from printpipe.errors import PrintpipeError
 from printpipe.ledger.log import LogKey, WalletEntry
-from printpipe.ledger.rules import format_instant
-from printpipe.ledger.store import Database, Tx
+from printpipe.ledger.store import Tx
 from printpipe.ledger.store.schema import BIGINT, TEXT
-from printpipe.wallet.api import Confirmed, Outcome, Receipt, Refused, Settled
+from printpipe.wallet.api import Outcome, Settled
 
 Clock = Callable[[], dt.datetime]
 
@@ -95,93 +95,17 @@ class Wallet(Protocol):
         ...
 
 
-@runtime_checkable
-class InLedgerWallet(Protocol):
-    """A wallet whose balances are in the ledger's own database: the dealer moves them in the
-    play's own transaction (the built-in wallet's fast path: one durable commit a batch, no
-    outbox, since the money and the play commit together or not at all)."""
-
-    def accounts(self, tx: Tx, players: Sequence[str]) -> Accounts:
-        """The accounts of ``players`` for a batch of plays (the dealer holds their rows)."""
-        ...
-
-
 class DatabaseWallet:
     """Balances in the ledger's database, each movement MACed under ``key`` (the ledger's log
-    key): moved in the dealer's transaction (:meth:`accounts`, the fast path), or, as any
-    :class:`Wallet`, each call in a short transaction of its own (``db``: the ledger's
-    database; needed for those only)."""
+    key), moved in the dealer's transaction (:meth:`accounts`): the built-in wallet, the
+    dealer's when it is given no wallet outside the ledger (:class:`Wallet`).  Its money and
+    the play commit together or not at all: no outbox."""
 
-    def __init__(self, key: LogKey, db: Database | None = None, *, clock: Clock | None = None):
+    def __init__(self, key: LogKey) -> None:
         self.key = key
-        self.db = db
-        self.clock = clock or (lambda: dt.datetime.now(dt.UTC))
 
     def accounts(self, tx: Tx, players: Sequence[str]) -> DatabaseAccounts:
         return DatabaseAccounts(self.key, tx, players)
-
-    # -- the Wallet protocol: each call its own transaction ---------------------------------
-
-    def _database(self) -> Database:
-        if self.db is None:
-            raise PrintpipeError("this built-in wallet was made for the dealer's transactions")
-        return self.db
-
-    def _call(self, kind: str, reference: str, player: str, amount: int) -> Outcome:
-        at = format_instant(self.clock())
-        with self._database().transaction(durable=True) as tx:
-            earlier = tx.one(
-                "SELECT player, amount_cents, at FROM wallet_entries WHERE reference = ? AND "
-                "kind = ?",
-                (reference, kind),
-            )
-            if earlier is not None:
-                if (str(earlier[0]), int(earlier[1])) != (player, amount):
-                    return Refused("reference_reused", f"another {kind} under {reference}", 422)
-                balance = self.balance_in(tx, player=player)
-                return Confirmed(Receipt(kind, reference, player, amount, balance,
-                                         str(earlier[2])), replayed=True)  # fmt: skip
-            if (
-                kind == "credit"
-                and tx.one(
-                    "SELECT 1 FROM wallet_entries WHERE reference = ? AND kind = 'debit'",
-                    (reference,),
-                )
-                is None
-            ):
-                return Refused("no_debit", f"no debit of {player} under this reference", 409)
-            accounts = self.accounts(tx, [player])
-            try:
-                balance = accounts.move(kind, player, amount, reference, at)
-            except InsufficientFunds as exc:
-                return Refused("insufficient_funds", str(exc), 402)
-            except NoSuchPlayer as exc:
-                return Refused("no_such_player", str(exc), 404)
-            accounts.finish()
-        return Confirmed(Receipt(kind, reference, player, amount, balance, at))
-
-    def debit(self, *, reference: str, player: str, split: Sequence[tuple[str, int]]) -> Settled:
-        return self._call("debit", reference, player, sum(cents for _, cents in split))
-
-    def credit(self, *, reference: str, player: str, amount_cents: int) -> Outcome:
-        return self._call("credit", reference, player, amount_cents)
-
-    def cancel(self, *, reference: str, player: str, amount_cents: int) -> Outcome:
-        """Its debits are never left unknown (each commits with its answer): a cancel finds
-        none (nothing to refund), or refuses (a debit made is the play's)."""
-        with self._database().snapshot() as tx:
-            taken = tx.one(
-                "SELECT 1 FROM wallet_entries WHERE reference = ? AND kind = 'debit'", (reference,)
-            )
-            balance = self.balance_in(tx, player=player)
-        if taken is not None:
-            return Refused("already_credited", "the built-in wallet's debit stands", 409)
-        at = format_instant(self.clock())
-        return Confirmed(Receipt("cancel", reference, player, amount_cents, balance, at, False))
-
-    def balance(self, *, player: str) -> int:
-        with self._database().snapshot() as tx:
-            return self.balance_in(tx, player=player)
 
     def deposit(self, tx: Tx, *, player: str, amount_cents: int, reference: str, at: str) -> int:
         """Credit a deposit (an opening balance) to ``player``: the balance after."""

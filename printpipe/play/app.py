@@ -52,6 +52,7 @@ from printpipe.ledger import (
     InsufficientFunds,
     NoSuchPlay,
     NoSuchPlayer,
+    Outbox,
     Play,
     PlayRefused,
     PlayRequest,
@@ -155,18 +156,21 @@ class PlayService(Service):
                 return
             wake = asyncio.Event()
             loop = asyncio.get_running_loop()
-            outbox.notify = lambda: loop.call_soon_threadsafe(wake.set)
-            task = asyncio.create_task(self.keep_outbox(wake))
+
+            def notify() -> None:
+                loop.call_soon_threadsafe(wake.set)
+
+            outbox.notify = notify
+            task = asyncio.create_task(self.keep_outbox(outbox, wake))
             try:
                 yield
             finally:
                 task.cancel()
                 outbox.notify = lambda: None
 
-    async def keep_outbox(self, wake: asyncio.Event) -> None:
+    async def keep_outbox(self, outbox: Outbox, wake: asyncio.Event) -> None:
         """Send the outbox's due calls now, after each deal that wrote some, and every
         :data:`OUTBOX_POLL_S` seconds (a database or wallet down: tried again then)."""
-        outbox = self.dealer.outbox
         while True:
             try:
                 claimed = await self.run(outbox.claim_due)
