@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import stat
 import threading
 import uuid
@@ -30,7 +31,7 @@ from printpipe.wallet.api import (
     parse_receipt,
 )
 from printpipe.wallet.openapi import openapi_document
-from printpipe.wallet.store import Asked, WalletRefused, WalletStore
+from printpipe.wallet.store import Asked, WalletRefused, WalletStore, stamp
 from tests.conftest import run_cli
 from tests.wallet_helpers import WalletProcess
 
@@ -405,6 +406,29 @@ def test_deposit_opens_an_account_in_a_private_file(tmp_path):
     for bad in (["alice", "0"], ["alice", "-1"], ["a/b", "1"]):
         refused = run_cli("wallet", "deposit", *bad, "--db", str(db))
         assert refused.returncode == 2 and len(refused.stderr.strip().splitlines()) == 1
+
+
+OFFSETS = [
+    dt.UTC,
+    dt.timezone(dt.timedelta(hours=2)),
+    dt.timezone(-dt.timedelta(hours=5, minutes=30)),
+]
+
+
+@given(
+    st.datetimes(
+        dt.datetime(2000, 1, 2), dt.datetime(2099, 12, 30), timezones=st.sampled_from(OFFSETS)
+    )
+)
+def test_the_wallet_writes_its_times_in_utc_to_the_microsecond(now):
+    """A call's ``at`` (whatever the wallet clock's offset): the same instant, in UTC, its day
+    first (a statement's day is ``at[:10]``)."""
+    written = stamp(now)
+    assert re.fullmatch(
+        r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6}Z", written
+    )
+    assert dt.datetime.strptime(written, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=dt.UTC) == now
+    assert written[:10] == now.astimezone(dt.UTC).date().isoformat()
 
 
 # -- the wallet served ---------------------------------------------------------------------------

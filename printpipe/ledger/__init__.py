@@ -87,6 +87,7 @@ if TYPE_CHECKING:
         Answer,
         PackScope,
         Settings,
+        format_instant,
         format_time,
         parse_time,
     )
@@ -165,6 +166,7 @@ _HOMES = {
     "PackScope": "rules",
     "TERMINAL_ROLES": "rules",
     "Settings": "rules",
+    "format_instant": "rules",
     "format_time": "rules",
     "parse_time": "rules",
     "Location": "store",
@@ -252,6 +254,7 @@ __all__ = [
     "day_sales",
     "default_witness_folder",
     "describe",
+    "format_instant",
     "format_time",
     "import_manifest",
     "load_ledger_key",

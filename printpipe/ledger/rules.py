@@ -44,7 +44,8 @@ INSTANT_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 
 def format_instant(moment: datetime) -> str:
     """A play's or a wallet entry's time, to the microsecond, from the ledger's UTC clock:
-    ``2026-12-02T06:36:22.123456Z``."""
+    ``2026-12-02T06:36:22.123456Z`` (the reference wallet writes its own records' times with it
+    too, its clock's time turned to UTC first: ``printpipe.wallet.store.stamp``)."""
     return moment.strftime(INSTANT_FORMAT)
 
 

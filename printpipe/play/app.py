@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -70,7 +69,8 @@ from printpipe.play.openapi import openapi_document
 from printpipe.play.screen import ScreenMaker
 from printpipe.render.fonts import FONTS_DIR
 from printpipe.service import metrics
-from printpipe.service.access import PUBLIC, Access, signed_by, with_roles
+from printpipe.service.access import PUBLIC, Access, signed_by
+from printpipe.service.apidoc import ApiDocument
 from printpipe.service.app import (
     IDEMPOTENCY_KEY,
     Caller,
@@ -500,15 +500,6 @@ async def openapi(request: Request) -> Response:
     return json_response(api_document())
 
 
-@functools.cache
-def api_document() -> dict[str, Any]:
-    """The OpenAPI document served: :func:`openapi_document`, each operation listing who its
-    route admits (from :data:`ROUTES`)."""
-    return with_roles(
-        openapi_document(), ((r.path, m, r.access) for r in ROUTES for m in r.methods)
-    )
-
-
 def _file(path: Path, media_type: str) -> Response:
     return Response(path.read_bytes(), media_type=media_type, headers=SECURITY_HEADERS)
 
@@ -578,12 +569,19 @@ ROUTES = (
     PlayRoute(f"{PLAYER}/plays/{{play}}/proof", ("GET",), play_proof, FOR_PLAYERS),
 )
 
+api_document = ApiDocument(
+    openapi_document, lambda: ((r.path, m, r.access) for r in ROUTES for m in r.methods)
+)
+"""The OpenAPI document served: :func:`openapi_document`, each operation listing who its route
+admits (from :data:`ROUTES`), checked against them by :func:`create_app`."""
+
 
 def create_app(
     ledger: Any, dealer: Dealer, *, threads: int, demo: bool, witness: Path | None = None
 ) -> ASGIApp:
     """The game server's ASGI application over an open ledger and its dealer (its witness
-    kept in ``witness``)."""
+    kept in ``witness``); ValueError if a route and the OpenAPI document disagree."""
+    api_document.check()
     service = PlayService(ledger, dealer, threads=threads, demo=demo, witness=witness)
     # its plays' entries sealed while it runs, as the service's are
     router = Router([route for r in ROUTES for route in r.routes()], service.running)

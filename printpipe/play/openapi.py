@@ -2,8 +2,8 @@
 
 Written by hand, as the validation service's is: what matters to an operator integrating its
 platform (the signature profile, who may act for a player, Idempotency-Key, the statuses) is
-prose and headers.  A test checks that the document describes exactly the application's
-routes.
+prose and headers.  That the document describes exactly the application's routes is checked
+when the application is created (``printpipe.service.apidoc``), and by a test.
 """
 
 from __future__ import annotations

@@ -9,16 +9,14 @@ where the server audits refusals.  What an admitted terminal may then touch (a r
 packs, not another's) is the ledger's business (:class:`printpipe.ledger.rules.PackScope`).
 
 The OpenAPI documents show each operation's list under :data:`ROLES_MEMBER`, written from the
-route tables by :func:`with_roles`, which refuses a document and a table that disagree: a route
-cannot be served undocumented, nor documented without its roles.
+route tables by :class:`printpipe.service.apidoc.ApiDocument`, which refuses a document and a
+table that disagree when the application is created: a route cannot be served undocumented, nor
+documented without its roles.
 """
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
 from printpipe.ledger import TERMINAL_ROLES
 
@@ -71,25 +69,3 @@ PUBLIC = Access()
 def signed_by(*roles: str, session: bool = False) -> Access:
     """A route for the signed requests of terminals of ``roles`` (and the session cookie)."""
     return Access(tuple(roles), session=session)
-
-
-def with_roles(
-    document: dict[str, Any], routes: Iterable[tuple[str, str, Access]]
-) -> dict[str, Any]:
-    """A copy of the OpenAPI ``document`` in which every operation lists who its route admits
-    (``routes``: path, method, access); ValueError when an operation has no route or a route
-    no operation."""
-    result = copy.deepcopy(document)
-    paths: dict[str, dict[str, Any]] = result["paths"]
-    described = {(path, method) for path, item in paths.items() for method in item}
-    served: set[tuple[str, str]] = set()
-    for path, method, access in routes:
-        operation = paths.get(path, {}).get(method.lower())
-        if operation is None:
-            raise ValueError(f"{method} {path} is served but not in the OpenAPI document")
-        operation[ROLES_MEMBER] = access.listed()
-        served.add((path, method.lower()))
-    if described - served:
-        missing = ", ".join(f"{m.upper()} {p}" for p, m in sorted(described - served))
-        raise ValueError(f"described in the OpenAPI document but not served: {missing}")
-    return result

@@ -72,7 +72,8 @@ from printpipe.ledger import (
     write_witness,
 )
 from printpipe.service import metrics
-from printpipe.service.access import PUBLIC, Access, signed_by, with_roles
+from printpipe.service.access import PUBLIC, Access, signed_by
+from printpipe.service.apidoc import ApiDocument
 from printpipe.service.openapi import openapi_document
 from printpipe.service.problems import PROBLEM_JSON, REQUEST_ID, json_line, problem_bytes
 from printpipe.service.signatures import (
@@ -637,13 +638,6 @@ async def openapi(request: Request) -> Response:
     return Response(_json_line(api_document()), media_type=JSON)
 
 
-@functools.cache
-def api_document() -> dict[str, Any]:
-    """The OpenAPI document served: :func:`openapi_document`, each operation listing the
-    roles its route admits (from :data:`ROUTES`)."""
-    return with_roles(openapi_document(), ((r.path, r.method, r.access) for r in ROUTES))
-
-
 def _unavailable(exc: BaseException) -> Response:
     """503 and Retry-After for what the service cannot answer now: the database is down, or
     something unexpected (one line in the log, never a traceback)."""
@@ -743,6 +737,10 @@ ROUTES = (
     Route("/v1/packs/{pack}/activation", "POST", activation, TERMINALS),
 )
 
+api_document = ApiDocument(openapi_document, lambda: ((r.path, r.method, r.access) for r in ROUTES))
+"""The OpenAPI document served: :func:`openapi_document`, each operation listing the roles its
+route admits (from :data:`ROUTES`), checked against them by :func:`create_app`."""
+
 
 class Router:
     """The API's routes, found by path: a dictionary for fixed paths, a pattern for the
@@ -820,7 +818,9 @@ def create_app(
     rate_limit: RateLimit | None = None,
     witness: Path | None = None,
 ) -> ASGIApp:
-    """The service's ASGI application over an open ledger (its witness kept in ``witness``)."""
+    """The service's ASGI application over an open ledger (its witness kept in ``witness``);
+    ValueError if a route and the OpenAPI document disagree."""
+    api_document.check()
     service = Service(
         ledger, threads=threads, rate_limit=rate_limit or RateLimit(), witness=witness
     )

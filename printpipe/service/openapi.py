@@ -3,9 +3,9 @@
 Written by hand rather than generated from code: the request schemas are tiny, and what
 matters most to an integrator (the signature profile, Idempotency-Key, the answers' strings,
 every status) is prose and headers a generator would not know.  Who each operation admits
-(``x-printpipe-roles``) is not written here: the application adds it from its route table
-(``app.api_document``), which refuses a route without an operation and an operation without a
-route.
+(``x-printpipe-roles``) is not written here: ``apidoc.py`` adds it from the application's route
+table, and refuses a route without an operation and an operation without a route when the
+application is created.
 """
 
 from __future__ import annotations

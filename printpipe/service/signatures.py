@@ -18,10 +18,13 @@ One profile, for every authenticated request (``docs/validation-service.md``):
 The signature base, parsing and verification are the ``http-message-signatures`` library's
 (a maintained RFC 9421 implementation); this module fixes the profile and adapts messages.  One
 shortcut: a request whose three signature fields are each one line written exactly as the
-profile's own signer writes them (:func:`_verify_canonical`) has a signature base that is those
-lines themselves (RFC 9421 section 2.5), so it is checked without the library's generic
-structured-field parsing (two thirds of a verification's cost).  The shortcut only accepts:
-whatever it does not accept goes through the library, which accepts or refuses it as before.
+profile's own signer writes them has a signature base that is those lines themselves (RFC 9421
+section 2.5), so it is checked without the library's generic structured-field parsing (two
+thirds of a verification's cost).  The shortcut only accepts: whatever it does not accept goes
+through the library, which accepts or refuses it as before.  That canonical form (which
+requests are in it, their ``@signature-params`` and their signature base) has one owner,
+:func:`_canonical`: the signer writes what it returns, the verifier's shortcut accepts only a
+request whose lines are what it returns.
 """
 
 from __future__ import annotations
@@ -65,12 +68,12 @@ MAX_SKEW_S = 60
 NONCE_RULE = re.compile(r"[A-Za-z0-9_=+/-]{16,64}")
 _KEYID = re.compile(r'keyid="([^"\\]{1,128})"')
 _CANONICAL_INPUT = re.compile(
-    r'sig1=(\("@method" "@path" "@query" "content-digest"((?: "[a-z-]{1,40}")*)\);'
-    r'created=([1-9][0-9]{0,14});keyid="([A-Za-z0-9_-]{1,128})";alg="ed25519";'
+    r'sig1=(\([^()]*\);created=([0-9]{1,15});keyid="([A-Za-z0-9_-]{1,128})";alg="ed25519";'
     r'nonce="([A-Za-z0-9_=+/-]{16,64})")'
 )
-"""A Signature-Input line as :class:`RequestSigner` writes it: its inner list is, byte for
-byte, its own serialisation (no escapes, no leading zeros), i.e. the ``@signature-params``."""
+"""A Signature-Input line of the shape :class:`RequestSigner` writes, read into its
+``@signature-params`` and their values; the verifier's shortcut then asks :func:`_canonical`
+for the parameters those values make and accepts the line only if it is them, byte for byte."""
 _CANONICAL_SIGNATURE = re.compile(r"sig1=:([A-Za-z0-9+/]{86}==):")
 _CANONICAL_DIGEST = re.compile(r"sha-256=:([A-Za-z0-9+/]{43}=):")
 _CANONICAL_PATH = re.compile(r"/[A-Za-z0-9._~/-]*")
@@ -82,8 +85,13 @@ _CANONICAL_VALUE = re.compile(r"[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?")
 def accept_signature(*, idempotency_key: bool = False) -> str:
     """The ``Accept-Signature`` field of a 401 (RFC 9421 section 5.1): the signature the
     profile asks for."""
-    covered = " ".join(f'"{c}"' for c in (*COVERED, *(SIGNED_FIELDS if idempotency_key else ())))
+    covered = _inner_list((*COVERED, *(SIGNED_FIELDS if idempotency_key else ())))
     return f'{LABEL}=({covered});alg="ed25519";created;nonce'
+
+
+def _inner_list(components: Iterable[str]) -> str:
+    """Component ids as an Inner List's items (RFC 8941): quoted, one space apart."""
+    return " ".join(f'"{c}"' for c in components)
 
 
 def _covered_for(fields: Iterable[str]) -> list[str]:
@@ -169,10 +177,10 @@ class RequestSigner:
         """The Content-Digest, Signature-Input and Signature headers for one request, with the
         header ``fields`` given (e.g. ``Idempotency-Key``), signed when the profile says so.
 
-        A request in the profile's canonical form (:func:`_verify_canonical`'s: a plain path,
-        query and signed values) has its signature base written here, as the verifier's
-        shortcut reads it (a tenth of the library's cost); any other goes through the library.
-        Both write the same bytes (Ed25519 signatures are deterministic)."""
+        A request in the profile's canonical form (:func:`_canonical`'s: a plain path, query
+        and signed values) has its signature base written here, as the verifier's shortcut
+        reads it (a tenth of the library's cost); any other goes through the library.  Both
+        write the same bytes (Ed25519 signatures are deterministic)."""
         fields = dict(fields or {})
         created = int(created if created is not None else time.time())
         nonce = nonce or secrets.token_urlsafe(18)
@@ -201,24 +209,18 @@ class RequestSigner:
     ) -> dict[str, str] | None:
         """:meth:`headers` without the library, or None (not in the canonical form)."""
         target = urlsplit(url)
-        path, query = target.path, target.query
-        if not method.isalpha() or not method.isupper() or NONCE_RULE.fullmatch(nonce) is None:
-            return None
-        if _CANONICAL_PATH.fullmatch(path) is None or _CANONICAL_QUERY.fullmatch(query) is None:
-            return None
-        if target.fragment or ("?" in url and not query) or created < 1:
+        if target.fragment or ("?" in url and not target.query):
             return None  # an empty query or a fragment: the library's business
         names = {name.lower(): name for name in fields}
         if len(names) != len(fields) or names.keys() & _SIGNATURE_FIELDS:
             return None
         extra = [(f, fields[names[f]]) for f in SIGNED_FIELDS if f in names]
-        if any(_CANONICAL_VALUE.fullmatch(value) is None for _, value in extra):
-            return None
         digest = f"sha-256=:{base64.b64encode(hashlib.sha256(body).digest()).decode()}:"
-        covered = " ".join(f'"{c}"' for c in _covered_for(names))
-        params = (f'({covered});created={created};keyid="{self.key_id}";alg="ed25519";'
-                  f'nonce="{nonce}"')  # fmt: skip
-        base = _signature_base(method, path, query, digest, extra, params)
+        canonical = _canonical(method, target.path, target.query, digest, extra,
+                               created=created, key_id=self.key_id, nonce=nonce)  # fmt: skip
+        if canonical is None:
+            return None
+        params, base = canonical
         signature = base64.b64encode(self._private.sign(base)).decode()
         return {**fields, "Content-Digest": digest, "Signature-Input": f"{LABEL}={params}",
                 "Signature": f"{LABEL}=:{signature}:"}  # fmt: skip
@@ -362,8 +364,7 @@ def _verify_by_library(
         raise Unauthorized("signature refused: a nonce of 16 to 64 characters is required")
     covered = _covered_for(n for n, _ in headers)
     if list(results[0].covered_components) != [*(f'"{c}"' for c in covered), '"@signature-params"']:
-        listed = " ".join(f'"{c}"' for c in covered)
-        raise Unauthorized(f"signature refused: it must cover ({listed})")
+        raise Unauthorized(f"signature refused: it must cover ({_inner_list(covered)})")
     assert isinstance(created, int)
     return Verified(key_id, nonce, created)
 
@@ -381,12 +382,12 @@ def _verify_canonical(
     """The request verified without the generic parser, or None: not in the profile's
     canonical form, or not valid (the library then decides, and says why).
 
-    Canonical: one line each of Signature-Input (:data:`_CANONICAL_INPUT`), Signature and
-    Content-Digest (``sha-256`` only), an upper-case method and a plain path.  Then the
-    signature base is built from them as RFC 9421 section 2.5 says, and every check the library
-    makes on a request of the profile is made here: the digest is the body's, ``created`` is
-    within :data:`MAX_SKEW_S` of the clock, the key is an active terminal's, the Ed25519
-    signature verifies.
+    Canonical: one line each of Signature-Input, Signature and Content-Digest (``sha-256``
+    only), and a request :func:`_canonical` takes, whose Signature-Input is the parameters it
+    writes.  Then its signature base is :func:`_canonical`'s, and every check the library makes
+    on a request of the profile is made here: the digest is the body's, ``created`` is within
+    :data:`MAX_SKEW_S` of the clock, the key is an active terminal's, the Ed25519 signature
+    verifies.
     """
     found: dict[str, str] = {}
     for name, value in headers:
@@ -398,21 +399,18 @@ def _verify_canonical(
     extra = [f for f in SIGNED_FIELDS if f in found]
     if len(found) != len(_SIGNATURE_FIELDS) + len(extra):
         return None
-    if not method.isalpha() or not method.isupper():
-        return None
     signature_input = _CANONICAL_INPUT.fullmatch(found["signature-input"])
     signature = _CANONICAL_SIGNATURE.fullmatch(found["signature"])
     digest = _CANONICAL_DIGEST.fullmatch(found["content-digest"])
     if signature_input is None or signature is None or digest is None:
         return None
-    if _CANONICAL_PATH.fullmatch(path) is None or _CANONICAL_QUERY.fullmatch(query) is None:
-        return None
-    params, fields_text, created_text, key_id, nonce = signature_input.groups()
-    if fields_text != "".join(f' "{f}"' for f in extra):
-        return None
-    if any(_CANONICAL_VALUE.fullmatch(found[f]) is None for f in extra):
-        return None
+    params, created_text, key_id, nonce = signature_input.groups()
     created = int(created_text)
+    canonical = _canonical(method, path, query, found["content-digest"],
+                           [(f, found[f]) for f in extra], created=created, key_id=key_id,
+                           nonce=nonce)  # fmt: skip
+    if canonical is None or canonical[0] != params:
+        return None
     now = time.time() if now is None else now
     if not now - MAX_SKEW_S <= created <= now + MAX_SKEW_S:
         return None
@@ -421,24 +419,50 @@ def _verify_canonical(
     key = public_key(key_id)
     if key is None:
         return None
-    base = _signature_base(method, path, query, found["content-digest"],
-                           [(f, found[f]) for f in extra], params)  # fmt: skip
     try:
-        key.verify(base64.b64decode(signature[1]), base)
+        key.verify(base64.b64decode(signature[1]), canonical[1])
     except CryptographyInvalidSignature:
         return None
     return Verified(key_id, nonce, created)
 
 
-def _signature_base(
-    method: str, path: str, query: str, digest: str, extra: list[tuple[str, str]], params: str
-) -> bytes:
-    """The signature base of a canonical request (RFC 9421 section 2.5): one line a covered
-    component, in the profile's order, then the signature parameters."""
+def _canonical(
+    method: str,
+    path: str,
+    query: str,
+    digest: str,
+    extra: list[tuple[str, str]],
+    *,
+    created: int,
+    key_id: str,
+    nonce: str,
+) -> tuple[str, bytes] | None:
+    """A request in the profile's canonical form: its ``@signature-params`` (the
+    Signature-Input line after ``sig1=``) and its signature base; or None, a request not in
+    that form (the library's, to sign or to verify).
+
+    The one owner of the canonical form: the signer writes these bytes, the verifier's shortcut
+    accepts only a request whose lines are these.  Canonical: an upper-case method, a plain path
+    and query, signed values (``extra``, the :data:`SIGNED_FIELDS` the request carries, in that
+    order) of visible ASCII without outer spaces, a nonce of :data:`NONCE_RULE`, ``created``
+    positive.  The parameters are the inner list's own serialisation (no escapes, no leading
+    zeros); the base is RFC 9421 section 2.5's: one line a covered component, in the profile's
+    order, then the signature parameters.
+    """
+    if not method.isalpha() or not method.isupper() or created < 1:
+        return None
+    if _CANONICAL_PATH.fullmatch(path) is None or _CANONICAL_QUERY.fullmatch(query) is None:
+        return None
+    if NONCE_RULE.fullmatch(nonce) is None:
+        return None
+    if any(_CANONICAL_VALUE.fullmatch(value) is None for _, value in extra):
+        return None
+    covered = _inner_list([*COVERED, *(name for name, _ in extra)])
+    params = f'({covered});created={created};keyid="{key_id}";alg="ed25519";nonce="{nonce}"'
     lines = [f'"@method": {method}', f'"@path": {path}', f'"@query": ?{query}',
              f'"content-digest": {digest}', *(f'"{name}": {value}' for name, value in extra),
              f'"@signature-params": {params}']  # fmt: skip
-    return "\n".join(lines).encode("ascii")
+    return params, "\n".join(lines).encode("ascii")
 
 
 def public_key_from_raw(raw: bytes) -> Ed25519PublicKey:

@@ -31,6 +31,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from printpipe import __version__
 from printpipe.ledger import Batcher
 from printpipe.service.access import PUBLIC
+from printpipe.service.apidoc import ApiDocument
 from printpipe.service.app import (
     Guard,
     Refusal,
@@ -240,7 +241,7 @@ async def health(request: Request) -> Response:
 
 
 async def openapi(request: Request) -> Response:
-    return json_response(openapi_document())
+    return json_response(api_document())
 
 
 GAME_SERVERS = PUBLIC
@@ -257,6 +258,13 @@ ROUTES = (
     Route("/v1/statements/{day}", "GET", statement, GAME_SERVERS),
 )
 
+api_document = ApiDocument(
+    openapi_document, lambda: ((r.path, r.method, r.access) for r in ROUTES), roles=False
+)
+"""The OpenAPI document served: :func:`openapi_document` as written (its routes admit the game
+servers the wallet trusts, no terminal roles), checked against :data:`ROUTES` by
+:func:`create_app`."""
+
 
 def create_app(
     store: WalletStore,
@@ -266,7 +274,9 @@ def create_app(
     faults: Faults | None = None,
     clock: Callable[[], dt.datetime] | None = None,
 ) -> ASGIApp:
-    """The reference wallet's ASGI application over an open store."""
+    """The reference wallet's ASGI application over an open store; ValueError if a route and
+    the OpenAPI document disagree."""
+    api_document.check()
     service = WalletService(store, trusted=trusted, threads=threads, faults=faults, clock=clock)
     router = Router(ROUTES, service.running)
     router.state.service = service

@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 
 from printpipe import french
 from printpipe.errors import PrintpipeError
-from printpipe.ledger import Location, PostgresLocation, Tx, tx_over
+from printpipe.ledger import Location, PostgresLocation, Tx, format_instant, tx_over
 from printpipe.wallet.api import (
     Call,
     Receipt,
@@ -84,7 +84,9 @@ class WalletRefused(PrintpipeError):
 
 
 def stamp(now: dt.datetime) -> str:
-    return now.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """When the wallet records a call or a deposit: its clock's time in UTC, written as the
+    ledger writes an instant (:func:`printpipe.ledger.format_instant`, to the microsecond)."""
+    return format_instant(now.astimezone(dt.UTC))
 
 
 REFERENCE_LOCK, PLAYER_LOCK = b"wallet reference ", b"wallet player "
