@@ -12,6 +12,7 @@ import sqlite3
 import stat
 import threading
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -42,12 +43,20 @@ from printpipe.keys import (
     load_public_key,
     load_signing_key,
 )
+from printpipe.ledger import tree
 from printpipe.ledger.book import Ledger, publish_remaining
 from printpipe.ledger.importer import import_manifest
 from printpipe.ledger.inputs import LOTTERY, TerminalId, parse_pack_ref
 from printpipe.ledger.key import LedgerKey, load_ledger_key
 from printpipe.ledger.store.sqlite import SCHEMA, SqliteTx
-from printpipe.ledger.tree import NODES_PER_ROW, TreeRows, read_leaf_and_path, read_salt
+from printpipe.ledger.tree import (
+    NODES_PER_ROW,
+    TreeRows,
+    read_leaf_and_path,
+    read_leaves_and_paths,
+    read_salt,
+    read_salts_at,
+)
 from tests.conftest import run_cli
 from tests.ledger_helpers import OFFICE_SCOPE, db_arg, generate_store, ticket_codes
 
@@ -525,6 +534,17 @@ def test_the_stored_rows_give_every_leaf_its_path_and_salt(size, cuts, data):
         assert own == bytes(hashes[index]) and path == audit_path(levels, index)
         salt = read_salt(tx, commitment=7, index=index, key=key, salt_nonce=b"n" * 8)
         assert salt == bytes(salts[index])
+    # a page of leaves at once (a report's): each row read once, in statements of a few rows
+    # here (of hundreds in use), the same answers in order
+    page = data.draw(st.lists(st.integers(0, size - 1), min_size=1, max_size=3 * size))
+    with (
+        mock.patch.object(tree, "_PAIRS_PER_STATEMENT", 3),
+        mock.patch.object(tree, "_CHUNKS_PER_STATEMENT", 2),
+    ):
+        found = read_leaves_and_paths(tx, commitment=7, indices=page, size=size)
+        opened = read_salts_at(tx, commitment=7, indices=page, key=key, salt_nonce=b"n" * 8)
+    assert found == [(bytes(hashes[i]), audit_path(levels, i)) for i in page]
+    assert opened == [bytes(salts[i]) for i in page]
     sealed = tx.execute("SELECT sealed FROM sealed_salts")
     assert all(bytes(salts[0]) not in bytes(s) for (s,) in sealed)  # never in clear
     other = LedgerKey(bytes(32))

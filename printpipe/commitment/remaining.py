@@ -21,6 +21,12 @@ File format ``printpipe-remaining/1`` (UTF-8, LF)::
 
 The header's ``proofs_sha256`` is the SHA-256 of every line after the signature, so the list
 of paid lots is signed too.  A losing ticket is no lot: the tiers listed are the prizes.
+
+"Paid" means gone from the field: an online block's lots (a commitment whose leaves hold no
+VIRN: ``Commitment.dealt_online``) are won by plays and credited to the players' wallets, and
+its report lists each winning play's unit with its proof in the same fields, checked the same
+way; only the words a person reads say "won" (:func:`lots_gone`).  So the format is the same
+for both, and a verifier of either reads the other's reports.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ from typing import IO, Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from printpipe.atomic import atomic_file
-from printpipe.commitment.inclusion import parse_proof, proof_problem
+from printpipe.commitment.inclusion import InclusionProof, parse_proof, proof_problem
 from printpipe.commitment.merkle import HASH_SIZE
 from printpipe.commitment.signed_file import SignedFileFormat
 from printpipe.commitment.statement import Commitment, load_commitment, verify_commitment
@@ -128,17 +134,25 @@ class Remaining:
     def describe(self) -> str:
         c = self.commitment
         closed = f", closed on {self.closed_on}" if self.closed_on else ""
+        gone = "won by plays and credited" if c.dealt_online else "paid"
         lines = [
-            f"{c.game_id} block {c.block} at {self.at}{closed}: {self.paid:,} lots paid, "
+            f"{c.game_id} block {c.block} at {self.at}{closed}: {self.paid:,} lots {gone}, "
             f"{sum(t.remaining for t in self.tiers):,} in the field (root {c.root.hex()}, "
             f"audit log entry {self.audit_entries:,})",
-            "  amount EUR    committed         paid    remaining",
+            f"  amount EUR    committed {lots_gone(c):>12}    remaining",
             *(
                 f"  {t.amount_eur:>10,} {t.committed:>12,} {t.paid:>12,} {t.remaining:>12,}"
                 for t in self.tiers
             ),
         ]
         return "\n".join(lines)
+
+
+def lots_gone(commitment: Commitment) -> str:
+    """What a report's ``paid`` lots are, in the words a person reads: a printed block's
+    lots are paid at a terminal or office, an online block's won by plays and credited to the
+    players' wallets (the field ``paid`` counts both: lots no longer in the field)."""
+    return "won" if commitment.dealt_online else "paid"
 
 
 def prize_tiers(commitment: Commitment, paid: dict[int, int]) -> tuple[TierStanding, ...]:
@@ -171,14 +185,13 @@ def write_remaining(
             handle.write(block)
 
 
-def proof_line(proof_json: bytes | str) -> bytes:
-    """A stored proof (``InclusionProof.to_json``) as one line of a report."""
-    return (
-        canonical_json(
-            strict_json(proof_json.encode() if isinstance(proof_json, str) else proof_json)
-        )
-        + b"\n"
-    )
+def proof_line(proof: InclusionProof | bytes | str) -> bytes:
+    """A proof, made or stored (``InclusionProof.to_json``), as one line of a report."""
+    if isinstance(proof, InclusionProof):
+        document = proof.document()
+    else:
+        document = strict_json(proof.encode() if isinstance(proof, str) else proof)
+    return canonical_json(document) + b"\n"
 
 
 # -- the public check ------------------------------------------------------------------------
@@ -251,9 +264,11 @@ class VerifiedRemaining:
 
     def describe(self, path: Path) -> str:
         r = self.remaining
+        gone = lots_gone(r.commitment)
+        lots = "lots won by plays (credited)" if r.commitment.dealt_online else "paid lots"
         return (
-            f"prizes remaining OK: {path} is signed by the lottery; each of its {r.paid:,} paid "
-            f"lots is proven in the tree committed before sale, none twice, and paid + "
+            f"prizes remaining OK: {path} is signed by the lottery; each of its {r.paid:,} "
+            f"{lots} is proven in the tree committed before sale, none twice, and {gone} + "
             f"remaining = committed in every tier\n{r.describe()}"
         )
 
@@ -280,7 +295,7 @@ def verify_remaining_file(
             raise _refuse(
                 path,
                 f"it lists {paid.get(amount, 0):,} proofs of {amount:,} EUR lots, its header "
-                f"{stated.get(amount, 0):,} paid",
+                f"{stated.get(amount, 0):,} {lots_gone(commitment)}",
             )
     return VerifiedRemaining(remaining)
 
@@ -291,20 +306,21 @@ def _count_proofs(
     digest = hashlib.sha256()
     seen: set[int] = set()
     paid: dict[int, int] = {}
+    gone = lots_gone(commitment)
     for number, line in enumerate(lines, start=1):
         digest.update(line)
         if len(line) > _MAX_PROOF_LINE or not line.endswith(b"\n"):
-            raise _refuse(path, f"paid lot {number} is not one line of a proof")
-        proof = parse_proof(line, f"of paid lot {number} in {path}")
+            raise _refuse(path, f"{gone} lot {number} is not one line of a proof")
+        proof = parse_proof(line, f"of {gone} lot {number} in {path}")
         problem = proof_problem(proof, commitment)
         if problem:
-            raise _refuse(path, f"the proof of paid lot {number} fails: {problem}")
+            raise _refuse(path, f"the proof of {gone} lot {number} fails: {problem}")
         if proof.ticket.prize_eur == 0:
-            raise _refuse(path, f"paid lot {number}, ticket {proof.ticket.serial}, wins nothing")
+            raise _refuse(path, f"{gone} lot {number}, ticket {proof.ticket.serial}, wins nothing")
         if proof.leaf_index in seen:
             raise _refuse(path, f"ticket {proof.ticket.serial} is listed twice")
         seen.add(proof.leaf_index)
         paid[proof.ticket.prize_eur] = paid.get(proof.ticket.prize_eur, 0) + 1
     if digest.hexdigest() != proofs_sha256:
-        raise _refuse(path, "its list of paid lots is not the one the lottery signed")
+        raise _refuse(path, f"its list of {gone} lots is not the one the lottery signed")
     return paid

@@ -96,6 +96,13 @@ class Commitment:
         return "virn" in self.leaf_fields
 
     @property
+    def dealt_online(self) -> bool:
+        """Its units are dealt online (``printpipe play``), their lots won by plays and
+        credited to the players' wallets: a unit without a VIRN is never claimed at a retailer
+        (the ledger imports such a block only with its commitment, for the game server)."""
+        return not self.has_virn
+
+    @property
     def name(self) -> str:
         return str(self.path) if self.path else f"{self.game_id} block {self.block}"
 

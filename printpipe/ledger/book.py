@@ -631,14 +631,16 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
         self, *, game: str | None = None, block: int | None = None
     ) -> tuple[Remaining, IO[bytes]]:
         """The prizes remaining of a block's commitment, in one snapshot: per prize tier the
-        lots committed, paid and remaining, and the paid lots' proofs (one canonical JSON line
-        each, in a temporary file the caller closes).  The log is sealed first: the report
-        names the sealed head it follows (claims made meanwhile may be in it, sealed after)."""
+        lots committed, paid (an online block's: won by plays and credited) and remaining,
+        and the paid lots' proofs (one canonical JSON line each, in a temporary file the
+        caller closes; an online block's made from the tree, with the ledger key).  The log is
+        sealed first: the report names the sealed head it follows (claims made meanwhile may
+        be in it, sealed after)."""
         if self.log_key is not None and not self.read_only:
             self.seal_all()
         with self.db.snapshot() as tx:
             loaded = self.commitments.find(tx, game=game, block=block, where=str(self.location))
-            return read_remaining(tx, loaded, at=format_time(self.clock()))
+            return read_remaining(tx, loaded, at=format_time(self.clock()), key=self.key)
 
     def standings(
         self, *, game: str | None = None, block: int | None = None
@@ -846,12 +848,14 @@ def publish_remaining(
     *,
     out: Path,
     signing_key: Ed25519PrivateKey,
+    key: LedgerKey | None = None,
     game: str | None = None,
     block: int | None = None,
 ) -> Remaining:
     """Write the prizes-remaining report of a block's commitment (``printpipe-remaining/1``),
-    read in one snapshot and signed with the lottery's key; the ledger is opened read-only."""
-    with Ledger(location, read_only=True) as book:
+    read in one snapshot and signed with the lottery's key; the ledger is opened read-only
+    (``key``, the ledger key: needed for an online block, whose lots' proofs it makes)."""
+    with Ledger(location, read_only=True, key=key) as book:
         remaining, proofs = book.remaining(game=game, block=block)
     with proofs:
         write_remaining(out=out, remaining=remaining, proof_lines=proofs, signing_key=signing_key)

@@ -11,10 +11,14 @@ Everything here runs inside a transaction of :class:`printpipe.ledger.book.Ledge
 - **Prove** (in the claim's transaction, once the payment is written): the ticket's serial and
   prize, the VIRN from the scanned code, the unsealed salt and the stored path make its
   ``printpipe-inclusion-proof/1``, checked against the committed root before it is stored
-  with the payment (``payment_proofs``, append-only).  Nothing else makes a proof: a proof
-  reveals its ticket's VIRN and prize, so the ledger gives one only for a paid ticket.
+  with the payment (``payment_proofs``, append-only).  A proof reveals its ticket's VIRN and
+  prize, so the ledger gives one only for a paid ticket (and a play's unit to its player:
+  ``printpipe.ledger.plays``).
 - **Report** (``ledger remaining``): per prize tier, committed, paid (each lot with its stored
-  proof) and remaining, read in one snapshot (``printpipe.commitment.remaining``); and each
+  proof; an online block's lots are won by plays and credited, never paid at a terminal: each
+  winning play's unit is proven there and then, from the tree and the sealed salts, a page of
+  plays at a time, since it is no secret once dealt) and remaining, read in one snapshot
+  (``printpipe.commitment.remaining``); and each
   block's standing (:func:`read_standings`): an online block's place in the dealing order,
   units dealt and left to deal, a block's lots paid (or credited by plays) and left.
 """
@@ -37,7 +41,14 @@ from printpipe.handover import ParsedRecords
 from printpipe.ids import TicketId
 from printpipe.ledger.key import LedgerKey
 from printpipe.ledger.store import Tx, ticket_key, ticket_of_key
-from printpipe.ledger.tree import TreeRows, new_salt_nonce, read_leaf_and_path, read_salt
+from printpipe.ledger.tree import (
+    TreeRows,
+    new_salt_nonce,
+    read_leaf_and_path,
+    read_leaves_and_paths,
+    read_salt,
+    read_salts_at,
+)
 
 _SPOOL_BYTES = 16 << 20
 _PAGE_ROWS = 2000
@@ -282,37 +293,26 @@ def store_proof(
 # -- report ------------------------------------------------------------------------------------
 
 
-def read_remaining(tx: Tx, loaded: LoadedCommitment, *, at: str) -> tuple[Remaining, IO[bytes]]:
+def read_remaining(
+    tx: Tx, loaded: LoadedCommitment, *, at: str, key: LedgerKey | None = None
+) -> tuple[Remaining, IO[bytes]]:
     """The prizes remaining of a commitment and its paid lots' proofs (one line each, in a
-    temporary file), read in the snapshot ``tx``."""
-    first, last = loaded.ticket_keys()
+    temporary file, in ticket order), read in the snapshot ``tx``.  A printed block's lots are
+    its payments, each with its stored proof; an online block's are its winning plays' units,
+    each proven here from the stored tree and salts (``key``: the ledger key, to unseal
+    them)."""
     head = tx.one("SELECT seq, hash FROM audit_head WHERE id = 1")
     assert head is not None
-    paid = {
-        int(amount): int(count)
-        for amount, count in tx.execute(
-            "SELECT amount_eur, COUNT(*) FROM payments WHERE ticket BETWEEN ? AND ? "
-            "GROUP BY amount_eur",
-            (first, last),
-        )
-    }
     spool = tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES)  # noqa: SIM115 - returned
     try:
-        proofs, after = 0, -1
-        while page := tx.execute(
-            "SELECT ticket, proof FROM payment_proofs WHERE commitment = ? AND ticket > ? "
-            "ORDER BY ticket LIMIT ?",
-            (loaded.id, after, _PAGE_ROWS),
-        ):
-            for _, proof in page:
-                spool.write(proof_line(proof))
-            proofs += len(page)
-            after = int(page[-1][0])
-        if proofs != sum(paid.values()):
-            raise PrintpipeError(
-                f"the ledger holds {proofs:,} proofs of the {sum(paid.values()):,} payments of "
-                f"{loaded.name}: it is damaged"
-            )
+        if loaded.commitment.dealt_online:
+            if key is None:
+                raise PrintpipeError(
+                    f"the ledger key is needed to prove the lots won in {loaded.name} (--keys DIR)"
+                )
+            paid = _write_play_proofs(tx, loaded, key, spool)
+        else:
+            paid = _write_payment_proofs(tx, loaded, spool)
     except BaseException:
         spool.close()
         raise
@@ -325,6 +325,99 @@ def read_remaining(tx: Tx, loaded: LoadedCommitment, *, at: str) -> tuple[Remain
         tiers=prize_tiers(loaded.commitment, paid),
     )
     return remaining, spool
+
+
+def _write_payment_proofs(tx: Tx, loaded: LoadedCommitment, spool: IO[bytes]) -> dict[int, int]:
+    """A printed block's payments' stored proofs, page by page; its lots paid per tier."""
+    first, last = loaded.ticket_keys()
+    paid = {
+        int(amount): int(count)
+        for amount, count in tx.execute(
+            "SELECT amount_eur, COUNT(*) FROM payments WHERE ticket BETWEEN ? AND ? "
+            "GROUP BY amount_eur",
+            (first, last),
+        )
+    }
+    proofs, after = 0, -1
+    while page := tx.execute(
+        "SELECT ticket, proof FROM payment_proofs WHERE commitment = ? AND ticket > ? "
+        "ORDER BY ticket LIMIT ?",
+        (loaded.id, after, _PAGE_ROWS),
+    ):
+        for _, proof in page:
+            spool.write(proof_line(proof))
+        proofs += len(page)
+        after = int(page[-1][0])
+    if proofs != sum(paid.values()):
+        raise PrintpipeError(
+            f"the ledger holds {proofs:,} proofs of the {sum(paid.values()):,} payments of "
+            f"{loaded.name}: it is damaged"
+        )
+    return paid
+
+
+def _write_play_proofs(
+    tx: Tx, loaded: LoadedCommitment, key: LedgerKey, spool: IO[bytes]
+) -> dict[int, int]:
+    """An online block's winning plays' units proven, page by page (each page's tree rows
+    and salts read once); its lots won per tier.  Each proof is checked against the committed
+    root before it is written, as a play's proof is (``Dealer.proof``)."""
+    commitment = loaded.commitment
+    first, last = loaded.ticket_keys()
+    won = {
+        int(cents) // 100: int(count)
+        for cents, count in tx.execute(
+            "SELECT lot_cents, COUNT(*) FROM plays WHERE commitment = ? AND lot_cents > 0 "
+            "GROUP BY lot_cents",
+            (loaded.id,),
+        )
+    }
+    proofs, after = 0, first - 1
+    while page := tx.execute(
+        "SELECT unit, lot_cents FROM plays WHERE unit > ? AND unit <= ? AND commitment = ? "
+        "AND lot_cents > 0 ORDER BY unit LIMIT ?",
+        (after, last, loaded.id, _PAGE_ROWS),
+    ):
+        tickets = [ticket_of_key(int(unit)) for unit, _ in page]
+        indices = []
+        for ticket in tickets:
+            index = commitment.leaf_index(ticket.pack, ticket.ticket)
+            if index is None:
+                raise PrintpipeError(
+                    f"the ledger's play of unit {ticket.serial} is not of {loaded.name}: the "
+                    "ledger is damaged"
+                )
+            indices.append(index)
+        salts = read_salts_at(
+            tx, commitment=loaded.id, indices=indices, key=key, salt_nonce=loaded.salt_nonce
+        )
+        paths = read_leaves_and_paths(
+            tx, commitment=loaded.id, indices=indices, size=commitment.tickets
+        )
+        for (_, cents), ticket, index, salt, (own, path) in zip(
+            page, tickets, indices, salts, paths, strict=True
+        ):
+            opening = TicketOpening(
+                serial=ticket.serial, prize_eur=int(cents) // 100, virn=None, salt=salt
+            )
+            hashed = leaf_hash(opening.leaf())
+            if (
+                own != hashed
+                or root_from_audit_path(hashed, index, commitment.tickets, path) != commitment.root
+            ):
+                raise PrintpipeError(
+                    f"the ledger's tree of {loaded.name} does not prove unit {ticket.serial} "
+                    f"with the lot of its play ({int(cents) // 100:,} EUR): the ledger is damaged"
+                )
+            spool.write(proof_line(make_proof(commitment, opening, path)))
+        proofs += len(page)
+        after = int(page[-1][0])
+    if proofs != sum(won.values()):  # pragma: no cover - one snapshot: the same plays
+        raise PrintpipeError(
+            f"the ledger holds {proofs:,} winning plays of {loaded.name} in its units' range, "
+            f"{sum(won.values()):,} in all: it is damaged"
+        )
+    return won
 
 
 # -- each block's standing ---------------------------------------------------------------------

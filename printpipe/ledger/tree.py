@@ -22,6 +22,7 @@ Leaf hashes and nodes are hashes of salted leaves: they tell nothing of any tick
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 import numpy as np
 from cryptography.exceptions import InvalidTag
@@ -31,6 +32,7 @@ from printpipe.commitment.merkle import HASH_SIZE, Digests, audit_path_nodes, le
 from printpipe.errors import PrintpipeError
 from printpipe.ledger.key import LedgerKey
 from printpipe.ledger.store import Tx
+from printpipe.ledger.store.schema import BIGINT
 from printpipe.rng import LEAF_SALT_SIZE
 
 NODES_PER_ROW = 120
@@ -154,54 +156,99 @@ def _path_query(wanted: int) -> str:
     )
 
 
+_PAIRS_PER_STATEMENT = 400
+"""Rows a statement of :func:`read_leaves_and_paths` asks for (two parameters each)."""
+_CHUNKS_PER_STATEMENT = 500
+"""Salt rows a statement of :func:`read_salts_at` asks for."""
+
+
+def read_leaves_and_paths(
+    tx: Tx, *, commitment: int, indices: Sequence[int], size: int
+) -> list[tuple[bytes, list[bytes]]]:
+    """Each leaf's own stored hash and its audit path (bottom-up), in ``indices``' order: the
+    rows they need read once each (a row serves every leaf of a page near it), in a few
+    statements (one for a few leaves)."""
+    wanted = [[(0, index), *audit_path_nodes(index, size)] for index in indices]
+    chunks = sorted(
+        {(level, position // NODES_PER_ROW) for nodes in wanted for level, position in nodes}
+    )
+    rows: dict[tuple[int, int], bytes] = {}
+    for start in range(0, len(chunks), _PAIRS_PER_STATEMENT):
+        some = chunks[start : start + _PAIRS_PER_STATEMENT]
+        params: list[int] = []
+        for level, chunk in some:
+            params += [level, chunk]
+        params.append(commitment)
+        for level, chunk, hashes in tx.execute(_path_query(len(some)), params):
+            rows[int(level), int(chunk)] = bytes(hashes)
+    found = []
+    for nodes in wanted:
+        hashes = []
+        for level, position in nodes:
+            row = rows.get((level, position // NODES_PER_ROW))
+            at = (position % NODES_PER_ROW) * HASH_SIZE
+            if row is None or len(row) < at + HASH_SIZE:
+                raise PrintpipeError(
+                    f"the ledger's tree of commitment {commitment} lacks node {position} of "
+                    f"level {level}: the ledger is damaged"
+                )
+            hashes.append(row[at : at + HASH_SIZE])
+        found.append((hashes[0], hashes[1:]))
+    return found
+
+
 def read_leaf_and_path(
     tx: Tx, *, commitment: int, index: int, size: int
 ) -> tuple[bytes, list[bytes]]:
     """Leaf ``index``'s own stored hash and its audit path (bottom-up), in one statement."""
-    nodes = [(0, index), *audit_path_nodes(index, size)]
-    chunks = sorted({(level, position // NODES_PER_ROW) for level, position in nodes})
-    params: list[int] = []
-    for level, chunk in chunks:
-        params += [level, chunk]
-    params.append(commitment)
-    rows = {
-        (int(level), int(chunk)): bytes(hashes)
-        for level, chunk, hashes in tx.execute(_path_query(len(chunks)), params)
-    }
-    hashes = []
-    for level, position in nodes:
-        row = rows.get((level, position // NODES_PER_ROW))
-        at = (position % NODES_PER_ROW) * HASH_SIZE
-        if row is None or len(row) < at + HASH_SIZE:
+    return read_leaves_and_paths(tx, commitment=commitment, indices=[index], size=size)[0]
+
+
+def read_salts_at(
+    tx: Tx, *, commitment: int, indices: Sequence[int], key: LedgerKey, salt_nonce: bytes
+) -> list[bytes]:
+    """Each leaf's salt, unsealed, in ``indices``' order: each sealed row they need read and
+    opened once."""
+    chunks = sorted({index // SALTS_PER_ROW for index in indices})
+    sealed: dict[int, bytes] = {}
+    for start in range(0, len(chunks), _CHUNKS_PER_STATEMENT):
+        among, params = tx.any_of("chunk", BIGINT, chunks[start : start + _CHUNKS_PER_STATEMENT])
+        for chunk, row in tx.execute(
+            f"SELECT chunk, sealed FROM sealed_salts WHERE commitment = ? AND {among}",
+            [commitment, *params],
+        ):
+            sealed[int(chunk)] = bytes(row)
+    cipher = salt_cipher(key)
+    plain: dict[int, bytes] = {}
+    for chunk in chunks:
+        if chunk not in sealed:
+            index = next(i for i in indices if i // SALTS_PER_ROW == chunk)
             raise PrintpipeError(
-                f"the ledger's tree of commitment {commitment} lacks node {position} of level "
-                f"{level}: the ledger is damaged"
+                f"the ledger holds no salt of leaf {index} of commitment {commitment}: it is "
+                "damaged"
             )
-        hashes.append(row[at : at + HASH_SIZE])
-    return hashes[0], hashes[1:]
+        try:
+            plain[chunk] = cipher.decrypt(
+                _nonce(salt_nonce, chunk), sealed[chunk], _associated(commitment, chunk)
+            )
+        except InvalidTag:
+            raise PrintpipeError(
+                f"the sealed salts of commitment {commitment} do not open with this ledger key: "
+                "the ledger is damaged"
+            ) from None
+    return [
+        plain[index // SALTS_PER_ROW][
+            (index % SALTS_PER_ROW) * LEAF_SALT_SIZE : (index % SALTS_PER_ROW + 1) * LEAF_SALT_SIZE
+        ]
+        for index in indices
+    ]
 
 
 def read_salt(tx: Tx, *, commitment: int, index: int, key: LedgerKey, salt_nonce: bytes) -> bytes:
     """Leaf ``index``'s salt, unsealed."""
-    chunk = index // SALTS_PER_ROW
-    row = tx.one(
-        "SELECT sealed FROM sealed_salts WHERE commitment = ? AND chunk = ?", (commitment, chunk)
-    )
-    if row is None:
-        raise PrintpipeError(
-            f"the ledger holds no salt of leaf {index} of commitment {commitment}: it is damaged"
-        )
-    try:
-        plain = salt_cipher(key).decrypt(
-            _nonce(salt_nonce, chunk), bytes(row[0]), _associated(commitment, chunk)
-        )
-    except InvalidTag:
-        raise PrintpipeError(
-            f"the sealed salts of commitment {commitment} do not open with this ledger key: "
-            "the ledger is damaged"
-        ) from None
-    at = (index % SALTS_PER_ROW) * LEAF_SALT_SIZE
-    return plain[at : at + LEAF_SALT_SIZE]
+    return read_salts_at(
+        tx, commitment=commitment, indices=[index], key=key, salt_nonce=salt_nonce
+    )[0]
 
 
 def read_salts(
