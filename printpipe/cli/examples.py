@@ -1,8 +1,9 @@
-"""One example per command, shown at the end of its ``--help``: how the walkthroughs of
-docs/tutorial.md run it, in the folder they work in (``keys/``, ``blk/``, ``print/``,
-``ledger.sqlite``...).  Kept here, beside :data:`printpipe.cli.COMMANDS`, so that each command's
-module holds only its options; :func:`with_examples` adds them as a command is loaded, and a
-test checks that every command has one and that each parses."""
+"""One example per command (and a group's commands' first steps), shown at the end of its
+``--help``: how the walkthroughs of docs/tutorial.md run it, in the folder they work in
+(``keys/``, ``blk/``, ``print/``, ``ledger.sqlite``...).  Kept here, beside
+:data:`printpipe.cli.COMMANDS`, so that each command's module holds only its options;
+:func:`with_examples` adds them as a command is loaded, and a test checks that every command
+has one and that each parses."""
 
 from __future__ import annotations
 
@@ -138,6 +139,26 @@ EXAMPLES: dict[str, tuple[str, ...]] = {
     ),
     "wallet statement": ("printpipe wallet statement --db wallet.sqlite --day 2026-12-01",),
 }
+
+GROUPS: dict[str, tuple[str, ...]] = {
+    "commitment": ("commitment verify", "commitment sign"),
+    "feed": ("feed verify", "feed show"),
+    "keys": ("keys init",),
+    "ledger": ("ledger import", "ledger remaining", "ledger verify-log"),
+    "manifest": ("manifest verify", "manifest export"),
+    "packs": ("packs ship", "packs activate"),
+    "players": ("players add",),
+    "terminal": ("terminal keygen", "terminal validate"),
+    "terminals": ("terminals add", "terminals list"),
+    "wallet": ("wallet deposit", "wallet serve"),
+}
+"""A group's help ends with its commands' first steps: the first example of each named."""
+EXAMPLES.update(
+    {
+        group: tuple(EXAMPLES[command][0] for command in commands)
+        for group, commands in GROUPS.items()
+    }
+)
 
 GUIDE = (
     "Start with the README and docs/tutorial.md (in printpipe's source): what each party runs, "
