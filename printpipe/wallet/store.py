@@ -25,7 +25,7 @@ import hashlib
 import os
 import secrets
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -278,6 +278,38 @@ class WalletStore:
         except Exception:
             if made:  # the commit failed: nothing known of it, nothing to do again
                 raise
+            return [self._apply_alone(one) for one in asked]
+        return outcomes
+
+    def apply_batch(
+        self, calls: Sequence[Call], *, now: Callable[[], dt.datetime],
+        nonce: tuple[str, str, int] | None = None,
+    ) -> list[tuple[Receipt | WalletRefused, bool] | Exception]:  # fmt: skip
+        """A batch request's calls (``POST /v1/batch``): its nonce admitted once (a replay:
+        :class:`WalletRefused`, nothing made), then the calls made in one transaction, as
+        :meth:`apply_many` makes a group (each as alone, in the order given, a failing one
+        made again alone); each one's outcome.  ``now``: each call's time, read as it is
+        taken in the order given (so a statement lists them in that order); ``nonce`` None:
+        not signed (the tests')."""
+        asked = [Asked(call, now(), None) for call in calls]
+        outcomes: list[tuple[Receipt | WalletRefused, bool] | Exception] = []
+        made = False
+        try:
+            with self.transaction() as tx:
+                tx.lock(*{_lock_key(a.call.reference) for a in asked},
+                        *{_lock_key(a.call.player, PLAYER_LOCK) for a in asked})  # fmt: skip
+                if nonce is not None:
+                    self.admit(tx, key_id=nonce[0], nonce=nonce[1], created=nonce[2])
+                outcomes = [self._apply_admitted(tx, *one) for one in asked]
+                made = True
+        except WalletRefused:
+            raise  # the nonce seen already: the whole request refused, nothing made
+        except Exception:
+            if made:  # the commit failed: nothing known of it, nothing to do again
+                raise
+            if nonce is not None:
+                with self.transaction() as tx:
+                    self.admit(tx, key_id=nonce[0], nonce=nonce[1], created=nonce[2])
             return [self._apply_alone(one) for one in asked]
         return outcomes
 
