@@ -661,6 +661,18 @@ batch_ops = st.lists(
 )
 
 
+class _Counted(httpx.HTTPTransport):
+    """The client's transport, each request's path written down."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.paths: list[str] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.paths.append(request.url.path)
+        return super().handle_request(request)
+
+
 def _batch_calls(served: WalletProcess, ops: list[tuple[str, int, int, int]]) -> list[Call]:
     """The calls of ``ops`` on players and references of their own (deposits made)."""
     run = uuid.uuid4().hex[:12]
@@ -695,16 +707,10 @@ def test_a_batch_answers_each_call_as_it_would_be_answered_alone(served, ops, si
     replayed or not, refunded or not; the refusal and its status), and so are the balances."""
     ops = [*ops, ops[0]]  # a call repeated, at least
     alone, batched = _batch_calls(served, ops), _batch_calls(served, ops)
-    requests: list[str] = []
-
-    def counted(request: httpx.Request) -> None:
-        requests.append(request.url.path)
-
     with WalletClient(served.url, key=served.key, game=GAME) as client:
         one_by_one = [_seen(client.send(call)) for call in alone]
-        client.transport = httpx.HTTPTransport()  # a fresh pool, its requests counted
-        inner = client.transport.handle_request
-        client.transport.handle_request = lambda r: (counted(r), inner(r))[1]  # type: ignore[method-assign]
+        client.transport.close()
+        client.transport = counting = _Counted()  # a fresh pool, its requests counted
         together: list[tuple[Any, ...]] = []
         groups = 0
         while len(together) < len(batched):
@@ -713,7 +719,7 @@ def test_a_batch_answers_each_call_as_it_would_be_answered_alone(served, ops, si
             groups += 1
         assert client.batches
     assert together == one_by_one
-    assert requests == ["/v1/batch"] * groups  # one request a batch
+    assert counting.paths == ["/v1/batch"] * groups  # one request a batch
     with WalletStore(served.location) as store:
         for a, b in zip(alone, batched, strict=True):
             assert store.balance(player=a.player) == store.balance(player=b.player)
@@ -763,16 +769,12 @@ def test_a_batch_is_bounded_checked_whole_and_signed_once(served):
         assert store.balance(player=player) == 10**6 - 200
 
 
-class _NoBatch(httpx.HTTPTransport):
+class _NoBatch(_Counted):
     """A wallet without the batch: ``POST /v1/batch`` answered 404, the rest passed on."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.paths: list[str] = []
-
     def handle_request(self, request: httpx.Request) -> httpx.Response:
-        self.paths.append(request.url.path)
         if request.url.path == "/v1/batch":
+            self.paths.append(request.url.path)
             return httpx.Response(404, json={"error": "not_found", "detail": "no such path"})
         return super().handle_request(request)
 
