@@ -332,11 +332,15 @@ class WalletStore:
 
     def _apply(self, tx: Tx, call: Call, now: dt.datetime) -> tuple[Receipt, bool]:
         request = call.body().decode()
-        earlier = tx.one(
-            "SELECT player, amount_cents, moved_cents, balance_cents, at, request FROM movements "
-            "WHERE reference = ? AND kind = ?",
-            (call.reference, call.kind),
-        )
+        found = {  # the reference's movements, every kind, in one statement
+            str(row[0]): row[1:]
+            for row in tx.execute(
+                "SELECT kind, player, amount_cents, moved_cents, balance_cents, at, request "
+                "FROM movements WHERE reference = ?",
+                (call.reference,),
+            )
+        }
+        earlier = found.pop(call.kind, None)
         if earlier is not None:
             if earlier[5] != request:
                 raise WalletRefused(
@@ -345,12 +349,7 @@ class WalletStore:
             refunded = int(earlier[2]) != 0 if call.kind == "cancel" else None
             return Receipt(call.kind, call.reference, call.player, call.amount_cents,
                            int(earlier[3]), str(earlier[4]), refunded), True  # fmt: skip
-        others = dict(
-            tx.execute(
-                "SELECT kind, request FROM movements WHERE reference = ? AND kind <> ?",
-                (call.reference, call.kind),
-            )
-        )
+        others = {kind: str(row[5]) for kind, row in found.items()}
         if call.kind == "debit":
             if "cancel" in others:
                 raise WalletRefused("cancelled", "this reference's debit was cancelled")
