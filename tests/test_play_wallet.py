@@ -134,12 +134,15 @@ def test_plays_are_debited_and_credited_at_the_operators_wallet(world, wallet):
 
 
 def test_a_debit_whose_answer_is_lost_is_cancelled_and_nothing_dealt(world, wallet, ledgers):
-    """The wallet takes the debit but every answer is lost: the player is answered 503
-    (nothing dealt), the cancel stays in the outbox until the wallet answers again, then the
-    stake is given back."""
+    """The wallet takes the debits but every answer is lost: a play alone, then a batch of
+    plays whose debits went in one request: each player is answered 503 (nothing dealt), the
+    cancels stay in the outbox until the wallet answers again, then the stakes are given
+    back."""
     player = "lost-answers"
-    deposit(wallet, player, 300)
-    introduce(world, player)
+    batch = [f"lost-batch-{n}" for n in range(3)]
+    for name in (player, *batch):
+        deposit(wallet, name, 300)
+        introduce(world, name)
     wallet.stop()
     wallet.faults = ["lose=1"]
     wallet.start()
@@ -149,24 +152,34 @@ def test_a_debit_whose_answer_is_lost_is_cancelled_and_nothing_dealt(world, wall
             with pytest.raises(PlayRefused) as refused:
                 dealer.play(player=player, key="lost-play-1", fingerprint=FP)
             assert refused.value.status == 503 and "cancel" in str(refused.value)
-            assert ledger.query("SELECT COUNT(*) FROM plays WHERE player = ?", (player,)) == [(0,)]
-            assert dealer.outbox.pending() == 1
+            outcomes = dealer.play_batch([PlayRequest(n, f"lost-{n}", FP) for n in batch])
+            for outcome in outcomes:
+                assert isinstance(outcome, PlayRefused) and outcome.status == 503, outcome
+                assert "cancel" in str(outcome)
+            assert dealer.wallet.batches  # the batch route answered (its answers lost)
+            for name in (player, *batch):
+                assert ledger.query("SELECT COUNT(*) FROM plays WHERE player = ?",
+                                    (name,)) == [(0,)]  # fmt: skip
+            assert dealer.outbox.pending() == 4
     finally:
         wallet.stop()
         wallet.faults = []
         wallet.start()
-    assert wallet_balance(wallet, player) == 200  # taken, and its cancel not through yet
+    for name in (player, *batch):
+        assert wallet_balance(wallet, name) == 200  # taken, and its cancel not through yet
     ledger, dealer = dealer_of(world, wallet)
     with ledger:
         with ledger.db.transaction() as tx:  # due now
-            tx.execute("UPDATE wallet_outbox SET next_at = 0 WHERE player = ?", (player,))
-        assert dealer.outbox.send_due() == 1 and dealer.outbox.pending() == 0
+            for name in (player, *batch):
+                tx.execute("UPDATE wallet_outbox SET next_at = 0 WHERE player = ?", (name,))
+        assert dealer.outbox.send_due() == 4 and dealer.outbox.pending() == 0
         assert ledger.verify_log().ok
-    assert wallet_balance(wallet, player) == 300
-    assert [r[1:] for r in outbox_rows(world, player=player)] == [
-        ("debit", 100, "cancel"),
-        ("cancel", 100, "confirmed"),
-    ]
+    for name in (player, *batch):
+        assert wallet_balance(wallet, name) == 300
+        assert [r[1:] for r in outbox_rows(world, player=name)] == [
+            ("debit", 100, "cancel"),
+            ("cancel", 100, "confirmed"),
+        ]
 
 
 def test_a_debit_left_by_a_killed_game_server_is_cancelled(world, wallet):

@@ -645,3 +645,218 @@ def test_a_debit_that_stays_unknown_is_cancelled_before_the_player_is_answered()
 
     lost = _client(nothing_answers).settle_debit(reference="a" * 32, player="alice", split=SPLIT)
     assert isinstance(lost, Unknown)
+
+
+# -- the batch: several calls in one request, each answered as alone ------------------------------
+
+batch_ops = st.lists(
+    st.tuples(
+        st.sampled_from(["debit", "debit", "credit", "cancel"]),
+        st.integers(0, 3),  # which reference: repeats, and calls of another kind under it
+        st.integers(0, 2),  # which player: 1 is poor, 2 has no account
+        st.sampled_from([100, 100, 250, 2000]),  # 250 and 2000: more than the poor one has
+    ),
+    min_size=1,
+    max_size=24,
+)
+
+
+class _Counted(httpx.HTTPTransport):
+    """The client's transport, each request's path written down."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.paths: list[str] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.paths.append(request.url.path)
+        return super().handle_request(request)
+
+
+def _batch_calls(served: WalletProcess, ops: list[tuple[str, int, int, int]]) -> list[Call]:
+    """The calls of ``ops`` on players and references of their own (deposits made)."""
+    run = uuid.uuid4().hex[:12]
+    players = [f"b-{run}-0", f"b-{run}-1", f"b-{run}-2"]
+    with WalletStore(served.location) as store:
+        store.deposit(player=players[0], amount_cents=3000, now=dt.datetime.now(dt.UTC))
+        store.deposit(player=players[1], amount_cents=200, now=dt.datetime.now(dt.UTC))
+    return [
+        debit_call(f"{run}-ref-{ref}", players[who], amount) if kind == "debit"
+        else Call(kind, f"{run}-ref-{ref}", players[who], amount, GAME)
+        for kind, ref, who, amount in ops
+    ]  # fmt: skip
+
+
+def _seen(outcome: Any) -> tuple[Any, ...]:
+    """An outcome as compared: what moved and the balance after, or the refusal."""
+    if isinstance(outcome, Confirmed):
+        receipt = outcome.receipt
+        return ("confirmed", receipt.kind, receipt.amount_cents, receipt.balance_cents,
+                receipt.refunded, outcome.replayed)  # fmt: skip
+    assert isinstance(outcome, Refused), outcome  # never Unknown: the wallet answers
+    return ("refused", outcome.kind, outcome.status)
+
+
+@given(batch_ops, st.lists(st.integers(1, 9), min_size=1, max_size=5))
+@settings(max_examples=20, deadline=None)
+def test_a_batch_answers_each_call_as_it_would_be_answered_alone(served, ops, sizes):
+    """The same mixed sequence of debits, credits and cancels (references repeated, bodies
+    changed under a reference, debits the balance does not cover, a player with no account),
+    sent once one request a call and once in batches of any sizes, each on players and
+    references of its own: each call's outcome is the same, in order (the receipt's balance,
+    replayed or not, refunded or not; the refusal and its status), and so are the balances."""
+    ops = [*ops, ops[0]]  # a call repeated, at least
+    alone, batched = _batch_calls(served, ops), _batch_calls(served, ops)
+    with WalletClient(served.url, key=served.key, game=GAME) as client:
+        one_by_one = [_seen(client.send(call)) for call in alone]
+        client.transport.close()
+        client.transport = counting = _Counted()  # a fresh pool, its requests counted
+        together: list[tuple[Any, ...]] = []
+        groups = 0
+        while len(together) < len(batched):
+            size = sizes[groups % len(sizes)]
+            together += map(_seen, client.send_many(batched[len(together) : len(together) + size]))
+            groups += 1
+        assert client.batches
+    assert together == one_by_one
+    assert counting.paths == ["/v1/batch"] * groups  # one request a batch
+    with WalletStore(served.location) as store:
+        for a, b in zip(alone, batched, strict=True):
+            assert store.balance(player=a.player) == store.balance(player=b.player)
+
+
+def _signed_post(served: WalletProcess, path: str, body: bytes) -> httpx.Response:
+    url = served.url + path
+    headers = RequestSigner(served.key).headers("POST", url, body)
+    return httpx.post(url, content=body, headers=headers, timeout=30)
+
+
+def test_a_batch_is_bounded_checked_whole_and_signed_once(served):
+    """Past 256 calls: 413 in one line, none made; a malformed batch: 400, none made; a call
+    whose own body is malformed: its own 400, its neighbours made; the batch's nonce once."""
+    from printpipe.wallet.api import BATCH_MOST, batch_body
+
+    player = f"bound-{uuid.uuid4().hex[:8]}"
+    with WalletStore(served.location) as store:
+        store.deposit(player=player, amount_cents=10**6, now=dt.datetime.now(dt.UTC))
+    calls = [debit_call(uuid.uuid4().hex, player) for _ in range(BATCH_MOST + 1)]
+    over = _signed_post(served, "/v1/batch", batch_body(calls))
+    assert over.status_code == 413 and b"\n" not in over.content.strip()
+    assert over.headers["content-type"] == "application/problem+json"
+    assert over.json()["error"] == "too_many_calls"
+    for malformed in (b"{}", b'{"calls": []}', b'{"calls": [{"kind": "debit"}]}',
+                      b'{"calls": [{"kind": "deposit", "body": {}}]}', b"[]", b"\xff"):  # fmt: skip
+        refused = _signed_post(served, "/v1/batch", malformed)
+        assert refused.status_code == 400 and refused.json()["error"] == "bad_request", malformed
+    with WalletStore(served.location) as store:
+        assert store.balance(player=player) == 10**6  # nothing made
+    fine = batch_body(calls[:2]).replace(b'"calls":[', b'"calls":[{"kind":"credit","body":{}},')
+    url = served.url + "/v1/batch"
+    headers = RequestSigner(served.key).headers("POST", url, fine)
+    answered = httpx.post(url, content=fine, headers=headers, timeout=30)
+    assert answered.status_code == 200
+    results = answered.json()["results"]
+    assert [r["status"] for r in results] == [400, 201, 201]
+    assert results[0]["body"]["error"] == "bad_request" and not results[0]["replayed"]
+    assert results[2]["body"]["balance_cents"] == 10**6 - 200
+    replayed = httpx.post(url, content=fine, headers=headers, timeout=30)  # the same nonce
+    assert replayed.status_code == 401 and "nonce" in replayed.json()["detail"]
+    again = _signed_post(served, "/v1/batch", fine)  # a new nonce: each call replayed
+    assert [(r["status"], r["replayed"]) for r in again.json()["results"]] == [
+        (400, False), (200, True), (200, True),
+    ]  # fmt: skip
+    with WalletStore(served.location) as store:
+        assert store.balance(player=player) == 10**6 - 200
+
+
+class _NoBatch(_Counted):
+    """A wallet without the batch: ``POST /v1/batch`` answered 404, the rest passed on."""
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/v1/batch":
+            self.paths.append(request.url.path)
+            return httpx.Response(404, json={"error": "not_found", "detail": "no such path"})
+        return super().handle_request(request)
+
+
+def test_a_wallet_without_the_batch_is_sent_one_request_a_call(served, caplog):
+    """404 to the batch: the calls are sent one request each (the same outcomes), the
+    client remembers it (the batch is not asked again) and says so once in the log."""
+    player = f"nobatch-{uuid.uuid4().hex[:8]}"
+    with WalletStore(served.location) as store:
+        store.deposit(player=player, amount_cents=250, now=dt.datetime.now(dt.UTC))
+    transport = _NoBatch()
+    refs = [uuid.uuid4().hex for _ in range(3)]
+    with WalletClient(served.url, key=served.key, game=GAME, transport=transport) as client:
+        first = client.debit_many([(refs[0], player, SPLIT), (refs[1], player, SPLIT),
+                                   (refs[2], f"{player}-nobody", SPLIT)])  # fmt: skip
+        assert [type(o).__name__ for o in first] == ["Confirmed", "Confirmed", "Refused"]
+        assert isinstance(first[2], Refused) and first[2].kind == "no_such_player"
+        assert not client.batches
+        later = client.credit_or_cancel_many([("credit", refs[0], player, 500),
+                                              ("cancel", refs[1], player, 100)])  # fmt: skip
+        assert [type(o).__name__ for o in later] == ["Confirmed", "Confirmed"]
+    assert transport.paths.count("/v1/batch") == 1
+    assert sorted(transport.paths[1:]) == sorted(
+        ["/v1/debits"] * 3 + ["/v1/credits", "/v1/cancels"]
+    )
+    warned = [r for r in caplog.records if "no batch call" in r.getMessage()]
+    assert len(warned) == 1
+    with WalletStore(served.location) as store:
+        assert store.balance(player=player) == 250 - 100 + 500
+
+
+def _batch_receipts(request: httpx.Request, fail: set[int] | None = None) -> httpx.Response:
+    results = []
+    for n, item in enumerate(json.loads(request.content)["calls"]):
+        if fail and n in fail:
+            results.append({"status": 500, "body": {"error": "internal"}, "replayed": False})
+            continue
+        data, kind = item["body"], item["kind"]
+        refunded = False if kind == "cancel" else None
+        receipt = Receipt(kind, data["reference"], data["player"], data["amount_cents"], 1900,
+                          "2026-12-01T11:00:00.000000Z", refunded)  # fmt: skip
+        results.append({"status": 201, "body": receipt.as_json(), "replayed": False})
+    return httpx.Response(200, json={"results": results})
+
+
+def test_a_batch_not_answered_leaves_each_call_unknown_and_is_sent_again_the_same():
+    """A batch whose answer is lost (a timeout, a 503): sent again with the same body (the
+    same references, a new signature), then every call in it Unknown; each attempt observed
+    for each call it carried; a call answered 500 within a batch is the only one sent again."""
+    bodies: list[bytes] = []
+    nonces: set[str] = set()
+    observed: list[tuple[str, str]] = []
+
+    def lost(request: httpx.Request) -> httpx.Response:
+        bodies.append(request.content)
+        nonces.add(request.headers["signature-input"])
+        if len(bodies) == 1:
+            raise httpx.ReadTimeout("no answer", request=request)
+        return httpx.Response(503, headers={"Retry-After": "1"})
+
+    client = _client(lost)
+    client.observe = lambda call, outcome, seconds: observed.append((call, outcome))
+    refs = [f"{n:032x}" for n in range(3)]
+    outcomes = client.debit_many([(r, "alice", SPLIT) for r in refs])
+    assert all(isinstance(o, Unknown) and o.attempts == 3 for o in outcomes)
+    assert len(bodies) == 3 and len(set(bodies)) == 1 and len(nonces) == 3
+    assert [c["body"]["reference"] for c in json.loads(bodies[0])["calls"]] == refs
+    assert observed == [("debit", "unknown")] * 9  # 3 calls x 3 attempts, each counted
+    carried: list[list[str]] = []
+
+    def one_fails_once(request: httpx.Request) -> httpx.Response:
+        calls = json.loads(request.content)["calls"]
+        carried.append([c["body"]["reference"] for c in calls])
+        return _batch_receipts(request, fail={1} if len(carried) == 1 else None)
+
+    settled = _client(one_fails_once).debit_many([(r, "alice", SPLIT) for r in refs])
+    assert [type(o).__name__ for o in settled] == ["Confirmed"] * 3
+    assert [o.attempts for o in settled if isinstance(o, Confirmed)] == [1, 2, 1]
+    assert carried == [refs, [refs[1]]]
+    refused = _client(lambda r: httpx.Response(401, json={"error": "unauthorized",
+                                                         "detail": "who"}))  # fmt: skip
+    assert all(isinstance(o, Refused) and o.kind == "unauthorized"
+               for o in refused.debit_many([(r, "alice", SPLIT) for r in refs]))  # fmt: skip
+    garbled = _client(lambda r: httpx.Response(200, json={"results": []}), attempts=1)
+    assert all(isinstance(o, Unknown) for o in garbled.debit_many([(refs[0], "alice", SPLIT)]))

@@ -1,8 +1,10 @@
 """The game server's wallet client against the reference wallet in a subprocess that loses
 answers after committing, answers 503, holds answers past the client's timeout, and is killed
-(SIGKILL) and restarted in the middle of a storm of 64 players, on both databases: afterwards
-no money is made or lost, every debit the client was told of stands, every debit it could not
-confirm is cancelled (refunded, or refused when it arrives), every lot is credited once."""
+(SIGKILL) and restarted in the middle of a storm of 64 players (half of them one request a
+call, half in batches of 8, ``POST /v1/batch``, whose faults lose, refuse or hold a whole
+batch), on both databases: afterwards no money is made or lost, every debit the client was
+told of stands, every debit it could not confirm is cancelled (refunded, or refused when it
+arrives), every lot is credited once."""
 
 from __future__ import annotations
 
@@ -75,6 +77,51 @@ def _player(client: WalletClient, books: Books, player: str, draw: random.Random
                 books.credited[reference] = lot
 
 
+def _players_in_batches(
+    client: WalletClient, books: Books, group: list[str], draws: dict[str, random.Random]
+) -> None:
+    """:func:`_player`'s plays for several players at once, each step one batch (``POST
+    /v1/batch``): the debits, the cancels of those unknown, the credits until confirmed."""
+    deadline = time.monotonic() + 240
+    for _ in range(PLAYS_EACH):
+        plays = [(uuid.uuid4().hex, player) for player in group]
+        debits = client.debit_many([(reference, player, SPLIT) for reference, player in plays])
+        unknown = [play for play, o in zip(plays, debits, strict=True) if isinstance(o, Unknown)]
+        cancels = dict(zip(unknown, client.credit_or_cancel_many(
+            [("cancel", reference, player, 100) for reference, player in unknown]
+        ), strict=True))  # fmt: skip
+        lots = {}
+        with books.lock:
+            for (reference, player), debit in zip(plays, debits, strict=True):
+                if isinstance(debit, Confirmed):
+                    books.taken[reference] = player
+                    lot = draws[player].choice([0, 0, 100, 200, 500])
+                    if lot:
+                        lots[reference] = (player, lot)
+                elif isinstance(debit, Refused):
+                    books.not_taken[reference] = player
+                elif isinstance(cancels[reference, player], Confirmed):
+                    books.not_taken[reference] = player
+                    books.settled_by_cancel += 1
+                else:
+                    assert not isinstance(cancels[reference, player], Refused)
+                    books.pending_cancels[reference] = player
+        while lots:  # the credits, the same batch again until each is confirmed
+            credits = list(lots.items())
+            sent = client.credit_or_cancel_many(
+                [("credit", reference, player, lot) for reference, (player, lot) in credits]
+            )
+            for (reference, (_, lot)), outcome in zip(credits, sent, strict=True):
+                assert not isinstance(outcome, Refused), outcome
+                if isinstance(outcome, Confirmed):
+                    with books.lock:
+                        books.credited[reference] = lot
+                    del lots[reference]
+            assert time.monotonic() < deadline, f"never confirmed: {lots}"
+            if lots:
+                time.sleep(0.2)
+
+
 def test_no_money_is_made_or_lost_whatever_the_wallet_does(ledgers, tmp_path):
     wallet = WalletProcess(
         ledgers.new(), tmp_path / "wallet", faults=["lose=0.25", "error=0.15", "delay=0.05"]
@@ -93,7 +140,12 @@ def test_no_money_is_made_or_lost_whatever_the_wallet_does(ledgers, tmp_path):
             for player in group:
                 _player(client, books, player, random.Random(player))
 
-        threads = [threading.Thread(target=play, args=(players[i::32],)) for i in range(32)]
+        def batches(group: list[str]) -> None:
+            _players_in_batches(client, books, group, {p: random.Random(p) for p in group})
+
+        alone, together = players[: PLAYERS // 2], players[PLAYERS // 2 :]
+        threads = [threading.Thread(target=play, args=(alone[i::16],)) for i in range(16)]
+        threads += [threading.Thread(target=batches, args=(together[i::4],)) for i in range(4)]
         for thread in threads:
             thread.start()
         time.sleep(1.5)

@@ -9,8 +9,9 @@ The wallet is called outside every database transaction, in three steps a batch
    debits still in flight, and each play's id drawn and written as a *sent* debit
    (``wallet_outbox``, with its key and fingerprint: a retry under the same key while it is in
    flight is told to retry);
-2. **the debits**, sent at once (a pool of threads), each settled: Confirmed, Refused,
-   Cancelled or Unknown (``Wallet.debit``);
+2. **the debits**, sent at once (one request, ``BatchWallet.debit_many``, if the wallet takes
+   batches; else a pool of threads), each settled: Confirmed, Refused, Cancelled or Unknown
+   (``Wallet.debit``; a batch not answered leaves each of its debits Unknown);
 3. **the deal** (one durable transaction, the dealer's own steps): each confirmed debit still
    *sent* marked confirmed and its play dealt, the lot's credit written *pending* in the
    outbox; a debit refused marked so (402 or 404, nothing dealt); one cancelled (its cancel
@@ -18,7 +19,8 @@ The wallet is called outside every database transaction, in three steps a batch
    confirmed whose play could not be dealt (sold out meanwhile) cancelled the same way.
 
 Then :meth:`Outbox.send_due` (``PlayService``'s outbox task, and at once after a deal) sends
-every *pending* credit and cancel, same reference, until the wallet confirms it, with
+every *pending* credit and cancel (in one request if the wallet takes batches), same
+reference, until the wallet confirms it, with
 backoff, across restarts and kill -9 (a row is claimed for a while by moving its ``next_at``,
 so several workers never send it at once, and a process killed while sending leaves it due
 again).  The outbox's own transactions (claims, confirmations, abandoned debits turned into
@@ -63,7 +65,13 @@ from printpipe.ledger.plays import (
 from printpipe.ledger.rules import format_instant
 from printpipe.ledger.store import Tx
 from printpipe.ledger.store.schema import BIGINT, INT, TEXT
-from printpipe.ledger.wallet import DatabaseWallet, InsufficientFunds, NoSuchPlayer, Wallet
+from printpipe.ledger.wallet import (
+    BatchWallet,
+    DatabaseWallet,
+    InsufficientFunds,
+    NoSuchPlayer,
+    Wallet,
+)
 from printpipe.wallet.api import Cancelled, Confirmed, Outcome, Refused, Settled, Unknown
 
 log = logging.getLogger("printpipe.play")
@@ -154,6 +162,8 @@ class Outbox:
         self.db = dealer.db
         self.key = dealer.key
         self.wallet = wallet
+        self.batches = wallet if isinstance(wallet, BatchWallet) else None
+        """The wallet, if it takes several calls at once (then one request a batch)."""
         self.pool = ThreadPoolExecutor(WALLET_THREADS, thread_name_prefix="wallet")
         self.notify: Callable[[], None] = lambda: None
         """Called after a deal wrote calls to send (the service wakes its outbox task)."""
@@ -173,9 +183,19 @@ class Outbox:
     def play_batch(self, requests: Sequence[PlayRequest]) -> list[tuple[Any, bool] | BaseException]:
         """The module's three steps for ``requests``; each outcome as ``Dealer.play_batch``'s."""
         outcomes, reserved = self._reserve(requests)
-        settled = list(self.pool.map(self._debit, reserved))
-        self._deal(requests, outcomes, reserved, settled)
+        self._deal(requests, outcomes, reserved, self._debits(reserved))
         return outcomes
+
+    def _debits(self, reserved: list[_Reserved]) -> list[Settled]:
+        """Step 2: each reserved play's debit settled (in batches if the wallet takes them)."""
+        if self.batches is None or not reserved:
+            return list(self.pool.map(self._debit, reserved))
+        try:
+            return list(self.batches.debit_many(
+                [(r.reference, r.player, self.dealer.split) for r in reserved]
+            ))  # fmt: skip
+        except Exception as exc:  # a wallet that raised: no debit's outcome is known
+            return [Unknown(f"{type(exc).__name__}: {exc}", 1)] * len(reserved)
 
     def _debit(self, reserved: _Reserved) -> Settled:
         try:
@@ -370,8 +390,17 @@ class Outbox:
         return self._claim()
 
     def send_claimed(self, claimed: list[Claimed]) -> list[Outcome]:
-        """The claimed calls sent at once, each until its outcome is known: the wallet only."""
-        return list(self.pool.map(self._send, claimed))
+        """The claimed calls sent at once (in batches if the wallet takes them), each until
+        its outcome is known: the wallet only."""
+        if self.batches is None or not claimed:
+            return list(self.pool.map(self._send, claimed))
+        try:
+            calls = [
+                (kind, reference, player, amount) for reference, kind, player, amount, _ in claimed
+            ]
+            return list(self.batches.credit_or_cancel_many(calls))
+        except Exception as exc:  # a wallet that raised: no call's outcome is known
+            return [Unknown(f"{type(exc).__name__}: {exc}", 1)] * len(claimed)
 
     def _cancel_abandoned(self) -> None:
         now = self.dealer.clock()

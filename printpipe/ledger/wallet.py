@@ -8,7 +8,8 @@ the debit first, the unit dealt only once the debit is accepted, the credit afte
 
 :class:`Wallet` is what every wallet answers, outside any database transaction: ``debit``,
 ``credit``, ``cancel``, ``balance`` (``printpipe.play.operator_wallet.WalletClient`` over HTTP;
-the dealer's three steps around it: ``printpipe.ledger.outbox``).  The built-in wallet,
+the dealer's three steps around it: ``printpipe.ledger.outbox``); a :class:`BatchWallet` also
+takes several calls at once (the client: one request for them all).  The built-in wallet,
 :class:`DatabaseWallet`, is not one: it is the fast path, its balances in the ledger's own
 database, moved in the play's own transaction: the game server asks a batch of plays at a time
 (one transaction): :meth:`DatabaseWallet.accounts` opens the accounts of the batch's players,
@@ -92,6 +93,23 @@ class Wallet(Protocol):
 
     def balance(self, *, player: str) -> int:
         """The player's balance in cents (raises :class:`PrintpipeError` if not known)."""
+        ...
+
+
+@runtime_checkable
+class BatchWallet(Wallet, Protocol):
+    """A :class:`Wallet` that also takes several calls at once (fewer requests, the same
+    calls: each made and classified as alone; the outbox uses it when its wallet has it)."""
+
+    def debit_many(
+        self, debits: Sequence[tuple[str, str, Sequence[tuple[str, int]]]]
+    ) -> list[Outcome]:
+        """``debit`` of each (reference, player, split): each one's outcome, in order."""
+        ...
+
+    def credit_or_cancel_many(self, calls: Sequence[tuple[str, str, str, int]]) -> list[Outcome]:
+        """``credit`` or ``cancel`` of each (kind, reference, player, amount in cents): each
+        one's outcome, in order."""
         ...
 
 

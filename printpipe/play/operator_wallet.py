@@ -18,14 +18,24 @@ its unit is dealt: the debit confirmed, or, if its outcome stays unknown, cancel
 that finds no debit is recorded by the wallet, which then refuses the debit if it arrives
 late), so that the player is answered only once it is known whether the stake was taken.
 
-It is the ``Wallet`` protocol (``printpipe.ledger.wallet``) over HTTP: ``printpipe play
---wallet URL``.
+Several calls at once (:meth:`WalletClient.send_many`, the outbox's debits of a batch of
+plays and its credits and cancels) go in one request, ``POST /v1/batch``, each answered apart
+and classified as above; a batch not answered (a timeout, a cut connection, a 5xx) leaves
+every call in it unknown, and is sent again with the same calls, so the same references.  A
+wallet without the batch (404 or 405) is told once in the log and sent one request a call from
+then on (the calls then at once, from a pool of threads).
+
+It is the ``Wallet`` protocol (``printpipe.ledger.wallet``) over HTTP, with its batches
+(``BatchWallet``): ``printpipe play --wallet URL``.
 """
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -35,6 +45,8 @@ from printpipe import __version__
 from printpipe.errors import PrintpipeError
 from printpipe.service.signatures import RequestSigner
 from printpipe.wallet.api import (
+    BATCH_MOST,
+    BATCH_PATH,
     REFUSALS,
     BadCall,
     Call,
@@ -45,9 +57,11 @@ from printpipe.wallet.api import (
     Share,
     Statement,
     Unknown,
+    batch_body,
     check_day,
-    parse_receipt,
+    parse_batch_answer,
     parse_statement,
+    receipt_of,
     strict_json,
 )
 
@@ -61,6 +75,10 @@ CONNECTIONS = 64
 batch, at once)."""
 MAX_WAIT_S = 2.0
 """The longest pause between two attempts (a Retry-After longer than this is cut to it)."""
+ALONE_THREADS = 32
+"""Calls in flight at once when a wallet without the batch is sent one request a call."""
+
+log = logging.getLogger("printpipe.play")
 
 
 Observer = Callable[[str, str, float], None]
@@ -101,8 +119,14 @@ class WalletClient:
         and were half of the client's time a call."""
         self.timeout = httpx.Timeout(timeout_s).as_dict()
         self.user_agent = f"printpipe-play/{__version__}"
+        self.batches = True
+        """Whether the wallet takes batches: until it answers one 404 or 405."""
+        self._alone: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
 
     def close(self) -> None:
+        if self._alone is not None:
+            self._alone.shutdown(wait=True)
         self.transport.close()
 
     def __enter__(self) -> WalletClient:
@@ -169,17 +193,111 @@ class WalletClient:
             response = self._request("POST", call.path, body)
         except httpx.HTTPError as exc:
             return Unknown(f"{type(exc).__name__}: {_one_line(exc)}", attempt), 0.0
-        if response.status_code in (200, 201):
+        replayed = response.headers.get("idempotent-replayed") == "true"
+        outcome = _classified(call, response.status_code, response.content, replayed, attempt)
+        wait = _retry_after(response) if isinstance(outcome, Unknown) else 0.0
+        return outcome, wait
+
+    # -- several calls at once ----------------------------------------------------------------
+
+    def debit_many(
+        self, debits: Sequence[tuple[str, str, Sequence[tuple[str, int]]]]
+    ) -> list[Outcome]:
+        """:meth:`debit` of each (reference, player, split), in batches: each one's outcome."""
+        calls = []
+        for reference, player, split in debits:
+            shares = tuple(Share(game, cents) for game, cents in split)
+            amount = sum(s.amount_cents for s in shares)
+            calls.append(Call("debit", reference, player, amount, self.game, shares))
+        return self.send_many(calls)
+
+    def credit_or_cancel_many(self, calls: Sequence[tuple[str, str, str, int]]) -> list[Outcome]:
+        """:meth:`credit` or :meth:`cancel` of each (kind, reference, player, amount), in
+        batches: each one's outcome."""
+        return self.send_many([Call(kind, reference, player, amount, self.game)
+                               for kind, reference, player, amount in calls])  # fmt: skip
+
+    def send_many(self, calls: Sequence[Call]) -> list[Outcome]:
+        """Each call sent until its outcome is known, at most ``attempts`` times, in batches
+        of at most :data:`~printpipe.wallet.api.BATCH_MOST` (one request each); one request a
+        call, at once, to a wallet without the batch.  Each one's outcome, in order."""
+        outcomes: list[Outcome] = []
+        for start in range(0, len(calls), BATCH_MOST):
+            outcomes += self._send_batch(calls[start : start + BATCH_MOST])
+        return outcomes
+
+    def _send_batch(self, calls: Sequence[Call]) -> list[Outcome]:
+        """At most :data:`BATCH_MOST` calls: the batch sent with the calls whose outcome is
+        still unknown (the same calls, so the same body, while none is known), each attempt
+        observed for each call it carried."""
+        outcomes: list[Outcome | None] = [None] * len(calls)
+        reasons = [""] * len(calls)
+        for attempt in range(1, self.attempts + 1):
+            todo = [n for n, outcome in enumerate(outcomes) if outcome is None]
+            if not self.batches:
+                return self._alone_each(calls, outcomes)
+            started = time.monotonic()
+            answered, wait = self._attempt_batch([calls[n] for n in todo], attempt)
+            if answered is None:  # no batch at this wallet: these calls one by one
+                return self._alone_each(calls, outcomes)
+            seconds = time.monotonic() - started
+            for n, outcome in zip(todo, answered, strict=True):
+                if self.observe is not None:
+                    self.observe(calls[n].kind, type(outcome).__name__.lower(), seconds)
+                if isinstance(outcome, Unknown):
+                    reasons[n] = outcome.reason
+                else:
+                    outcomes[n] = outcome
+            if all(outcome is not None for outcome in outcomes):
+                break
+            if attempt < self.attempts:
+                self.sleep(min(MAX_WAIT_S, wait or self.backoff_s * 2 ** (attempt - 1)))
+        return [outcome if outcome is not None else Unknown(reason, self.attempts)
+                for outcome, reason in zip(outcomes, reasons, strict=True)]  # fmt: skip
+
+    def _alone_each(self, calls: Sequence[Call], outcomes: list[Outcome | None]) -> list[Outcome]:
+        """The calls whose outcome is not known yet, sent one request each, at once."""
+        todo = [n for n, outcome in enumerate(outcomes) if outcome is None]
+        with self._lock:
+            if self._alone is None:
+                self._alone = ThreadPoolExecutor(ALONE_THREADS, thread_name_prefix="wallet-call")
+        sent = self._alone.map(self.send, [calls[n] for n in todo])
+        for n, outcome in zip(todo, sent, strict=True):
+            outcomes[n] = outcome
+        return [outcome for outcome in outcomes if outcome is not None]
+
+    def _attempt_batch(
+        self, calls: Sequence[Call], attempt: int
+    ) -> tuple[list[Outcome] | None, float]:
+        """One attempt of a batch: each call's outcome (None: the wallet has no batch), and
+        how long the wallet asks to wait."""
+        try:
+            response = self._request("POST", BATCH_PATH, batch_body(calls))
+        except httpx.HTTPError as exc:
+            unknown = Unknown(f"{type(exc).__name__}: {_one_line(exc)}", attempt)
+            return [unknown] * len(calls), 0.0
+        status = response.status_code
+        if status in (404, 405):
+            with self._lock:
+                if self.batches:
+                    self.batches = False
+                    log.warning("the wallet %s has no batch call (POST %s answered %d): "
+                                "one request a call from now on", self.url, BATCH_PATH,
+                                status)  # fmt: skip
+            return None, 0.0
+        if status == 200:
             try:
-                receipt = parse_receipt(call, response.content)
+                answers = parse_batch_answer(len(calls), response.content)
             except BadCall as exc:
-                return Unknown(f"an answer not understood: {exc}", attempt), 0.0
-            replayed = response.headers.get("idempotent-replayed") == "true"
-            return Confirmed(receipt, replayed, attempt), 0.0
+                unknown = Unknown(f"a batch's answer not understood: {exc}", attempt)
+                return [unknown] * len(calls), 0.0
+            return [_classified_answer(call, answer, attempt)
+                    for call, answer in zip(calls, answers, strict=True)], 0.0  # fmt: skip
         refused = _refusal(response)
-        if refused is not None:
-            return refused, 0.0
-        return Unknown(f"HTTP {response.status_code}", attempt), _retry_after(response)
+        if refused is not None:  # the batch refused whole (unsigned, malformed): each call
+            return [refused] * len(calls), 0.0
+        unknown = Unknown(f"HTTP {status}", attempt)
+        return [unknown] * len(calls), _retry_after(response)
 
     def _request(self, method: str, path: str, body: bytes) -> httpx.Response:
         url = self.url + path
@@ -244,15 +362,46 @@ class WalletClient:
             raise PrintpipeError(f"the wallet's statement of {day}: {exc}") from None
 
 
+def _classified(call: Call, status: int, content: bytes, replayed: bool, attempt: int) -> Outcome:
+    """The outcome of ``call`` answered ``status`` and ``content`` (alone)."""
+    try:
+        data: Any = strict_json(content)
+    except BadCall as exc:
+        if status in (200, 201):
+            return Unknown(f"an answer not understood: {exc}", attempt)
+        data = {}
+    return _classified_answer(call, (status, data, replayed), attempt)
+
+
+def _classified_answer(call: Call, answer: tuple[int, Any, bool], attempt: int) -> Outcome:
+    """The outcome of ``call`` answered (status, body decoded, replayed): alone or in a
+    batch, the same rules."""
+    status, data, replayed = answer
+    if status in (200, 201):
+        try:
+            receipt = receipt_of(call, data)
+        except BadCall as exc:
+            return Unknown(f"an answer not understood: {exc}", attempt)
+        return Confirmed(receipt, replayed, attempt)
+    refused = _refusal_of(status, data)
+    if refused is not None:
+        return refused
+    return Unknown(f"HTTP {status}", attempt)
+
+
 def _refusal(response: httpx.Response) -> Refused | None:
     """A final refusal (a 4xx but 408 and 429), or None (the outcome is unknown)."""
-    status = response.status_code
-    if not 400 <= status < 500 or status in (408, 429):
-        return None
     try:
         data: Any = strict_json(response.content)
     except BadCall:
         data = {}
+    return _refusal_of(response.status_code, data)
+
+
+def _refusal_of(status: int, data: Any) -> Refused | None:
+    """:func:`_refusal` of a status and its body decoded."""
+    if not 400 <= status < 500 or status in (408, 429):
+        return None
     kind = data.get("error") if isinstance(data, dict) else None
     detail = data.get("detail") if isinstance(data, dict) else None
     if not isinstance(kind, str) or REFUSALS.get(kind, (0,))[0] != status:

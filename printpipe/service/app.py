@@ -405,20 +405,20 @@ class Service:
         return error_response(401, "unauthorized", str(exc), unauthorized_headers(idempotent=False))
 
 
-async def read_body(request: Request) -> bytes:
-    """The whole body, at most :data:`MAX_BODY_BYTES` (413); a body cut short by the client
-    is refused (400) with nothing written nor logged: the request was never authenticated."""
+async def read_body(request: Request, *, most: int = MAX_BODY_BYTES) -> bytes:
+    """The whole body, at most ``most`` bytes (413); a body cut short by the client is
+    refused (400) with nothing written nor logged: the request was never authenticated."""
     declared = request.headers.get("content-length")
-    if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES):
-        raise Refusal(413, "too_large", f"a request body is at most {MAX_BODY_BYTES} bytes")
+    if declared is not None and (not declared.isdigit() or int(declared) > most):
+        raise Refusal(413, "too_large", f"a request body is at most {most} bytes")
     try:
         if declared is not None:  # bounded by the check above
             return await request.body()
         chunks, size = [], 0
         async for chunk in request.stream():
             size += len(chunk)
-            if size > MAX_BODY_BYTES:
-                raise Refusal(413, "too_large", f"a request body is at most {MAX_BODY_BYTES} bytes")
+            if size > most:
+                raise Refusal(413, "too_large", f"a request body is at most {most} bytes")
             chunks.append(chunk)
     except ClientDisconnect:
         raise Refusal(400, "bad_request", "the body was cut short") from None

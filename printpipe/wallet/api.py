@@ -13,6 +13,9 @@ cannot drift apart, and the OpenAPI document (``openapi.py``) describes these sa
 - ``POST /v1/cancels``: cancel the debit of a play that was never dealt: refunded if it was
   taken, and, if it was not (yet), recorded so that the debit is refused if it arrives later;
   refused once the play is credited;
+- ``POST /v1/batch`` (optional for an operator): several of these calls in one request, each
+  answered apart as it would have been alone (:func:`batch_body`, :func:`parse_batch`,
+  :func:`batch_answer`, :func:`parse_batch_answer`): fewer requests, the same calls;
 - ``GET /v1/players/{player}``: the balance; ``GET /v1/statements/{day}``: the day's calls.
 
 Every call names a ``reference`` (the play's id), and is idempotent by (reference, call): the
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +36,12 @@ from printpipe.errors import PrintpipeError
 CURRENCY = "EUR"
 KINDS = ("debit", "credit", "cancel")
 PATHS = {"debit": "/v1/debits", "credit": "/v1/credits", "cancel": "/v1/cancels"}
+BATCH_PATH = "/v1/batch"
+BATCH_MOST = 256
+"""Calls in one batch at most: a wallet that offers the batch takes up to this many, and
+refuses more (413 ``too_many_calls``); the game server sends no more."""
+BATCH_BODY_BYTES = 512 * 1024
+"""A batch's body at most (256 of the largest calls fit: each at most about 1.2 KiB)."""
 REFERENCE = re.compile(r"[A-Za-z0-9._:-]{8,64}")
 REFERENCE_RULE = "8 to 64 of A-Z a-z 0-9 . _ : -"
 PLAYER = re.compile(r"[A-Za-z0-9._@-]{1,64}")
@@ -51,6 +61,7 @@ REFUSALS: dict[str, tuple[int, str]] = {
     "no_debit": (409, "no debit of this reference and player to credit (none, or cancelled)"),
     "already_credited": (409, "the play of this reference was credited: its debit stands"),
     "reference_reused": (422, "this reference was used for another call of the same kind"),
+    "too_many_calls": (413, f"a batch of more than {BATCH_MOST} calls: none of them made"),
 }
 """Every refusal the API answers (``error`` in the problem details): its status, and when.
 A refusal is final: nothing was moved, and the same call would be refused again (but for
@@ -145,7 +156,11 @@ def _text(data: dict[str, Any], name: str, rule: re.Pattern[str], said: str) -> 
 
 def parse_call(kind: str, body: bytes) -> Call:
     """A call's body as the wallet receives it, checked whole (:class:`BadCall`)."""
-    data = strict_json(body)
+    return call_of(kind, strict_json(body))
+
+
+def call_of(kind: str, data: Any) -> Call:
+    """A call's body, decoded (alone, or one of a batch's), checked whole (:class:`BadCall`)."""
     expected = {"reference", "player", "amount_cents", "currency", "game"}
     if kind == "debit":
         expected.add("split")
@@ -208,7 +223,11 @@ class Receipt:
 def parse_receipt(call: Call, body: bytes) -> Receipt:
     """The answer to ``call``, checked: it must be the receipt of this very call (kind,
     reference, player, amount), else :class:`BadCall` (an answer not understood)."""
-    data = strict_json(body)
+    return receipt_of(call, strict_json(body))
+
+
+def receipt_of(call: Call, data: Any) -> Receipt:
+    """:func:`parse_receipt` of an answer decoded (alone, or one of a batch's)."""
     if not isinstance(data, dict):
         raise BadCall("the answer is not a JSON object")
     balance = data.get("balance_cents")
@@ -226,6 +245,72 @@ def parse_receipt(call: Call, body: bytes) -> Receipt:
         raise BadCall("a cancel's answer says whether it refunded")
     return Receipt(call.kind, call.reference, call.player, call.amount_cents, balance, at,
                    refunded if call.kind == "cancel" else None)  # fmt: skip
+
+
+# -- the batch: several calls in one request, each answered apart ------------------------------
+
+
+def batch_body(calls: Sequence[Call]) -> bytes:
+    """A batch's body as the game server sends it: ``{"calls": [{"kind", "body"}, ...]}``,
+    each ``body`` exactly the call's own (:meth:`Call.as_json`), canonical like a call's."""
+    return canonical({"calls": [{"kind": c.kind, "body": c.as_json()} for c in calls]})
+
+
+def parse_batch(body: bytes) -> list[Call | BadCall]:
+    """A batch as the wallet receives it: each call, or why its body is not one (answered
+    400 alone, as it would be alone).  :class:`BadCall` if the batch itself is malformed;
+    :class:`TooManyCalls` past :data:`BATCH_MOST`."""
+    data = strict_json(body)
+    items = data.get("calls") if isinstance(data, dict) and set(data) == {"calls"} else None
+    if not isinstance(items, list) or not items:
+        raise BadCall('a batch is {"calls": [{"kind": ..., "body": {...}}, ...]}, 1 call or more')
+    if len(items) > BATCH_MOST:
+        raise TooManyCalls(f"a batch carries at most {BATCH_MOST} calls, not {len(items)}")
+    calls: list[Call | BadCall] = []
+    for item in items:
+        if not isinstance(item, dict) or set(item) != {"kind", "body"}:
+            raise BadCall('each call of a batch is {"kind": ..., "body": {...}}')
+        if item["kind"] not in KINDS:
+            raise BadCall(f"a call's kind is one of {', '.join(KINDS)}")
+        try:
+            calls.append(call_of(str(item["kind"]), item["body"]))
+        except BadCall as exc:
+            calls.append(exc)
+    return calls
+
+
+class TooManyCalls(BadCall):
+    """A batch past :data:`BATCH_MOST` calls (``too_many_calls``, 413)."""
+
+
+Answer = tuple[int, dict[str, Any], bool]
+"""One call's answer in a batch: its status, its body (a receipt, or problem details), and
+whether it was replayed (the single call's ``Idempotent-Replayed: true``)."""
+
+
+def batch_answer(answers: Sequence[Answer]) -> dict[str, Any]:
+    """A batch's answer (200): ``{"results": [{"status", "body", "replayed"}, ...]}``, one a
+    call, in the order asked."""
+    return {"results": [{"status": status, "body": body, "replayed": replayed}
+                        for status, body, replayed in answers]}  # fmt: skip
+
+
+def parse_batch_answer(count: int, body: bytes) -> list[Answer]:
+    """A batch's answer as the game server reads it: ``count`` results, each well formed;
+    else :class:`BadCall` (not understood: every call's outcome is unknown)."""
+    data = strict_json(body)
+    results = data.get("results") if isinstance(data, dict) else None
+    if not isinstance(results, list) or len(results) != count:
+        raise BadCall(f"the answer does not carry the {count} calls' results")
+    answers = []
+    for result in results:
+        if not isinstance(result, dict):
+            raise BadCall("a batch's result is an object")
+        status, answer, replayed = (result.get(k) for k in ("status", "body", "replayed"))
+        if type(status) is not int or not isinstance(answer, dict) or type(replayed) is not bool:
+            raise BadCall("a batch's result has a status, a body and replayed")
+        answers.append((status, answer, replayed))
+    return answers
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,9 @@ as they are, so an error is one line of RFC 9457 JSON and nothing a client sends
 
 Faults (``--fault``, for the tests of the game server's client): a call refused with 503
 before anything is done, its answer delayed after the commit, or its answer lost after the
-commit (half of it sent, then the connection closed), each drawn at the rate asked.
+commit (half of it sent, then the connection closed), each drawn at the rate asked; drawn once
+for a batch (``POST /v1/batch``), whose request is one: its calls all refused, held or lost
+together, as a lost connection would lose them.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from printpipe.ledger import Batcher
 from printpipe.service.access import PUBLIC
 from printpipe.service.apidoc import ApiDocument
 from printpipe.service.app import (
+    MAX_BODY_BYTES,
     Guard,
     Refusal,
     Route,
@@ -43,15 +46,22 @@ from printpipe.service.app import (
     unauthorized_headers,
     verify_signed,
 )
-from printpipe.service.problems import json_line
+from printpipe.service.problems import json_line, problem
 from printpipe.service.signatures import key_id_of
 from printpipe.wallet.api import (
+    BATCH_BODY_BYTES,
+    BATCH_PATH,
     PLAYER,
     REFUSALS,
     REPLAYED,
+    Answer,
     BadCall,
+    Call,
     Receipt,
+    TooManyCalls,
+    batch_answer,
     check_day,
+    parse_batch,
     parse_call,
 )
 from printpipe.wallet.openapi import openapi_document
@@ -135,8 +145,14 @@ class WalletService:
         return verified.key_id, verified.nonce, verified.created
 
 
+def refusal_kind(exc: WalletRefused | BadCall) -> str:
+    if isinstance(exc, WalletRefused):
+        return exc.kind
+    return "too_many_calls" if isinstance(exc, TooManyCalls) else "bad_request"
+
+
 def refused(exc: WalletRefused | BadCall) -> Response:
-    kind = exc.kind if isinstance(exc, WalletRefused) else "bad_request"
+    kind = refusal_kind(exc)
     status = REFUSALS[kind][0]
     headers = unauthorized_headers(idempotent=False) if status == 401 else None
     return error_response(status, kind, str(exc), headers)
@@ -163,15 +179,17 @@ class CutResponse(Response):
 Handler = Callable[[WalletService, Request, bytes, tuple[str, str, int]], Awaitable[Response]]
 
 
-def signed(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
-    """An endpoint for signed requests: body bounded, signature verified (401), then
-    ``handler``; a refusal is one line of problem details."""
+def signed(
+    handler: Handler, *, most: int = MAX_BODY_BYTES
+) -> Callable[[Request], Awaitable[Response]]:
+    """An endpoint for signed requests: body bounded (``most`` bytes), signature verified
+    (401), then ``handler``; a refusal is one line of problem details."""
 
     @functools.wraps(handler)
     async def endpoint(request: Request) -> Response:
         service: WalletService = request.app.state.service
         try:
-            body = await read_body(request)
+            body = await read_body(request, most=most)
             signer = await service.verified(request, body)
             return await handler(service, request, body, signer)
         except Refusal as refusal:
@@ -195,14 +213,51 @@ def movement(kind: str) -> Callable[[Request], Awaitable[Response]]:
         outcome, replayed = await service.calls.ask(Asked(call, service.clock(), signer))
         if isinstance(outcome, WalletRefused):
             return refused(outcome)
-        response = _receipt_response(outcome, replayed)
-        if service.fault("delay"):
-            await asyncio.sleep(service.faults.delay_s)
-        if service.fault("lose"):
-            return CutResponse(response.body, status_code=response.status_code, media_type=JSON)
-        return response
+        return await _answered(service, _receipt_response(outcome, replayed))
 
     return endpoint
+
+
+async def _answered(service: WalletService, response: Response) -> Response:
+    """``response`` after the commit, held or lost if a fault is drawn."""
+    if service.fault("delay"):
+        await asyncio.sleep(service.faults.delay_s)
+    if service.fault("lose"):
+        return CutResponse(response.body, status_code=response.status_code, media_type=JSON)
+    return response
+
+
+async def _batch(
+    service: WalletService, request: Request, body: bytes, signer: tuple[str, str, int]
+) -> Response:
+    """``POST /v1/batch``: the calls checked (the batch whole: 400 or 413, nothing made; a
+    call's body alone: that call answered 400), made in one transaction in the order given
+    (``WalletStore.apply_batch``), each answered apart as alone; 200 with the results."""
+    parsed = parse_batch(body)
+    if service.fault("error"):
+        return error_response(503, "unavailable", "injected fault: retry", {"Retry-After": "1"})
+    calls = [c for c in parsed if isinstance(c, Call)]
+    made = iter(await service.run(service.store.apply_batch, calls=calls, now=service.clock,
+                                  nonce=signer))  # fmt: skip
+    answers: list[Answer] = []
+    for item in parsed:
+        if isinstance(item, BadCall):
+            answers.append((400, problem(400, "bad_request", str(item)), False))
+            continue
+        outcome = next(made)
+        if isinstance(outcome, Exception):  # this call failed alone: its outcome unknown
+            answers.append((500, problem(500, "internal", "the call failed: ask again"), False))
+            continue
+        result, replayed = outcome
+        if isinstance(result, WalletRefused):
+            status = REFUSALS[result.kind][0]
+            answers.append((status, problem(status, result.kind, str(result)), False))
+        else:
+            answers.append((200 if replayed else 201, result.as_json(), replayed))
+    return await _answered(service, json_response(batch_answer(answers)))
+
+
+batch = signed(_batch, most=BATCH_BODY_BYTES)
 
 
 def _receipt_response(receipt: Receipt, replayed: bool) -> Response:
@@ -254,6 +309,7 @@ ROUTES = (
     Route("/v1/debits", "POST", movement("debit"), GAME_SERVERS),
     Route("/v1/credits", "POST", movement("credit"), GAME_SERVERS),
     Route("/v1/cancels", "POST", movement("cancel"), GAME_SERVERS),
+    Route(BATCH_PATH, "POST", batch, GAME_SERVERS),
     Route("/v1/players/{player}", "GET", account, GAME_SERVERS),
     Route("/v1/statements/{day}", "GET", statement, GAME_SERVERS),
 )

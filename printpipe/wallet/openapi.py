@@ -14,7 +14,18 @@ from typing import Any
 from printpipe import __version__
 from printpipe.service.openapi import SIGNATURE_SCHEME
 from printpipe.service.openapi import openapi_document as service_document
-from printpipe.wallet.api import CURRENCY, GAME, MAX_AMOUNT_CENTS, PLAYER, REFERENCE, REFUSALS
+from printpipe.wallet.api import (
+    BATCH_BODY_BYTES,
+    BATCH_MOST,
+    BATCH_PATH,
+    CURRENCY,
+    GAME,
+    KINDS,
+    MAX_AMOUNT_CENTS,
+    PLAYER,
+    REFERENCE,
+    REFUSALS,
+)
 
 _SIGNED: list[dict[str, list[str]]] = [{SIGNATURE_SCHEME: []}]
 _PROBLEM = {"$ref": "#/components/schemas/Problem"}
@@ -108,6 +119,93 @@ def _movement(kind: str, summary: str, refusals: tuple[str, ...]) -> dict[str, A
     }
 
 
+def _batch() -> dict[str, Any]:
+    calls = {
+        "oneOf": [
+            {
+                "type": "object",
+                "properties": {
+                    "kind": {"const": kind},
+                    "body": {"$ref": f"#/components/schemas/{kind.capitalize()}"},
+                },
+                "required": ["kind", "body"],
+                "additionalProperties": False,
+            }
+            for kind in KINDS
+        ]
+    }
+    result = {
+        "type": "object",
+        "properties": {
+            "status": {
+                "type": "integer",
+                "description": "the status the call alone would have been answered: 201 done "
+                "now, 200 done earlier (replayed), a refusal's 4xx, or a 5xx (its outcome "
+                "unknown: asked again, same reference)",
+            },
+            "body": {
+                "description": "the body the call alone would have been answered: its receipt, "
+                "or problem details",
+                "oneOf": [_RECEIPT, _PROBLEM],
+            },
+            "replayed": {"type": "boolean", "description": "Idempotent-Replayed: true, alone"},
+        },
+        "required": ["status", "body", "replayed"],
+        "additionalProperties": False,
+    }
+    return {
+        "post": {
+            "summary": f"OPTIONAL: up to {BATCH_MOST} debits, credits and cancels in one request, "
+            "each made as if alone, in the order given, and answered apart (a wallet without "
+            "it answers 404: the game server then sends one request a call)",
+            "security": _SIGNED,
+            "requestBody": {
+                "required": True,
+                "description": f"at most {BATCH_BODY_BYTES} bytes; each call's body exactly "
+                "the single call's",
+                "content": {
+                    "application/json": {
+                        "schema": {
+                            "type": "object",
+                            "properties": {
+                                "calls": {
+                                    "type": "array",
+                                    "minItems": 1,
+                                    "maxItems": BATCH_MOST,
+                                    "items": calls,
+                                }
+                            },
+                            "required": ["calls"],
+                            "additionalProperties": False,
+                        }
+                    }
+                },
+            },
+            "responses": {
+                "200": {
+                    "description": "each call's result, in the order asked (a call whose body "
+                    "is malformed: its own 400 bad_request, the others made)",
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "properties": {"results": {"type": "array", "items": result}},
+                                "required": ["results"],
+                                "additionalProperties": False,
+                            }
+                        }
+                    },
+                },
+                **_refusals("too_many_calls"),
+                "default": {
+                    "description": "any other status, a timeout or a cut connection: every "
+                    "call's outcome is unknown; the game server asks again, same references"
+                },
+            },
+        }
+    }
+
+
 @cache
 def openapi_document() -> dict[str, Any]:
     signature = dict(service_document()["components"]["securitySchemes"][SIGNATURE_SCHEME])
@@ -158,6 +256,7 @@ def openapi_document() -> dict[str, Any]:
                 "if it was not, record the cancel so that the debit is refused if it arrives",
                 ("already_credited",),
             ),
+            BATCH_PATH: _batch(),
             "/v1/players/{player}": {
                 "get": {
                     "summary": "a player's balance",

@@ -25,7 +25,7 @@ import hashlib
 import os
 import secrets
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -281,6 +281,38 @@ class WalletStore:
             return [self._apply_alone(one) for one in asked]
         return outcomes
 
+    def apply_batch(
+        self, calls: Sequence[Call], *, now: Callable[[], dt.datetime],
+        nonce: tuple[str, str, int] | None = None,
+    ) -> list[tuple[Receipt | WalletRefused, bool] | Exception]:  # fmt: skip
+        """A batch request's calls (``POST /v1/batch``): its nonce admitted once (a replay:
+        :class:`WalletRefused`, nothing made), then the calls made in one transaction, as
+        :meth:`apply_many` makes a group (each as alone, in the order given, a failing one
+        made again alone); each one's outcome.  ``now``: each call's time, read as it is
+        taken in the order given (so a statement lists them in that order); ``nonce`` None:
+        not signed (the tests')."""
+        asked = [Asked(call, now(), None) for call in calls]
+        outcomes: list[tuple[Receipt | WalletRefused, bool] | Exception] = []
+        made = False
+        try:
+            with self.transaction() as tx:
+                tx.lock(*{_lock_key(a.call.reference) for a in asked},
+                        *{_lock_key(a.call.player, PLAYER_LOCK) for a in asked})  # fmt: skip
+                if nonce is not None:
+                    self.admit(tx, key_id=nonce[0], nonce=nonce[1], created=nonce[2])
+                outcomes = [self._apply_admitted(tx, *one) for one in asked]
+                made = True
+        except WalletRefused:
+            raise  # the nonce seen already: the whole request refused, nothing made
+        except Exception:
+            if made:  # the commit failed: nothing known of it, nothing to do again
+                raise
+            if nonce is not None:
+                with self.transaction() as tx:
+                    self.admit(tx, key_id=nonce[0], nonce=nonce[1], created=nonce[2])
+            return [self._apply_alone(one) for one in asked]
+        return outcomes
+
     def _apply_alone(self, asked: Asked) -> tuple[Receipt | WalletRefused, bool] | Exception:
         try:
             return self.apply(asked.call, now=asked.now, nonce=asked.nonce)
@@ -300,11 +332,15 @@ class WalletStore:
 
     def _apply(self, tx: Tx, call: Call, now: dt.datetime) -> tuple[Receipt, bool]:
         request = call.body().decode()
-        earlier = tx.one(
-            "SELECT player, amount_cents, moved_cents, balance_cents, at, request FROM movements "
-            "WHERE reference = ? AND kind = ?",
-            (call.reference, call.kind),
-        )
+        found = {  # the reference's movements, every kind, in one statement
+            str(row[0]): row[1:]
+            for row in tx.execute(
+                "SELECT kind, player, amount_cents, moved_cents, balance_cents, at, request "
+                "FROM movements WHERE reference = ?",
+                (call.reference,),
+            )
+        }
+        earlier = found.pop(call.kind, None)
         if earlier is not None:
             if earlier[5] != request:
                 raise WalletRefused(
@@ -313,12 +349,7 @@ class WalletStore:
             refunded = int(earlier[2]) != 0 if call.kind == "cancel" else None
             return Receipt(call.kind, call.reference, call.player, call.amount_cents,
                            int(earlier[3]), str(earlier[4]), refunded), True  # fmt: skip
-        others = dict(
-            tx.execute(
-                "SELECT kind, request FROM movements WHERE reference = ? AND kind <> ?",
-                (call.reference, call.kind),
-            )
-        )
+        others = {kind: str(row[5]) for kind, row in found.items()}
         if call.kind == "debit":
             if "cancel" in others:
                 raise WalletRefused("cancelled", "this reference's debit was cancelled")
