@@ -55,8 +55,7 @@ from typing import Any
 import numpy as np
 
 from printpipe import french
-from printpipe.commitment.inclusion import InclusionProof, TicketOpening, make_proof
-from printpipe.commitment.merkle import leaf_hash, root_from_audit_path
+from printpipe.commitment.inclusion import InclusionProof, TicketOpening
 from printpipe.errors import InvalidInput, PrintpipeError
 from printpipe.games.base import OnlineGame, stake_split
 from printpipe.ledger.book import Ledger
@@ -72,7 +71,7 @@ from printpipe.ledger.log import (
     play_answer,
     registered_answer,
 )
-from printpipe.ledger.proofs import LoadedCommitment
+from printpipe.ledger.proofs import LoadedCommitment, checked_proof
 from printpipe.ledger.rules import format_instant
 from printpipe.ledger.store import Tx, ticket_of_key
 from printpipe.ledger.store.schema import BIGINT, TEXT
@@ -823,16 +822,8 @@ class Dealer:
                 tx, commitment=loaded.id, index=play.leaf, size=commitment.tickets
             )
         opening = TicketOpening(serial=play.serial, prize_eur=play.lot_eur, virn=None, salt=salt)
-        hashed = leaf_hash(opening.leaf())
-        if (
-            own != hashed
-            or root_from_audit_path(hashed, play.leaf, commitment.tickets, path) != commitment.root
-        ):
-            raise PrintpipeError(
-                f"the ledger's tree of {loaded.name} does not prove unit {play.serial}: "
-                "the ledger is damaged"
-            )
-        return make_proof(commitment, opening, path)
+        return checked_proof(loaded, opening, index=play.leaf, stored_leaf=own, path=path,
+                             what=f"unit {play.serial}")  # fmt: skip
 
     def published_commitments(self) -> list[dict[str, Any]]:
         with self.db.snapshot() as tx:

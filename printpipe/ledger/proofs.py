@@ -273,21 +273,38 @@ def store_proof(
         salt=salt,
     )
     own, path = read_leaf_and_path(tx, commitment=loaded.id, index=index, size=commitment.tickets)
-    hashed = leaf_hash(opening.leaf())
-    if (
-        own != hashed
-        or root_from_audit_path(hashed, index, commitment.tickets, path) != commitment.root
-    ):
-        raise PrintpipeError(
-            f"the ledger's tree of {loaded.name} does not prove ticket {ticket.serial}: "
-            "the ledger is damaged"
-        )
-    proof = make_proof(commitment, opening, path)
+    proof = checked_proof(loaded, opening, index=index, stored_leaf=own, path=path,
+                          what=f"ticket {ticket.serial}")  # fmt: skip
     tx.execute(
         "INSERT INTO payment_proofs (ticket, commitment, proof) VALUES (?, ?, ?)",
         (ticket_key(ticket), loaded.id, proof.to_json().decode()),
     )
     return proof
+
+
+def checked_proof(
+    loaded: LoadedCommitment,
+    opening: TicketOpening,
+    *,
+    index: int,
+    stored_leaf: bytes,
+    path: list[bytes],
+    what: str,
+) -> InclusionProof:
+    """The inclusion proof of ``opening`` (leaf ``index`` of ``loaded``'s tree), once its leaf
+    hash is the one the ledger stored and its audit path leads to the committed root; else the
+    ledger is damaged (``what``: the ticket or unit, as the refusal names it).  Every proof
+    the ledger gives is checked so: a paid ticket's, a play's, the prizes remaining's."""
+    commitment = loaded.commitment
+    hashed = leaf_hash(opening.leaf())
+    if (
+        stored_leaf != hashed
+        or root_from_audit_path(hashed, index, commitment.tickets, path) != commitment.root
+    ):
+        raise PrintpipeError(
+            f"the ledger's tree of {loaded.name} does not prove {what}: the ledger is damaged"
+        )
+    return make_proof(commitment, opening, path)
 
 
 # -- report ------------------------------------------------------------------------------------
@@ -397,19 +414,12 @@ def _write_play_proofs(
         for (_, cents), ticket, index, salt, (own, path) in zip(
             page, tickets, indices, salts, paths, strict=True
         ):
-            opening = TicketOpening(
-                serial=ticket.serial, prize_eur=int(cents) // 100, virn=None, salt=salt
-            )
-            hashed = leaf_hash(opening.leaf())
-            if (
-                own != hashed
-                or root_from_audit_path(hashed, index, commitment.tickets, path) != commitment.root
-            ):
-                raise PrintpipeError(
-                    f"the ledger's tree of {loaded.name} does not prove unit {ticket.serial} "
-                    f"with the lot of its play ({int(cents) // 100:,} EUR): the ledger is damaged"
-                )
-            spool.write(proof_line(make_proof(commitment, opening, path)))
+            lot_eur = int(cents) // 100
+            opening = TicketOpening(serial=ticket.serial, prize_eur=lot_eur, virn=None, salt=salt)
+            what = f"unit {ticket.serial} with the lot of its play ({lot_eur:,} EUR)"
+            proof = checked_proof(loaded, opening, index=index, stored_leaf=own, path=path,
+                                  what=what)  # fmt: skip
+            spool.write(proof_line(proof))
         proofs += len(page)
         after = int(page[-1][0])
     if proofs != sum(won.values()):  # pragma: no cover - one snapshot: the same plays
