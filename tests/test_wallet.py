@@ -860,3 +860,74 @@ def test_a_batch_not_answered_leaves_each_call_unknown_and_is_sent_again_the_sam
                for o in refused.debit_many([(r, "alice", SPLIT) for r in refs]))  # fmt: skip
     garbled = _client(lambda r: httpx.Response(200, json={"results": []}), attempts=1)
     assert all(isinstance(o, Unknown) for o in garbled.debit_many([(refs[0], "alice", SPLIT)]))
+
+
+class _LostThenRefused(_Counted):
+    """The first request reaches the wallet (its calls made) but its answer is lost; the
+    next is refused whole before it reaches the wallet (``refusal``: a 401, as a wallet whose
+    clock or keys moved answers, or a proxy's 4xx); the rest are passed on."""
+
+    def __init__(self, refusal: httpx.Response) -> None:
+        super().__init__()
+        self.refusal = refusal
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if not self.paths:
+            response = super().handle_request(request)
+            response.read()
+            response.close()
+            raise httpx.ReadTimeout("the answer was lost", request=request)
+        if len(self.paths) == 1:
+            self.paths.append(request.url.path)
+            return self.refusal
+        return super().handle_request(request)
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [httpx.Response(401, json={"error": "unauthorized", "detail": "the clock moved"}),
+     httpx.Response(403, text="forbidden by the proxy"),
+     httpx.Response(413, json={"error": "too_large", "detail": "at most 16 bytes"})],
+)  # fmt: skip
+@pytest.mark.parametrize("batched", [True, False])
+def test_a_refusal_after_an_attempt_left_unanswered_is_not_taken_as_nothing_made(
+    served, refusal, batched
+):
+    """A debit's first request is made by the wallet, its answer lost; the next request is
+    refused whole (401, a proxy's 403, 413): the refusal is of that request, not proof that
+    the first made nothing, so the debit's outcome stays unknown (never Refused: the game
+    server would neither deal nor cancel it, and the stake would be lost), and the debit is
+    then confirmed, or its cancel gives the stake back."""
+    player = f"unanswered-{uuid.uuid4().hex[:8]}"
+    with WalletStore(served.location) as store:
+        store.deposit(player=player, amount_cents=1000, now=dt.datetime.now(dt.UTC))
+    transport = _LostThenRefused(refusal)
+    refs = [uuid.uuid4().hex for _ in range(2 if batched else 1)]
+    with WalletClient(served.url, key=served.key, game=GAME, transport=transport,
+                      sleep=lambda s: None) as client:  # fmt: skip
+        if batched:
+            outcomes = client.debit_many([(r, player, SPLIT) for r in refs])
+        else:
+            outcomes = [client.debit(reference=refs[0], player=player, split=SPLIT)]
+        assert transport.paths[:2] == ["/v1/batch" if batched else "/v1/debits"] * 2
+        for outcome in outcomes:  # the third attempt reached the wallet: replayed
+            assert not isinstance(outcome, Refused), outcome
+            assert isinstance(outcome, Confirmed) and outcome.replayed and outcome.attempts == 3
+        assert wallet_balance(served, player) == 1000 - 100 * len(refs)
+    transport = _LostThenRefused(refusal)
+    with WalletClient(served.url, key=served.key, game=GAME, transport=transport, attempts=2,
+                      sleep=lambda s: None) as client:  # fmt: skip
+        more = [uuid.uuid4().hex for _ in refs]
+        if batched:
+            left = client.debit_many([(r, player, SPLIT) for r in more])
+        else:
+            left = [client.debit(reference=more[0], player=player, split=SPLIT)]
+        assert all(isinstance(o, Unknown) for o in left), left  # no attempt left: unknown
+        cancels = client.credit_or_cancel_many([("cancel", r, player, 100) for r in more])
+        assert all(isinstance(o, Confirmed) and o.receipt.refunded for o in cancels), cancels
+    assert wallet_balance(served, player) == 1000 - 100 * len(refs)
+
+
+def wallet_balance(served: WalletProcess, player: str) -> int:
+    with WalletStore(served.location) as store:
+        return int(store.balance(player=player) or 0)

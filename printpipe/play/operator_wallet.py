@@ -6,7 +6,9 @@ and its outcome classified, never guessed:
 
 - :class:`Confirmed`: the wallet answered the call's receipt (2xx): it is done, once;
 - :class:`Refused`: the wallet refused it (a 4xx but 408 and 429): nothing was moved, and
-  asking again changes nothing;
+  asking again changes nothing; only on a call's first attempt, or one that follows answers
+  (a refusal after an attempt left unanswered is no proof that attempt made nothing: a 401
+  or a proxy's 4xx refuses the request, not the call, so the outcome stays unknown);
 - :class:`Unknown`: no answer understood after every attempt (a timeout, a cut connection, a
   5xx, 408, 429, a 2xx that is not this call's receipt): the call may or may not have been
   made.
@@ -177,6 +179,8 @@ class WalletClient:
         for attempt in range(1, self.attempts + 1):
             started = time.monotonic()
             outcome, wait = self._attempt(call, body, attempt)
+            if attempt > 1:  # every attempt before this one left unanswered
+                outcome = _after_unanswered(outcome, attempt)
             if self.observe is not None:
                 label = type(outcome).__name__.lower()
                 self.observe(call.kind, label, time.monotonic() - started)
@@ -242,6 +246,8 @@ class WalletClient:
                 return self._alone_each(calls, outcomes)
             seconds = time.monotonic() - started
             for n, outcome in zip(todo, answered, strict=True):
+                if attempt > 1:  # a call still to do: each attempt before left it unanswered
+                    outcome = _after_unanswered(outcome, attempt)
                 if self.observe is not None:
                     self.observe(calls[n].kind, type(outcome).__name__.lower(), seconds)
                 if isinstance(outcome, Unknown):
@@ -387,6 +393,18 @@ def _classified_answer(call: Call, answer: tuple[int, Any, bool], attempt: int) 
     if refused is not None:
         return refused
     return Unknown(f"HTTP {status}", attempt)
+
+
+def _after_unanswered(outcome: Outcome, attempt: int) -> Outcome:
+    """``outcome`` of an attempt that follows one left unanswered: a refusal then is no proof
+    that the earlier attempt made nothing (a 401, a 413 or a proxy's 4xx refuses the request,
+    not the call, and a call's own refusal may have overtaken the earlier attempt, still on
+    its way): the outcome stays unknown (a debit is then cancelled, which also refuses that
+    earlier attempt if it arrives later)."""
+    if not isinstance(outcome, Refused):
+        return outcome
+    return Unknown(f"refused after an attempt left unanswered ({outcome.status} "
+                   f"{outcome.kind}): {outcome.message}", attempt)  # fmt: skip
 
 
 def _refusal(response: httpx.Response) -> Refused | None:
