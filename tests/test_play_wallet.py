@@ -230,6 +230,48 @@ def test_a_batch_refused_after_its_answer_was_lost_has_its_debits_cancelled(worl
     assert [wallet_balance(wallet, name) for name in players] == [300] * 3  # given back
 
 
+def test_the_prizes_remaining_do_not_say_credited_of_a_lot_still_to_credit(world, wallet, tmp_path):
+    """A winning play through the operator's wallet, its credit still in the outbox (the
+    wallet has not confirmed it): the signed prizes remaining count its lot as won (gone from
+    the field), and say nothing of it being credited, which is not so yet."""
+    from printpipe.commitment.remaining import verify_remaining_file
+    from printpipe.keys import (
+        LOTTERY_SIGNING_KEY,
+        LOTTERY_SIGNING_PUB,
+        PRODUCER_SIGNING_PUB,
+        load_public_key,
+        load_signing_key,
+    )
+    from printpipe.ledger.book import publish_remaining
+
+    player = "credit-still-pending"
+    deposit(wallet, player, 5000)
+    introduce(world, player)
+    ledger, dealer = dealer_of(world, wallet)
+    with ledger:
+        for n in range(40):  # no send_due: every credit stays pending
+            play, _ = dealer.play(player=player, key=f"pending-credit-{n}", fingerprint=FP)
+            if play.lot_eur:
+                break
+        assert play.lot_eur, "no play won in 40"
+    assert (play.id, "credit", play.lot_eur * 100, "pending") in outbox_rows(world, player=player)
+    out = tmp_path / "remaining.txt"
+    signing = load_signing_key(world.keys, LOTTERY_SIGNING_KEY)
+    made = publish_remaining(world.location, out=out, key=load_ledger_key(world.keys),
+                             signing_key=signing)  # fmt: skip
+    assert made.paid >= 1 and "won by plays" in made.describe()
+    verified = verify_remaining_file(
+        report_path=out, commitment_path=world.block.commitment,
+        producer_key=load_public_key(world.keys / PRODUCER_SIGNING_PUB),
+        lottery_key=load_public_key(world.keys / LOTTERY_SIGNING_PUB),
+    ).describe(out)  # fmt: skip
+    assert "won by plays" in verified
+    assert "credited" not in made.describe() and "credited" not in verified
+    ledger, dealer = dealer_of(world, wallet)
+    with ledger:  # the credit sent, as the outbox task sends it: the world as it was
+        assert dealer.outbox.send_due() == 1 and dealer.outbox.pending() == 0
+
+
 def test_a_debit_left_by_a_killed_game_server_is_cancelled(world, wallet):
     """Killed between its debit and its deal: the same key is told to retry while the debit
     may be in flight; once it is abandoned the outbox cancels it (the stake given back), and
