@@ -9,6 +9,7 @@ import datetime as dt
 import time
 from typing import Any
 
+import httpx
 import pytest
 from starlette.testclient import TestClient
 
@@ -180,6 +181,95 @@ def test_a_debit_whose_answer_is_lost_is_cancelled_and_nothing_dealt(world, wall
             ("debit", 100, "cancel"),
             ("cancel", 100, "confirmed"),
         ]
+
+
+class _LostThenUnauthorized(httpx.HTTPTransport):
+    """The first request reaches the wallet (its debits taken), its answer lost; the next
+    is refused 401 before it reaches the wallet (its clock or keys moved); the rest pass."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent = 0
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.sent += 1
+        if self.sent == 2:
+            return httpx.Response(401, json={"error": "unauthorized", "detail": "skewed"})
+        response = super().handle_request(request)
+        if self.sent == 1:
+            response.read()
+            response.close()
+            raise httpx.ReadTimeout("the answer was lost", request=request)
+        return response
+
+
+def test_a_batch_refused_after_its_answer_was_lost_has_its_debits_cancelled(world, wallet):
+    """A batch of plays' debits taken by the wallet, the answer lost, the batch sent again
+    and refused whole (401): nothing is dealt, and each debit is cancelled (its stake given
+    back), not taken for refused (nothing cancelled, the stake lost)."""
+    players = [f"refused-after-lost-{n}" for n in range(3)]
+    for name in players:
+        deposit(wallet, name, 300)
+        introduce(world, name)
+    ledger, dealer = dealer_of(world, wallet)
+    with ledger:
+        dealer.wallet.transport.close()
+        dealer.wallet.transport = _LostThenUnauthorized()
+        dealer.wallet.attempts = 2
+        outcomes = dealer.play_batch([PlayRequest(n, f"lost-then-401-{n}", FP) for n in players])
+        for outcome in outcomes:
+            assert isinstance(outcome, PlayRefused) and outcome.status == 503, outcome
+        assert [wallet_balance(wallet, name) for name in players] == [200] * 3  # taken
+        with ledger.db.transaction() as tx:  # due now
+            for name in players:
+                tx.execute("UPDATE wallet_outbox SET next_at = 0 WHERE player = ?", (name,))
+        assert dealer.outbox.send_due() == 3 and dealer.outbox.pending() == 0
+        assert ledger.verify_log().ok
+        for name in players:
+            assert ledger.query("SELECT COUNT(*) FROM plays WHERE player = ?", (name,)) == [(0,)]
+    assert [wallet_balance(wallet, name) for name in players] == [300] * 3  # given back
+
+
+def test_the_prizes_remaining_do_not_say_credited_of_a_lot_still_to_credit(world, wallet, tmp_path):
+    """A winning play through the operator's wallet, its credit still in the outbox (the
+    wallet has not confirmed it): the signed prizes remaining count its lot as won (gone from
+    the field), and say nothing of it being credited, which is not so yet."""
+    from printpipe.commitment.remaining import verify_remaining_file
+    from printpipe.keys import (
+        LOTTERY_SIGNING_KEY,
+        LOTTERY_SIGNING_PUB,
+        PRODUCER_SIGNING_PUB,
+        load_public_key,
+        load_signing_key,
+    )
+    from printpipe.ledger.book import publish_remaining
+
+    player = "credit-still-pending"
+    deposit(wallet, player, 5000)
+    introduce(world, player)
+    ledger, dealer = dealer_of(world, wallet)
+    with ledger:
+        for n in range(40):  # no send_due: every credit stays pending
+            play, _ = dealer.play(player=player, key=f"pending-credit-{n}", fingerprint=FP)
+            if play.lot_eur:
+                break
+        assert play.lot_eur, "no play won in 40"
+    assert (play.id, "credit", play.lot_eur * 100, "pending") in outbox_rows(world, player=player)
+    out = tmp_path / "remaining.txt"
+    signing = load_signing_key(world.keys, LOTTERY_SIGNING_KEY)
+    made = publish_remaining(world.location, out=out, key=load_ledger_key(world.keys),
+                             signing_key=signing)  # fmt: skip
+    assert made.paid >= 1 and "won by plays" in made.describe()
+    verified = verify_remaining_file(
+        report_path=out, commitment_path=world.block.commitment,
+        producer_key=load_public_key(world.keys / PRODUCER_SIGNING_PUB),
+        lottery_key=load_public_key(world.keys / LOTTERY_SIGNING_PUB),
+    ).describe(out)  # fmt: skip
+    assert "won by plays" in verified
+    assert "credited" not in made.describe() and "credited" not in verified
+    ledger, dealer = dealer_of(world, wallet)
+    with ledger:  # the credit sent, as the outbox task sends it: the world as it was
+        assert dealer.outbox.send_due() == 1 and dealer.outbox.pending() == 0
 
 
 def test_a_debit_left_by_a_killed_game_server_is_cancelled(world, wallet):

@@ -1,5 +1,5 @@
 """The signed prizes-remaining report of an online block (Golden Animals), on both databases:
-its lots are won by plays and credited, never paid at a terminal, so the report counts each
+its lots are won by plays, never paid at a terminal, so the report counts each
 winning play's lot in its tier and carries its unit's inclusion proof, made from the ledger's
 tree; ``verify-remaining`` checks them as it checks a printed block's payments, and says
 "won" where it says "paid" of a printed block.  A report missing a lot, or with a lot changed,
@@ -109,7 +109,7 @@ def test_the_report_counts_each_winning_play_and_verifies_offline(world, played,
         "ledger", "remaining", "--db", db_arg(played), "--keys", str(world.keys), "--out", str(out)
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert f"{len(won):,} lots won by plays and credited" in result.stdout
+    assert f"{len(won):,} lots won by plays, " in result.stdout
     assert "paid" not in result.stdout.splitlines()[1]  # the table's columns: won, not paid
     checked = check(world, out)
     per_tier = Counter(won.values())
@@ -124,7 +124,7 @@ def test_the_report_counts_each_winning_play_and_verifies_offline(world, played,
     )  # fmt: skip
     assert verified.returncode == 0, verified.stderr
     first = verified.stdout.splitlines()[0]
-    assert f"each of its {len(won):,} lots won by plays (credited) is proven" in first
+    assert f"each of its {len(won):,} lots won by plays is proven" in first
     assert "won + remaining = committed" in first and "paid" not in first
     standing = run_in_process("ledger", "remaining", "--db", db_arg(played))  # without --out
     lots_left = standing.stdout.splitlines()[2].split()[-2]
@@ -183,11 +183,18 @@ def test_a_changed_report_is_refused(world, played, tmp_path, how):
         check(world, changed)
 
 
+@pytest.mark.parametrize(
+    ("cents", "refusal"),
+    [(100, r"does not prove unit .* the ledger is damaged"),
+     (50, r"play of unit \S+ has a lot of [\d,]+\.50 EUR, not whole euros: .* damaged")],
+)  # fmt: skip
 def test_a_play_whose_lot_was_changed_in_the_database_writes_no_report(
-    world, played, ledgers, tmp_path
+    world, played, ledgers, tmp_path, cents, refusal
 ):
-    """A database writer gives a winning play another lot: the ledger's proof of its unit
-    does not lead to the committed root, and it says so instead of signing a report."""
+    """A database writer gives a winning play another lot (another euro, or half of one more,
+    which the lot's whole euros would hide): the ledger's proof of its unit does not lead to
+    the committed root, or its lot is no whole euros, and it says so instead of signing a
+    report."""
     location = ledgers.copy(played)
     with Ledger(location, key=load_ledger_key(world.keys)) as book, book.db.transaction() as tx:
         row = tx.one("SELECT id, lot_cents FROM plays WHERE lot_cents > 0 ORDER BY unit LIMIT 1")
@@ -196,9 +203,9 @@ def test_a_play_whose_lot_was_changed_in_the_database_writes_no_report(
             tx.execute("DROP TRIGGER plays_no_update")
         else:
             tx.execute("ALTER TABLE plays DISABLE TRIGGER USER")
-        tx.execute("UPDATE plays SET lot_cents = ? WHERE id = ?", (int(row[1]) + 100, row[0]))
+        tx.execute("UPDATE plays SET lot_cents = ? WHERE id = ?", (int(row[1]) + cents, row[0]))
     out = tmp_path / "remaining.txt"
-    with pytest.raises(PrintpipeError, match=r"does not prove unit .* the ledger is damaged"):
+    with pytest.raises(PrintpipeError, match=refusal):
         report(world, location, out)
     assert not out.exists()
 

@@ -298,6 +298,74 @@ def test_a_call_that_fails_in_a_group_fails_alone(ledgers, monkeypatch):
         assert store.balance(player="alone") == 800
 
 
+def test_a_batch_in_one_transaction_makes_each_call_as_alone(ledgers):
+    """One batch (``apply_batch``, one transaction) that repeats a call, reuses a reference
+    with another body, credits a play before its debit, cancels a debit after it and before
+    it, and debits past the balance: each answer is the model's (the calls one by one), the
+    repeat answered as replayed; its nonce spent once (the batch replayed: refused, nothing
+    made again)."""
+    with WalletStore(ledgers.new()) as store:
+        model = Model()
+        model.balances["in-batch"] = store.deposit(player="in-batch", amount_cents=450, now=NOW)
+        ticks = iter(NOW + dt.timedelta(microseconds=n) for n in range(100))
+        debit, credit, cancel = (lambda r, a=100: debit_call(f"in-batch-{r}", "in-batch", a),
+                                 lambda r, a: Call("credit", f"in-batch-{r}", "in-batch", a, GAME),
+                                 lambda r, a=100: Call("cancel", f"in-batch-{r}", "in-batch", a,
+                                                       GAME))  # fmt: skip
+        calls = [debit(1), debit(1), debit(1, 250), credit(2, 700), debit(2), credit(2, 700),
+                 credit(2, 700), debit(3), cancel(3), debit(3), cancel(4), debit(4),
+                 debit(5, 400), debit(6, 300), debit(7, 300)]  # fmt: skip
+        expected = []
+        for call in calls:
+            repeated = (call.reference, call.kind) in model.done
+            want = model.apply(call)
+            expected.append((want, repeated and not isinstance(want, str)))
+        nonce = ("game", f"in-batch-{uuid.uuid4().hex}", 1)
+        outcomes = store.apply_batch(calls, now=lambda: next(ticks), nonce=nonce)
+        seen = []
+        for outcome in outcomes:
+            assert isinstance(outcome, tuple), outcome
+            result, replayed = outcome
+            seen.append((result.kind if isinstance(result, WalletRefused)
+                         else result.balance_cents, replayed))  # fmt: skip
+        assert seen == expected
+        with pytest.raises(WalletRefused, match="nonce"):
+            store.apply_batch(calls, now=lambda: NOW, nonce=nonce)
+        assert store.balance(player="in-batch") == model.balances["in-batch"] == 250
+
+
+def test_a_call_that_fails_in_a_batch_fails_alone_and_the_batch_is_made_once(ledgers, monkeypatch):
+    """A statement failing for one call of a batch rolls the batch back; each call is then
+    made once, one by one (the repeated one answered as replayed, the failing one's outcome
+    its exception, nothing of it made), and the batch's nonce is spent once."""
+    with WalletStore(ledgers.new()) as store:
+        store.deposit(player="batch-fails", amount_cents=1000, now=NOW)
+        made = store._apply
+
+        def failing(tx: Any, call: Call, now: dt.datetime) -> Any:
+            if call.reference == "batch-fails-1":
+                made(tx, call, now)  # half made, then the database refuses a row
+                raise RuntimeError("a row the database refuses")
+            return made(tx, call, now)
+
+        monkeypatch.setattr(store, "_apply", failing)
+        calls = [debit_call(f"batch-fails-{n}", "batch-fails") for n in (0, 1, 2, 0)]
+        nonce = ("game", f"batch-fails-{uuid.uuid4().hex}", 1)
+        first, second, third, again = store.apply_batch(calls, now=lambda: NOW, nonce=nonce)
+        assert isinstance(second, RuntimeError)
+        assert isinstance(first, tuple) and isinstance(third, tuple) and isinstance(again, tuple)
+        assert [(o[0].balance_cents, o[1]) for o in (first, third, again)] == [  # type: ignore[union-attr]
+            (900, False), (800, False), (900, True)
+        ]  # fmt: skip
+        assert store.balance(player="batch-fails") == 800
+        assert store.statement(day="2026-12-01").entries[-1].reference == "batch-fails-2"
+        assert {e.reference for e in store.statement(day="2026-12-01").entries} == {
+            "batch-fails-0", "batch-fails-2"
+        }  # fmt: skip
+        with pytest.raises(WalletRefused, match="nonce"):
+            store.apply_batch(calls[:1], now=lambda: NOW, nonce=nonce)
+
+
 @pytest.mark.parametrize("first", ["debit", "cancel"])
 def test_a_debit_racing_its_cancel_is_taken_and_refunded_or_never_taken(ledgers, first):
     """A debit whose answer was lost and its cancel, sent at once from two connections, 20
@@ -860,3 +928,121 @@ def test_a_batch_not_answered_leaves_each_call_unknown_and_is_sent_again_the_sam
                for o in refused.debit_many([(r, "alice", SPLIT) for r in refs]))  # fmt: skip
     garbled = _client(lambda r: httpx.Response(200, json={"results": []}), attempts=1)
     assert all(isinstance(o, Unknown) for o in garbled.debit_many([(refs[0], "alice", SPLIT)]))
+
+
+class _LostThenRefused(_Counted):
+    """The first request reaches the wallet (its calls made) but its answer is lost; the
+    next is refused whole before it reaches the wallet (``refusal``: a 401, as a wallet whose
+    clock or keys moved answers, or a proxy's 4xx); the rest are passed on."""
+
+    def __init__(self, refusal: httpx.Response) -> None:
+        super().__init__()
+        self.refusal = refusal
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        if not self.paths:
+            response = super().handle_request(request)
+            response.read()
+            response.close()
+            raise httpx.ReadTimeout("the answer was lost", request=request)
+        if len(self.paths) == 1:
+            self.paths.append(request.url.path)
+            return self.refusal
+        return super().handle_request(request)
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [httpx.Response(401, json={"error": "unauthorized", "detail": "the clock moved"}),
+     httpx.Response(403, text="forbidden by the proxy"),
+     httpx.Response(413, json={"error": "too_large", "detail": "at most 16 bytes"})],
+)  # fmt: skip
+@pytest.mark.parametrize("batched", [True, False])
+def test_a_refusal_after_an_attempt_left_unanswered_is_not_taken_as_nothing_made(
+    served, refusal, batched
+):
+    """A debit's first request is made by the wallet, its answer lost; the next request is
+    refused whole (401, a proxy's 403, 413): the refusal is of that request, not proof that
+    the first made nothing, so the debit's outcome stays unknown (never Refused: the game
+    server would neither deal nor cancel it, and the stake would be lost), and the debit is
+    then confirmed, or its cancel gives the stake back."""
+    player = f"unanswered-{uuid.uuid4().hex[:8]}"
+    with WalletStore(served.location) as store:
+        store.deposit(player=player, amount_cents=1000, now=dt.datetime.now(dt.UTC))
+    transport = _LostThenRefused(refusal)
+    refs = [uuid.uuid4().hex for _ in range(2 if batched else 1)]
+    with WalletClient(served.url, key=served.key, game=GAME, transport=transport,
+                      sleep=lambda s: None) as client:  # fmt: skip
+        if batched:
+            outcomes = client.debit_many([(r, player, SPLIT) for r in refs])
+        else:
+            outcomes = [client.debit(reference=refs[0], player=player, split=SPLIT)]
+        assert transport.paths[:2] == ["/v1/batch" if batched else "/v1/debits"] * 2
+        for outcome in outcomes:  # the third attempt reached the wallet: replayed
+            assert not isinstance(outcome, Refused), outcome
+            assert isinstance(outcome, Confirmed) and outcome.replayed and outcome.attempts == 3
+        assert wallet_balance(served, player) == 1000 - 100 * len(refs)
+    transport = _LostThenRefused(refusal)
+    with WalletClient(served.url, key=served.key, game=GAME, transport=transport, attempts=2,
+                      sleep=lambda s: None) as client:  # fmt: skip
+        more = [uuid.uuid4().hex for _ in refs]
+        if batched:
+            left = client.debit_many([(r, player, SPLIT) for r in more])
+        else:
+            left = [client.debit(reference=more[0], player=player, split=SPLIT)]
+        assert all(isinstance(o, Unknown) for o in left), left  # no attempt left: unknown
+        cancels = client.credit_or_cancel_many([("cancel", r, player, 100) for r in more])
+        assert all(isinstance(o, Confirmed) and o.receipt.refunded for o in cancels), cancels
+    assert wallet_balance(served, player) == 1000 - 100 * len(refs)
+
+
+class _LostThenNoBatch(_Counted):
+    """The first batch reaches the wallet (its calls made), its answer lost; the batch is
+    then answered 404 (the wallet went back to a version without it), and each call's first
+    request alone refused 401; the rest passed on."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refused: set[tuple[str, str]] = set()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        if not self.paths:
+            response = super().handle_request(request)
+            response.read()
+            response.close()
+            raise httpx.ReadTimeout("the answer was lost", request=request)
+        if path == "/v1/batch":
+            self.paths.append(path)
+            return httpx.Response(404, text="no such path")
+        reference = json.loads(request.content)["reference"]
+        if (path, reference) not in self.refused:
+            self.refused.add((path, reference))
+            self.paths.append(path)
+            return httpx.Response(401, json={"error": "unauthorized", "detail": "moved"})
+        return super().handle_request(request)
+
+
+def test_a_batch_left_unanswered_then_sent_alone_keeps_what_it_may_have_made(served):
+    """A batch of debits made by the wallet, its answer lost, then 404 (no batch): its calls
+    go one request each, and a refusal of that first request alone is no proof either (the
+    batch may have made the call): never Refused; sent again, each is confirmed, replayed."""
+    player = f"nobatch-later-{uuid.uuid4().hex[:8]}"
+    with WalletStore(served.location) as store:
+        store.deposit(player=player, amount_cents=1000, now=dt.datetime.now(dt.UTC))
+    transport = _LostThenNoBatch()
+    refs = [uuid.uuid4().hex for _ in range(3)]
+    with WalletClient(served.url, key=served.key, game=GAME, transport=transport,
+                      sleep=lambda s: None) as client:  # fmt: skip
+        outcomes = client.debit_many([(r, player, SPLIT) for r in refs])
+        assert not client.batches
+    assert transport.paths[:2] == ["/v1/batch"] * 2
+    for reference, outcome in zip(refs, outcomes, strict=True):
+        assert isinstance(outcome, Confirmed), outcome
+        assert outcome.replayed and outcome.receipt.reference == reference
+    assert wallet_balance(served, player) == 1000 - 300
+
+
+def wallet_balance(served: WalletProcess, player: str) -> int:
+    with WalletStore(served.location) as store:
+        return int(store.balance(player=player) or 0)

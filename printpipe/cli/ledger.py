@@ -209,8 +209,8 @@ def ledger_remaining(
     """What is left of each committed block, read in one snapshot: its units, for an online
     block its place in the dealing order and its units dealt and left to deal, its lots and
     EUR not yet paid (or credited), and the total per game.  With --out, the prizes remaining
-    of one block: per tier the lots committed, paid (an online block's: won by plays and
-    credited, each unit proven with KEYS/ledger.key) with each one's proof, and still in the
+    of one block: per tier the lots committed, paid (an online block's: won by plays, each
+    unit proven with KEYS/ledger.key) with each one's proof, and still in the
     field, signed with KEYS/lottery-signing.key (printpipe-remaining/1; check it: printpipe
     verify-remaining)."""
     from printpipe.keys import LEDGER_KEY, LOTTERY_SIGNING_KEY, load_signing_key

@@ -23,7 +23,8 @@ The header's ``proofs_sha256`` is the SHA-256 of every line after the signature,
 of paid lots is signed too.  A losing ticket is no lot: the tiers listed are the prizes.
 
 "Paid" means gone from the field: an online block's lots (a commitment whose leaves hold no
-VIRN: ``Commitment.dealt_online``) are won by plays and credited to the players' wallets, and
+VIRN: ``Commitment.dealt_online``) are won by plays (gone from the field once dealt; their
+credit to the players' wallets may still be on its way, through an operator's wallet), and
 its report lists each winning play's unit with its proof in the same fields, checked the same
 way; only the words a person reads say "won" (:func:`lots_gone`).  So the format is the same
 for both, and a verifier of either reads the other's reports.
@@ -134,7 +135,7 @@ class Remaining:
     def describe(self) -> str:
         c = self.commitment
         closed = f", closed on {self.closed_on}" if self.closed_on else ""
-        gone = "won by plays and credited" if c.dealt_online else "paid"
+        gone = "won by plays" if c.dealt_online else "paid"
         lines = [
             f"{c.game_id} block {c.block} at {self.at}{closed}: {self.paid:,} lots {gone}, "
             f"{sum(t.remaining for t in self.tiers):,} in the field (root {c.root.hex()}, "
@@ -150,8 +151,9 @@ class Remaining:
 
 def lots_gone(commitment: Commitment) -> str:
     """What a report's ``paid`` lots are, in the words a person reads: a printed block's
-    lots are paid at a terminal or office, an online block's won by plays and credited to the
-    players' wallets (the field ``paid`` counts both: lots no longer in the field)."""
+    lots are paid at a terminal or office, an online block's won by plays (the field ``paid``
+    counts both: lots no longer in the field; a lot won may not be credited yet, so the words
+    never say it is)."""
     return "won" if commitment.dealt_online else "paid"
 
 
@@ -265,7 +267,7 @@ class VerifiedRemaining:
     def describe(self, path: Path) -> str:
         r = self.remaining
         gone = lots_gone(r.commitment)
-        lots = "lots won by plays (credited)" if r.commitment.dealt_online else "paid lots"
+        lots = "lots won by plays" if r.commitment.dealt_online else "paid lots"
         return (
             f"prizes remaining OK: {path} is signed by the lottery; each of its {r.paid:,} "
             f"{lots} is proven in the tree committed before sale, none twice, and {gone} + "

@@ -631,7 +631,7 @@ class Ledger(OfficeControls, TerminalAdministration, PackAdministration):
         self, *, game: str | None = None, block: int | None = None
     ) -> tuple[Remaining, IO[bytes]]:
         """The prizes remaining of a block's commitment, in one snapshot: per prize tier the
-        lots committed, paid (an online block's: won by plays and credited) and remaining,
+        lots committed, paid (an online block's: won by plays) and remaining,
         and the paid lots' proofs (one canonical JSON line each, in a temporary file the
         caller closes; an online block's made from the tree, with the ledger key).  The log is
         sealed first: the report names the sealed head it follows (claims made meanwhile may

@@ -15,7 +15,7 @@ Everything here runs inside a transaction of :class:`printpipe.ledger.book.Ledge
   prize, so the ledger gives one only for a paid ticket (and a play's unit to its player:
   ``printpipe.ledger.plays``).
 - **Report** (``ledger remaining``): per prize tier, committed, paid (each lot with its stored
-  proof; an online block's lots are won by plays and credited, never paid at a terminal: each
+  proof; an online block's lots are won by plays, never paid at a terminal: each
   winning play's unit is proven there and then, from the tree and the sealed salts, a page of
   plays at a time, since it is no secret once dealt) and remaining, read in one snapshot
   (``printpipe.commitment.remaining``); and each
@@ -32,6 +32,7 @@ from typing import IO
 
 import numpy as np
 
+from printpipe import french
 from printpipe.commitment.inclusion import InclusionProof, TicketOpening, make_proof
 from printpipe.commitment.merkle import leaf_hash, root_from_audit_path
 from printpipe.commitment.remaining import Remaining, prize_tiers, proof_line
@@ -381,14 +382,10 @@ def _write_play_proofs(
     root before it is written, as a play's proof is (``Dealer.proof``)."""
     commitment = loaded.commitment
     first, last = loaded.ticket_keys()
-    won = {
-        int(cents) // 100: int(count)
-        for cents, count in tx.execute(
-            "SELECT lot_cents, COUNT(*) FROM plays WHERE commitment = ? AND lot_cents > 0 "
-            "GROUP BY lot_cents",
-            (loaded.id,),
-        )
-    }
+    (winning,) = tx.one(
+        "SELECT COUNT(*) FROM plays WHERE commitment = ? AND lot_cents > 0", (loaded.id,)
+    ) or (0,)
+    won: dict[int, int] = {}
     proofs, after = 0, first - 1
     while page := tx.execute(
         "SELECT unit, lot_cents FROM plays WHERE unit > ? AND unit <= ? AND commitment = ? "
@@ -414,7 +411,13 @@ def _write_play_proofs(
         for (_, cents), ticket, index, salt, (own, path) in zip(
             page, tickets, indices, salts, paths, strict=True
         ):
-            lot_eur = int(cents) // 100
+            lot_eur, odd = divmod(int(cents), 100)
+            if odd:  # a lot is its unit's prize, whole euros: a euro's part is an edit
+                raise PrintpipeError(
+                    f"the ledger's play of unit {ticket.serial} has a lot of "
+                    f"{french.eur(int(cents))}, not whole euros: the ledger is damaged"
+                )
+            won[lot_eur] = won.get(lot_eur, 0) + 1
             opening = TicketOpening(serial=ticket.serial, prize_eur=lot_eur, virn=None, salt=salt)
             what = f"unit {ticket.serial} with the lot of its play ({lot_eur:,} EUR)"
             proof = checked_proof(loaded, opening, index=index, stored_leaf=own, path=path,
@@ -422,10 +425,10 @@ def _write_play_proofs(
             spool.write(proof_line(proof))
         proofs += len(page)
         after = int(page[-1][0])
-    if proofs != sum(won.values()):  # pragma: no cover - one snapshot: the same plays
+    if proofs != int(winning):  # pragma: no cover - one snapshot: the same plays
         raise PrintpipeError(
             f"the ledger holds {proofs:,} winning plays of {loaded.name} in its units' range, "
-            f"{sum(won.values()):,} in all: it is damaged"
+            f"{int(winning):,} in all: it is damaged"
         )
     return won
 

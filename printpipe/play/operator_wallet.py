@@ -6,7 +6,9 @@ and its outcome classified, never guessed:
 
 - :class:`Confirmed`: the wallet answered the call's receipt (2xx): it is done, once;
 - :class:`Refused`: the wallet refused it (a 4xx but 408 and 429): nothing was moved, and
-  asking again changes nothing;
+  asking again changes nothing; only on a call's first attempt, or one that follows answers
+  (a refusal after an attempt left unanswered is no proof that attempt made nothing: a 401
+  or a proxy's 4xx refuses the request, not the call, so the outcome stays unknown);
 - :class:`Unknown`: no answer understood after every attempt (a timeout, a cut connection, a
   5xx, 408, 429, a 2xx that is not this call's receipt): the call may or may not have been
   made.
@@ -31,6 +33,7 @@ It is the ``Wallet`` protocol (``printpipe.ledger.wallet``) over HTTP, with its 
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -170,13 +173,16 @@ class WalletClient:
             return Unknown(f"the cancel was refused: {cancel.message}", outcome.attempts)
         return cancel
 
-    def send(self, call: Call) -> Outcome:
-        """Send ``call`` until its outcome is known, at most ``attempts`` times."""
+    def send(self, call: Call, *, unanswered: bool = False) -> Outcome:
+        """Send ``call`` until its outcome is known, at most ``attempts`` times.
+        ``unanswered``: an earlier request (a batch's) carried it and went unanswered."""
         body = call.body()
         reason = ""
         for attempt in range(1, self.attempts + 1):
             started = time.monotonic()
             outcome, wait = self._attempt(call, body, attempt)
+            if unanswered or attempt > 1:  # every attempt before this one left unanswered
+                outcome = _after_unanswered(outcome, attempt)
             if self.observe is not None:
                 label = type(outcome).__name__.lower()
                 self.observe(call.kind, label, time.monotonic() - started)
@@ -235,13 +241,15 @@ class WalletClient:
         for attempt in range(1, self.attempts + 1):
             todo = [n for n, outcome in enumerate(outcomes) if outcome is None]
             if not self.batches:
-                return self._alone_each(calls, outcomes)
+                return self._alone_each(calls, outcomes, unanswered=attempt > 1)
             started = time.monotonic()
             answered, wait = self._attempt_batch([calls[n] for n in todo], attempt)
             if answered is None:  # no batch at this wallet: these calls one by one
-                return self._alone_each(calls, outcomes)
+                return self._alone_each(calls, outcomes, unanswered=attempt > 1)
             seconds = time.monotonic() - started
             for n, outcome in zip(todo, answered, strict=True):
+                if attempt > 1:  # a call still to do: each attempt before left it unanswered
+                    outcome = _after_unanswered(outcome, attempt)
                 if self.observe is not None:
                     self.observe(calls[n].kind, type(outcome).__name__.lower(), seconds)
                 if isinstance(outcome, Unknown):
@@ -255,13 +263,17 @@ class WalletClient:
         return [outcome if outcome is not None else Unknown(reason, self.attempts)
                 for outcome, reason in zip(outcomes, reasons, strict=True)]  # fmt: skip
 
-    def _alone_each(self, calls: Sequence[Call], outcomes: list[Outcome | None]) -> list[Outcome]:
-        """The calls whose outcome is not known yet, sent one request each, at once."""
+    def _alone_each(
+        self, calls: Sequence[Call], outcomes: list[Outcome | None], *, unanswered: bool
+    ) -> list[Outcome]:
+        """The calls whose outcome is not known yet, sent one request each, at once;
+        ``unanswered``: a batch that carried them went unanswered (:meth:`send`'s)."""
         todo = [n for n, outcome in enumerate(outcomes) if outcome is None]
         with self._lock:
             if self._alone is None:
                 self._alone = ThreadPoolExecutor(ALONE_THREADS, thread_name_prefix="wallet-call")
-        sent = self._alone.map(self.send, [calls[n] for n in todo])
+        sent = self._alone.map(functools.partial(self.send, unanswered=unanswered),
+                               [calls[n] for n in todo])  # fmt: skip
         for n, outcome in zip(todo, sent, strict=True):
             outcomes[n] = outcome
         return [outcome for outcome in outcomes if outcome is not None]
@@ -387,6 +399,18 @@ def _classified_answer(call: Call, answer: tuple[int, Any, bool], attempt: int) 
     if refused is not None:
         return refused
     return Unknown(f"HTTP {status}", attempt)
+
+
+def _after_unanswered(outcome: Outcome, attempt: int) -> Outcome:
+    """``outcome`` of an attempt that follows one left unanswered: a refusal then is no proof
+    that the earlier attempt made nothing (a 401, a 413 or a proxy's 4xx refuses the request,
+    not the call, and a call's own refusal may have overtaken the earlier attempt, still on
+    its way): the outcome stays unknown (a debit is then cancelled, which also refuses that
+    earlier attempt if it arrives later)."""
+    if not isinstance(outcome, Refused):
+        return outcome
+    return Unknown(f"refused after an attempt left unanswered ({outcome.status} "
+                   f"{outcome.kind}): {outcome.message}", attempt)  # fmt: skip
 
 
 def _refusal(response: httpx.Response) -> Refused | None:
