@@ -248,6 +248,26 @@ def test_validations_commit_normal_and_payments_full(two_blocks, keys_dir, tmp_p
         ]
 
 
+def test_a_commit_that_fails_leaves_the_ledger_usable(two_blocks, keys_dir, tmp_path):
+    """A COMMIT SQLite refuses (here a deferred foreign key; a full disk or an I/O error the
+    same) raises, and the transaction is rolled back: the next one begins, nothing of the
+    refused one is kept (before, the connection stayed inside the failed transaction and every
+    later BEGIN failed)."""
+    good, _, _ = two_blocks
+    db = tmp_path / "ledger.sqlite"
+    run_cli("ledger", "import", str(good), "--keys", str(keys_dir), "--db", str(db), check=True)
+    with Ledger(db, key=load_ledger_key(keys_dir)) as book:
+        assert isinstance(book.db, SqliteDatabase)
+        refused = pytest.raises(sqlite3.IntegrityError, match="FOREIGN KEY")
+        with refused, book.db.transaction() as tx:
+            tx.write("PRAGMA defer_foreign_keys=ON")
+            tx.write("INSERT INTO tickets (id, virn_hmac, prize_eur, manifest, record_hmac) "
+                     "VALUES (-1, x'00', 0, 999999, x'00')")  # fmt: skip
+        assert not book.db.conn.in_transaction
+        with book.db.transaction() as tx:
+            assert tx.execute("SELECT COUNT(*) FROM tickets WHERE id = -1") == [(0,)]
+
+
 def _as_a_reader(commands: list[list[str]]) -> list[subprocess.CompletedProcess]:
     """``printpipe`` commands run in process by a user who cannot write what its modes forbid:
     this one, or, for root (who writes whatever the modes say), a forked child of this

@@ -142,7 +142,7 @@ day_option = click.option(
 @day_option
 @_database_errors
 def play_report(db_path: Location, keys_dir: Path, day: str) -> None:
-    """Print the day's sales per game (plays, stakes, lots won and credited, Super Jackpot
+    """Print the day's sales per game (plays, stakes, lots won, credited or pending, Super Jackpot
     participations, each block's plays), signed with the lottery's signing key."""
     from printpipe.games import load_game
     from printpipe.keys import LOTTERY_SIGNING_KEY, load_signing_key

@@ -346,10 +346,11 @@ class SqliteDatabase:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield SqliteTx(conn)
+                conn.execute("COMMIT")
             except BaseException:
-                conn.execute("ROLLBACK")
+                if conn.in_transaction:  # a COMMIT that failed (disk full, I/O) leaves it open
+                    conn.execute("ROLLBACK")
                 raise
-            conn.execute("COMMIT")
         finally:
             if durable and self._durable_sync != "OFF":
                 conn.execute("PRAGMA synchronous=NORMAL")
