@@ -229,3 +229,21 @@ def test_the_canonical_shortcut_accepts_only_what_the_library_accepts(
     except Unauthorized:
         outcome = None
     assert outcome == library  # whichever way it went, the outcome is the library's
+
+
+@given(st.sampled_from(["É", "Ü", "ПОСТ", "POST\u0130"]), st.binary(max_size=16))
+def test_a_method_not_in_ascii_is_refused_without_an_error(method, body):
+    """A method of letters outside ASCII (upper-case to ``str.isupper``) is not the canonical
+    form: the shortcut declines it, and the verifier answers Unauthorized, never an encoding
+    error (HTTP parsers refuse such a method before; the verifier does not rely on it)."""
+    import time
+
+    from printpipe.service.signatures import _verify_canonical
+
+    fields = list(SIGNER.headers("POST", _url("/v1/claims", ""), body,
+                                 created=int(time.time())).items())  # fmt: skip
+    request = {"method": method, "path": "/v1/claims", "query": "", "headers": fields,
+               "body": body, "public_key": lambda _: KEY.public_key()}  # fmt: skip
+    assert _verify_canonical(**request) is None
+    with pytest.raises(Unauthorized):
+        verify_request(**request)

@@ -449,7 +449,7 @@ def _canonical(
     zeros); the base is RFC 9421 section 2.5's: one line a covered component, in the profile's
     order, then the signature parameters.
     """
-    if not method.isalpha() or not method.isupper() or created < 1:
+    if not (method.isascii() and method.isalpha() and method.isupper()) or created < 1:
         return None
     if _CANONICAL_PATH.fullmatch(path) is None or _CANONICAL_QUERY.fullmatch(query) is None:
         return None
