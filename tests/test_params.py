@@ -190,15 +190,27 @@ def test_a_wait_in_the_environment_is_seconds_or_one_line_naming_it(text):
         assert 0 < seconds <= 60 and seconds == float(text.strip())  # str.strip: "\x1f" too
 
 
-def test_a_game_server_given_a_wait_that_is_not_seconds_says_so_in_one_line(tmp_path):
-    """The outbox's waits are read when the game server loads it: a wrong one is one line,
-    exit 2, not a traceback (a subprocess: this process has loaded the outbox already)."""
+@pytest.mark.parametrize(
+    ("variable", "command"),
+    [("PRINTPIPE_WALLET_CLAIM_S", "play"), ("PRINTPIPE_WALLET_MAX_WAIT_S", "play"),
+     ("PRINTPIPE_WALLET_MAX_WAIT_S", "play reconcile")],
+)  # fmt: skip
+def test_a_game_server_given_a_wait_that_is_not_seconds_says_so_in_one_line(
+    tmp_path, variable, command
+):
+    """The outbox's waits are read when the game server loads it, its wallet client's before
+    the ledger is opened: a wrong one is one line, exit 2, not a traceback (a subprocess:
+    this process has loaded both already)."""
     from tests.conftest import run_cli
 
-    result = run_cli("play", "--db", str(tmp_path / "none.sqlite"), "--keys", str(tmp_path),
-                     env={"PRINTPIPE_WALLET_CLAIM_S": "soon"}, subprocess_=True)  # fmt: skip
+    key = tmp_path / "game.key"
+    key.touch()
+    keys = ["--keys", str(tmp_path)] if command == "play" else ["--day", "2026-01-01"]
+    result = run_cli(*command.split(), "--db", str(tmp_path / "none.sqlite"), *keys,
+                     "--wallet", "http://127.0.0.1:9", "--wallet-key", str(key),
+                     env={variable: "soon"}, subprocess_=True)  # fmt: skip
     assert result.returncode == 2, result.stderr
     assert result.stderr == (
-        "printpipe: error: PRINTPIPE_WALLET_CLAIM_S='soon' is not a number of seconds above 0 "
-        "and up to 3600\n"
+        f"printpipe: error: {variable}='soon' is not a number of seconds above 0 and up to 3600\n"
     )
+    assert not (tmp_path / "none.sqlite").exists()

@@ -8,8 +8,10 @@ books equal.
 
 The game server's waits are shortened as an operator may set them (``OUTBOX_ENV``): a debit
 left by the killed server is cancelled after 3 s (not 60), the calls its outbox held when it
-was killed are due again after 5 s (not 60), and a call the killed wallet failed is sent again
-within 2 s (not up to 60): the same paths, taken in seconds."""
+was killed are due again after 5 s (not 60), a call the killed wallet failed is sent again
+within 2 s (not up to 60), and its client pauses at most 0.1 s between two attempts of a call
+(not 2 s: the wallet's 503s ask Retry-After: 1, the client's pauses are test_wallet.py's):
+the same paths, taken in seconds."""
 
 from __future__ import annotations
 
@@ -34,7 +36,8 @@ FAULT_DELAY_S = 0.5
 """A held answer: slow, within the game server's client's 5 s timeout (the answers held past
 it are test_wallet_faults.py's)."""
 OUTBOX_ENV = {"PRINTPIPE_WALLET_ABANDONED_S": "3", "PRINTPIPE_WALLET_CLAIM_S": "5",
-              "PRINTPIPE_WALLET_MAX_BACKOFF_S": "2"}  # fmt: skip
+              "PRINTPIPE_WALLET_MAX_BACKOFF_S": "2",
+              "PRINTPIPE_WALLET_MAX_WAIT_S": "0.1"}  # fmt: skip
 
 
 @pytest.fixture(scope="module")

@@ -651,6 +651,28 @@ def test_an_unknown_outcome_is_asked_again_with_the_same_body():
     assert waits == [0.2, 2.0]  # the backoff, then Retry-After cut to 2 s
 
 
+def test_a_client_given_a_shorter_longest_wait_cuts_retry_after_and_backoff_to_it():
+    """``max_wait_s`` (the tests' storms): a Retry-After and a backoff longer than it are cut
+    to it; the attempts are as many."""
+    sent: list[int] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        sent.append(1)
+        if len(sent) % 2:
+            return httpx.Response(503, headers={"Retry-After": "1"})
+        raise httpx.ReadTimeout("no answer", request=request)
+
+    waits: list[float] = []
+    client = WalletClient(
+        "http://wallet.test", key=Ed25519PrivateKey.generate(), game=GAME, attempts=4,
+        backoff_s=0.2, max_wait_s=0.3, transport=httpx.MockTransport(handler),
+        sleep=waits.append,
+    )  # fmt: skip
+    outcome = client.debit(reference="b" * 32, player="alice", split=SPLIT)
+    assert isinstance(outcome, Unknown) and outcome.attempts == 4 and len(sent) == 4
+    assert waits == [0.3, 0.3, 0.3]  # Retry-After 1 cut, backoff 0.4 cut, Retry-After 1 cut
+
+
 @pytest.mark.parametrize(
     ("answer", "expected"),
     [

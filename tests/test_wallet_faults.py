@@ -25,6 +25,11 @@ SPLIT = (("golden-animals", 97), ("SUPER JACKPOT", 3))
 PLAYERS = 64
 PLAYS_EACH = 2
 OPENING = 1000
+MAX_WAIT_S = 0.05
+"""The client's longest pause between two attempts (2 s by default): the wallet's 503s ask
+Retry-After: 1, which would hold a call a second each time (the pauses are test_wallet.py's)."""
+DOWN_S = 0.5
+"""How long the killed wallet stays down before it is started again."""
 
 
 @dataclass
@@ -37,6 +42,12 @@ class Books:
     credited: dict[str, int] = field(default_factory=dict)
     settled_by_cancel: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _settled(books: Books) -> int:
+    """The plays whose debit has an outcome the game server acted on."""
+    with books.lock:
+        return len(books.taken) + len(books.not_taken) + len(books.pending_cancels)
 
 
 def _until_confirmed(send, deadline: float) -> Confirmed:
@@ -133,7 +144,7 @@ def test_no_money_is_made_or_lost_whatever_the_wallet_does(ledgers, tmp_path):
     wallet.start()
     books = Books()
     client = WalletClient(wallet.url, key=wallet.key, game=GAME, timeout_s=1.0, attempts=3,
-                          backoff_s=0.05)  # fmt: skip
+                          backoff_s=0.05, max_wait_s=MAX_WAIT_S)  # fmt: skip
     try:
 
         def play(group: list[str]) -> None:
@@ -148,9 +159,13 @@ def test_no_money_is_made_or_lost_whatever_the_wallet_does(ledgers, tmp_path):
         threads += [threading.Thread(target=batches, args=(together[i::4],)) for i in range(4)]
         for thread in threads:
             thread.start()
-        time.sleep(1.5)
+        deadline = time.monotonic() + 60
+        while _settled(books) < PLAYERS * PLAYS_EACH // 4:  # a quarter of the plays settled
+            assert time.monotonic() < deadline, "the storm never got a quarter of the way"
+            time.sleep(0.02)
         wallet.kill()  # mid-storm
-        time.sleep(1.0)
+        assert _settled(books) < PLAYERS * PLAYS_EACH  # still playing when it was killed
+        time.sleep(DOWN_S)
         wallet.start()
         for thread in threads:
             thread.join(timeout=300)

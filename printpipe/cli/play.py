@@ -76,6 +76,9 @@ def play(
         raise click.BadParameter(f"{wallet_key}: no such file", ctx, param_hint="'--wallet-key'")
     from printpipe.play import server
 
+    if wallet_url is not None:  # its client's wait read from the environment: one line if wrong
+        from printpipe.play import operator_wallet  # noqa: F401
+
     if detach:
         start_in_background("dealing at", url_file=url_file, pid_file=pid_file, log_file=log_file)
         return
@@ -175,6 +178,7 @@ def play_reconcile(db_path: Location, wallet_url: str, wallet_key: Path, day: st
     with the wallet's statement: each difference on a line (missing, doubled, amount, unknown,
     pending); exit 0 when the two books are equal, 1 otherwise."""
     from printpipe.ledger import Ledger, recorded_calls
+    from printpipe.play import operator_wallet  # noqa: F401 - its wait read first: one line if wrong
     from printpipe.play.reconcile import reconcile
     from printpipe.play.server import wallet_client
 

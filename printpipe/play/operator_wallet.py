@@ -45,7 +45,7 @@ import httpx
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from printpipe import __version__
-from printpipe.errors import PrintpipeError
+from printpipe.errors import PrintpipeError, seconds_from_environment
 from printpipe.service.signatures import RequestSigner
 from printpipe.wallet.api import (
     BATCH_MOST,
@@ -76,8 +76,12 @@ DEFAULT_BACKOFF_S = 0.2
 CONNECTIONS = 64
 """Keep-alive connections to the wallet kept open (the outbox's threads and the debits of a
 batch, at once)."""
-MAX_WAIT_S = 2.0
-"""The longest pause between two attempts (a Retry-After longer than this is cut to it)."""
+MAX_WAIT_ENV = "PRINTPIPE_WALLET_MAX_WAIT_S"
+MAX_WAIT_S = seconds_from_environment(MAX_WAIT_ENV, 2.0)
+"""The longest pause between two attempts of a call (a Retry-After longer than this is cut to
+it): 2 s.  ``PRINTPIPE_WALLET_MAX_WAIT_S`` changes the game server's (the reliability tests:
+a wallet answering 503 with Retry-After: 1 to one call in seven must not hold a storm a second
+each time); a client made in process takes ``max_wait_s``."""
 ALONE_THREADS = 32
 """Calls in flight at once when a wallet without the batch is sent one request a call."""
 
@@ -101,6 +105,7 @@ class WalletClient:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         attempts: int = DEFAULT_ATTEMPTS,
         backoff_s: float = DEFAULT_BACKOFF_S,
+        max_wait_s: float = MAX_WAIT_S,
         transport: httpx.BaseTransport | None = None,
         observe: Observer | None = None,
         sleep: Callable[[float], None] = time.sleep,
@@ -112,6 +117,7 @@ class WalletClient:
         self.signer = RequestSigner(key)
         self.attempts = attempts
         self.backoff_s = backoff_s
+        self.max_wait_s = max_wait_s
         self.observe = observe
         self.sleep = sleep
         self.transport = transport or httpx.HTTPTransport(
@@ -190,8 +196,13 @@ class WalletClient:
                 return outcome
             reason = outcome.reason
             if attempt < self.attempts:
-                self.sleep(min(MAX_WAIT_S, wait or self.backoff_s * 2 ** (attempt - 1)))
+                self.sleep(self._pause(attempt, wait))
         return Unknown(reason, self.attempts)
+
+    def _pause(self, attempt: int, retry_after: float) -> float:
+        """The pause after the unanswered ``attempt``: the wallet's Retry-After, else the
+        backoff (doubling from ``backoff_s``), at most ``max_wait_s``."""
+        return min(self.max_wait_s, retry_after or self.backoff_s * 2 ** (attempt - 1))
 
     def _attempt(self, call: Call, body: bytes, attempt: int) -> tuple[Outcome, float]:
         """One attempt: its outcome, and how long the wallet asks to wait (Retry-After)."""
@@ -259,7 +270,7 @@ class WalletClient:
             if all(outcome is not None for outcome in outcomes):
                 break
             if attempt < self.attempts:
-                self.sleep(min(MAX_WAIT_S, wait or self.backoff_s * 2 ** (attempt - 1)))
+                self.sleep(self._pause(attempt, wait))
         return [outcome if outcome is not None else Unknown(reason, self.attempts)
                 for outcome, reason in zip(outcomes, reasons, strict=True)]  # fmt: skip
 
@@ -349,7 +360,7 @@ class WalletClient:
                     )
                 reason, wait = f"HTTP {response.status_code}", _retry_after(response)
             if attempt < self.attempts:
-                self.sleep(min(MAX_WAIT_S, wait or self.backoff_s * 2 ** (attempt - 1)))
+                self.sleep(self._pause(attempt, wait))
         raise PrintpipeError(f"the wallet {self.url} did not answer GET {path}: {reason}")
 
     def balance(self, *, player: str) -> int:

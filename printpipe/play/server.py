@@ -38,10 +38,12 @@ class PlayConfig:
 def open_dealer(
     location: Location, keys_dir: Path, *, pool: int = 0, shared: bool = False,
     wallet: str | None = None, wallet_key: Path | None = None,
+    wallet_backoff_s: float | None = None,
 ) -> Any:  # fmt: skip
     """The ledger at ``location`` and its dealer, for the online game whose blocks it holds;
     its wallet the operator's at ``wallet``, its calls signed with ``wallet_key`` (default:
-    the built-in wallet)."""
+    the built-in wallet), its first pause after an unanswered attempt ``wallet_backoff_s``
+    (default: the client's, 0.2 s; the tests of lost answers: less)."""
     from printpipe.games import load_game
     from printpipe.games.base import is_online
     from printpipe.ledger import Dealer, Ledger, load_ledger_key, with_outbox
@@ -63,23 +65,28 @@ def open_dealer(
             raise PrintpipeError(f"{rows[0][0]} is not an online game")
         client = None
         if wallet is not None:
-            client = wallet_client(wallet, wallet_key, game=game.definition.id)
+            client = wallet_client(wallet, wallet_key, game=game.definition.id,
+                                   backoff_s=wallet_backoff_s)  # fmt: skip
         return ledger, with_outbox(Dealer(ledger, game, wallet=client))
     except BaseException:
         ledger.close()
         raise
 
 
-def wallet_client(url: str, key_file: Path | None, *, game: str = "") -> Any:
+def wallet_client(
+    url: str, key_file: Path | None, *, game: str = "", backoff_s: float | None = None
+) -> Any:
     """The operator's wallet at ``url``, its calls signed with the key in ``key_file``, each
-    call counted in the metrics (``game``: the game of its debits, credits and cancels)."""
-    from printpipe.play.operator_wallet import WalletClient
+    call counted in the metrics (``game``: the game of its debits, credits and cancels;
+    ``backoff_s``: its first pause after an unanswered attempt, default the client's)."""
+    from printpipe.play.operator_wallet import DEFAULT_BACKOFF_S, WalletClient
     from printpipe.service import metrics
     from printpipe.service.signatures import load_terminal_key
 
     if key_file is None:
         raise PrintpipeError("--wallet needs --wallet-key (printpipe terminal keygen game.key)")
     return WalletClient(url, key=load_terminal_key(key_file), game=game,
+                        backoff_s=DEFAULT_BACKOFF_S if backoff_s is None else backoff_s,
                         observe=metrics.observe_wallet_call)  # fmt: skip
 
 
