@@ -292,7 +292,7 @@ def test_a_debit_left_by_a_killed_game_server_is_cancelled(world, wallet):
     ledger, dealer = dealer_of(world, wallet)
     with ledger:
         _, reserved = dealer.outbox._reserve([request])
-        assert dealer.outbox._debit(reserved[0]).__class__.__name__ == "Confirmed"
+        assert dealer.outbox._debits(reserved)[0].__class__.__name__ == "Confirmed"
     # ... killed here: no deal, no state written
     assert wallet_balance(wallet, player) == 100
     ledger, dealer = dealer_of(world, wallet)

@@ -9,9 +9,9 @@ The wallet is called outside every database transaction, in three steps a batch
    debits still in flight, and each play's id drawn and written as a *sent* debit
    (``wallet_outbox``, with its key and fingerprint: a retry under the same key while it is in
    flight is told to retry);
-2. **the debits**, sent at once (one request, ``BatchWallet.debit_many``, if the wallet takes
-   batches; else a pool of threads), each settled: Confirmed, Refused, Cancelled or Unknown
-   (``Wallet.debit``; a batch not answered leaves each of its debits Unknown);
+2. **the debits**, sent at once (``Wallet.debit_many``: one request if the wallet takes
+   batches), each settled: Confirmed, Refused, Cancelled or Unknown (a batch not answered
+   leaves each of its debits Unknown);
 3. **the deal** (one durable transaction, the dealer's own steps): each confirmed debit still
    *sent* marked confirmed and its play dealt, the lot's credit written *pending* in the
    outbox; a debit refused marked so (402 or 404, nothing dealt); one cancelled (its cancel
@@ -46,7 +46,6 @@ import secrets
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,13 +64,7 @@ from printpipe.ledger.plays import (
 from printpipe.ledger.rules import format_instant
 from printpipe.ledger.store import Tx
 from printpipe.ledger.store.schema import BIGINT, INT, TEXT
-from printpipe.ledger.wallet import (
-    BatchWallet,
-    DatabaseWallet,
-    InsufficientFunds,
-    NoSuchPlayer,
-    Wallet,
-)
+from printpipe.ledger.wallet import DatabaseWallet, InsufficientFunds, NoSuchPlayer, Wallet
 from printpipe.wallet.api import Cancelled, Confirmed, Outcome, Refused, Settled, Unknown
 
 log = logging.getLogger("printpipe.play")
@@ -96,8 +89,6 @@ MAX_BACKOFF_S = seconds_from_environment(MAX_BACKOFF_ENV, 60)
 must not leave the calls it failed waiting a minute)."""
 SEND_MOST = 256
 """Rows sent again in one pass."""
-WALLET_THREADS = 32
-"""Calls to the wallet in flight at once from one worker."""
 ROW = ("reference", "kind", "player", "amount_cents", "split", "created_at", "mac",
        "idempotency_key", "fingerprint", "state", "next_at")  # fmt: skip
 
@@ -162,15 +153,9 @@ class Outbox:
         self.db = dealer.db
         self.key = dealer.key
         self.wallet = wallet
-        self.batches = wallet if isinstance(wallet, BatchWallet) else None
-        """The wallet, if it takes several calls at once (then one request a batch)."""
-        self.pool = ThreadPoolExecutor(WALLET_THREADS, thread_name_prefix="wallet")
         self.notify: Callable[[], None] = lambda: None
         """Called after a deal wrote calls to send (the service wakes its outbox task)."""
         self._lock = threading.Lock()
-
-    def close(self) -> None:
-        self.pool.shutdown(wait=True)
 
     def row(self, reference: str, kind: str, player: str, amount: int, split: str, at: str,
             *, state: str, key: str = "", fingerprint: bytes = b"") -> tuple[Any, ...]:  # fmt: skip
@@ -187,22 +172,15 @@ class Outbox:
         return outcomes
 
     def _debits(self, reserved: list[_Reserved]) -> list[Settled]:
-        """Step 2: each reserved play's debit settled (in batches if the wallet takes them)."""
-        if self.batches is None or not reserved:
-            return list(self.pool.map(self._debit, reserved))
+        """Step 2: each reserved play's debit settled, all at once."""
+        if not reserved:
+            return []
         try:
-            return list(self.batches.debit_many(
+            return [*self.wallet.debit_many(
                 [(r.reference, r.player, self.dealer.split) for r in reserved]
-            ))  # fmt: skip
+            )]  # fmt: skip
         except Exception as exc:  # a wallet that raised: no debit's outcome is known
-            return [Unknown(f"{type(exc).__name__}: {exc}", 1)] * len(reserved)
-
-    def _debit(self, reserved: _Reserved) -> Settled:
-        try:
-            return self.wallet.debit(reference=reserved.reference, player=reserved.player,
-                                     split=self.dealer.split)  # fmt: skip
-        except Exception as exc:  # a wallet that raised: its outcome is not known
-            return Unknown(f"{type(exc).__name__}: {exc}", 1)
+            return [*_unknown(exc, len(reserved))]
 
     def _reserve(self, requests: Sequence[PlayRequest]) -> tuple[list[Any], list[_Reserved]]:
         """Step 1: the outcomes so far, and the plays reserved (their debits written *sent*)."""
@@ -392,15 +370,15 @@ class Outbox:
     def send_claimed(self, claimed: list[Claimed]) -> list[Outcome]:
         """The claimed calls sent at once (in batches if the wallet takes them), each until
         its outcome is known: the wallet only."""
-        if self.batches is None or not claimed:
-            return list(self.pool.map(self._send, claimed))
+        if not claimed:
+            return []
         try:
             calls = [
                 (kind, reference, player, amount) for reference, kind, player, amount, _ in claimed
             ]
-            return list(self.batches.credit_or_cancel_many(calls))
+            return list(self.wallet.credit_or_cancel_many(calls))
         except Exception as exc:  # a wallet that raised: no call's outcome is known
-            return [Unknown(f"{type(exc).__name__}: {exc}", 1)] * len(claimed)
+            return [*_unknown(exc, len(claimed))]
 
     def _cancel_abandoned(self) -> None:
         now = self.dealer.clock()
@@ -442,15 +420,6 @@ class Outbox:
                 [*params, now + CLAIM_S],  # the rows table's first (PostgreSQL), as written
             )
         return [(str(r), str(k), str(p), int(a), int(n)) for r, k, p, a, n in rows]
-
-    def _send(self, call: Claimed) -> Outcome:
-        reference, kind, player, amount, _ = call
-        try:
-            if kind == "credit":
-                return self.wallet.credit(reference=reference, player=player, amount_cents=amount)
-            return self.wallet.cancel(reference=reference, player=player, amount_cents=amount)
-        except Exception as exc:
-            return Unknown(f"{type(exc).__name__}: {exc}", 1)
 
     def record(self, claimed: list[Claimed], results: list[Outcome]) -> None:
         """Each claimed call's outcome written: confirmed, or due again after its backoff; in
@@ -496,3 +465,8 @@ class Outbox:
                 f"SELECT COUNT(*) FROM wallet_outbox WHERE state IN ('{PENDING}', '{SENT}')"
             )
         return int(row[0]) if row else 0
+
+
+def _unknown(exc: Exception, count: int) -> list[Unknown]:
+    """``count`` calls whose outcome a wallet that raised ``exc`` left unknown."""
+    return [Unknown(f"{type(exc).__name__}: {exc}", 1)] * count

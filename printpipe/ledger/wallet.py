@@ -8,14 +8,14 @@ the debit first, the unit dealt only once the debit is accepted, the credit afte
 
 :class:`Wallet` is what every wallet answers, outside any database transaction: ``debit``,
 ``credit``, ``cancel``, ``balance`` (``printpipe.play.operator_wallet.WalletClient`` over HTTP;
-the dealer's three steps around it: ``printpipe.ledger.outbox``); a :class:`BatchWallet` also
-takes several calls at once (the client: one request for them all).  The built-in wallet,
-:class:`DatabaseWallet`, is not one: it is the fast path, its balances in the ledger's own
-database, moved in the play's own transaction: the game server asks a batch of plays at a time
-(one transaction): :meth:`DatabaseWallet.accounts` opens the accounts of the batch's players,
-whose rows the dealer holds locked; the batch's debits and credits are decided in order, in
-memory (a play's credit counts for the same player's next play), and written together by
-:meth:`Accounts.finish`.
+the dealer's three steps around it: ``printpipe.ledger.outbox``), and ``debit_many`` and
+``credit_or_cancel_many``, several calls at once (the client: one request for them all). The
+built-in wallet, :class:`DatabaseWallet`, is not one: it is the fast path, its balances in the
+ledger's own database, moved in the play's own transaction: the game server asks a batch of
+plays at a time (one transaction): :meth:`DatabaseWallet.accounts` opens the accounts of the
+batch's players, whose rows the dealer holds locked; the batch's debits and credits are decided
+in order, in memory (a play's credit counts for the same player's next play), and written
+together by :meth:`Accounts.finish`.
 
 :class:`DatabaseWallet`'s balances are in the ledger's own database
 (``players.balance_cents``), each movement a row of ``wallet_entries`` keyed by (reference,
@@ -29,7 +29,6 @@ each MACed the same way.
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -39,8 +38,6 @@ from printpipe.ledger.log import LogKey, WalletEntry
 from printpipe.ledger.store import Tx
 from printpipe.ledger.store.schema import BIGINT, TEXT
 from printpipe.wallet.api import Outcome, Settled
-
-Clock = Callable[[], dt.datetime]
 
 KINDS = ("deposit", "debit", "credit")
 WALLET_COLUMNS = ("reference", "kind", "player", "amount_cents", "at", "mac")
@@ -95,21 +92,16 @@ class Wallet(Protocol):
         """The player's balance in cents (raises :class:`PrintpipeError` if not known)."""
         ...
 
-
-@runtime_checkable
-class BatchWallet(Wallet, Protocol):
-    """A :class:`Wallet` that also takes several calls at once (fewer requests, the same
-    calls: each made and classified as alone; the outbox uses it when its wallet has it)."""
-
     def debit_many(
         self, debits: Sequence[tuple[str, str, Sequence[tuple[str, int]]]]
     ) -> list[Outcome]:
-        """``debit`` of each (reference, player, split): each one's outcome, in order."""
+        """``debit`` of each (reference, player, split), at once: each one's outcome, in order
+        (made and classified as alone)."""
         ...
 
     def credit_or_cancel_many(self, calls: Sequence[tuple[str, str, str, int]]) -> list[Outcome]:
-        """``credit`` or ``cancel`` of each (kind, reference, player, amount in cents): each
-        one's outcome, in order."""
+        """``credit`` or ``cancel`` of each (kind, reference, player, amount in cents), at
+        once: each one's outcome, in order."""
         ...
 
 

@@ -27,8 +27,8 @@ every call in it unknown, and is sent again with the same calls, so the same ref
 wallet without the batch (404 or 405) is told once in the log and sent one request a call from
 then on (the calls then at once, from a pool of threads).
 
-It is the ``Wallet`` protocol (``printpipe.ledger.wallet``) over HTTP, with its batches
-(``BatchWallet``): ``printpipe play --wallet URL``.
+It is the ``Wallet`` protocol (``printpipe.ledger.wallet``) over HTTP, with its batches:
+``printpipe play --wallet URL``.
 """
 
 from __future__ import annotations
