@@ -30,11 +30,10 @@ from printpipe.keys import (
     load_public_key,
     load_signing_key,
 )
-from printpipe.ledger import LOTTERY, PlayRequest, configure, load_ledger_key
+from printpipe.ledger import LOTTERY, configure, load_ledger_key
 from printpipe.ledger.book import publish_remaining
 from printpipe.ledger.store.base import parse_location
-from printpipe.play.server import open_dealer
-from tests.play_helpers import OnlineBlock, make_block, make_world
+from tests.play_helpers import OnlineBlock, make_block, make_world, play_many
 
 PLAYERS = 64
 
@@ -73,18 +72,7 @@ def run(args: argparse.Namespace, block: OnlineBlock, root: Path, url: str | Non
     configure(location, terminal=LOTTERY, daily_stake_limit_eur=10**9)
     total = args.plays if args.plays is not None else args.packs * 1000
     started = time.perf_counter()
-    ledger, dealer = open_dealer(location, world.keys)
-    with ledger:
-        for start in range(0, total, 128):
-            requests = []
-            for n in range(start, min(total, start + 128)):
-                player = f"player-{n % PLAYERS:02d}"
-                fingerprint = dealer.ledger.request_fingerprint(
-                    "POST", f"/v1/players/{player}/plays", b""
-                )
-                requests.append(PlayRequest(player, f"bench-{n}", fingerprint))
-            outcomes = dealer.play_batch(requests)
-            assert all(isinstance(o, tuple) for o in outcomes), outcomes[:2]
+    play_many(location, world.keys, total, tag="bench", players=PLAYERS)
     print(f"{total:,} plays in {time.perf_counter() - started:.1f} s", flush=True)
     out = root / "remaining.txt"
     for _ in range(args.repeat):

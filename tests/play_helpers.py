@@ -19,6 +19,7 @@ from printpipe.ledger import (
     LOTTERY,
     Ledger,
     Location,
+    PlayRequest,
     TerminalId,
     load_ledger_key,
     location_argument,
@@ -257,6 +258,26 @@ def make_world(
             )
             world.players[name] = balance_eur * 100
     return world
+
+
+def play_many(location: Location, keys: Path, count: int, *, tag: str, players: int) -> None:
+    """``count`` plays on the ledger at ``location`` through the built-in wallet, in batches
+    of up to 128, players ``player-00`` to ``player-NN`` in turn, each under its own key
+    ``TAG-N``; none refused."""
+    from printpipe.play.server import open_dealer
+
+    ledger, dealer = open_dealer(location, keys)
+    with ledger:
+        for start in range(0, count, 128):
+            requests = []
+            for n in range(start, min(count, start + 128)):
+                player = f"player-{n % players:02d}"
+                fingerprint = dealer.ledger.request_fingerprint(
+                    "POST", f"/v1/players/{player}/plays", b""
+                )
+                requests.append(PlayRequest(player, f"{tag}-{n}", fingerprint))
+            outcomes = dealer.play_batch(requests)
+            assert all(isinstance(o, tuple) for o in outcomes), outcomes[:3]
 
 
 def import_next_block(world: PlayWorld, number: int) -> None:

@@ -25,11 +25,10 @@ from printpipe.keys import (
     load_public_key,
     load_signing_key,
 )
-from printpipe.ledger import LOTTERY, Ledger, Location, PlayRequest, configure, load_ledger_key
+from printpipe.ledger import LOTTERY, Ledger, Location, configure, load_ledger_key
 from printpipe.ledger.book import publish_remaining
-from printpipe.play.server import open_dealer
 from tests.ledger_helpers import db_arg, run_in_process
-from tests.play_helpers import PlayWorld, make_block, make_world
+from tests.play_helpers import PlayWorld, make_block, make_world, play_many
 
 pytestmark = pytest.mark.xdist_group("play")
 
@@ -50,27 +49,11 @@ def world(block, ledgers, tmp_path_factory) -> PlayWorld:
     return w
 
 
-def play(location: Location, world: PlayWorld, count: int, tag: str) -> None:
-    """``count`` plays, in batches of up to 128, the players in turn; none refused."""
-    ledger, dealer = open_dealer(location, world.keys)
-    with ledger:
-        for start in range(0, count, 128):
-            requests = []
-            for n in range(start, min(count, start + 128)):
-                player = f"player-{n % PLAYERS:02d}"
-                fingerprint = dealer.ledger.request_fingerprint(
-                    "POST", f"/v1/players/{player}/plays", b""
-                )
-                requests.append(PlayRequest(player, f"{tag}-{n}", fingerprint))
-            outcomes = dealer.play_batch(requests)
-            assert all(isinstance(o, tuple) for o in outcomes), outcomes[:3]
-
-
 @pytest.fixture(scope="module")
 def played(world, ledgers) -> Location:
     """A copy of the world's ledger with 300 of its 1,000 units played."""
     location = ledgers.copy(world.location)
-    play(location, world, 300, "some")
+    play_many(location, world.keys, 300, tag="some", players=PLAYERS)
     return location
 
 
@@ -233,7 +216,7 @@ def test_after_any_plays_the_report_verifies_with_the_plays_won_per_tier(
 ):
     location = ledgers.copy(world.location)
     for n, size in enumerate(sizes):
-        play(location, world, size, f"p{n}")
+        play_many(location, world.keys, size, tag=f"p{n}", players=PLAYERS)
         out = tmp_path / f"remaining-{n}.txt"
         made = report(world, location, out)
         assert check(world, out) == made
