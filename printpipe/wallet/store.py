@@ -253,57 +253,35 @@ class WalletStore:
             return self._apply_admitted(tx, call, now, nonce)
 
     def apply_many(
-        self, asked: Sequence[Asked]
+        self, asked: Sequence[Asked], *, nonce: tuple[str, str, int] | None = None
     ) -> list[tuple[Receipt | WalletRefused, bool] | Exception]:
         """Group commit: the calls ``asked`` (each a call, its time and its nonce) made in one
         durable transaction, in the order asked, each as :meth:`apply` makes it alone; each
-        one's outcome.  Nothing is answered before the commit.
+        one's outcome.  Nothing is answered before the commit.  ``nonce``: one request's for
+        the whole group (a batch's), admitted once, first: a replay raises
+        :class:`WalletRefused`, nothing made.
 
         PostgreSQL: the references and the players are locked first, all at once, in the
         order of their keys, so that two groups at once never wait for each other's accounts
         in a circle.  If a statement fails (the database, or a row it refuses), the group is
-        rolled back and each call made again in a transaction of its own, so that a failing
-        call fails alone (its exception is its outcome); if the commit fails, it fails them
-        all (their outcome unknown to the caller, which asks again)."""
-        if len(asked) <= 1:
-            return [self.apply(call, now=now, nonce=nonce) for call, now, nonce in asked]
+        rolled back and each call made again in a transaction of its own (the group's nonce
+        in one of its own first), so that a failing call fails alone (its exception is its
+        outcome); if the commit fails, it fails them all (their outcome unknown to the caller,
+        which asks again)."""
+        if len(asked) <= 1 and nonce is None:
+            return [self.apply(call, now=at, nonce=own) for call, at, own in asked]
         outcomes: list[tuple[Receipt | WalletRefused, bool] | Exception] = []
         made = False
         try:
             with self.transaction() as tx:
                 tx.lock(*{_lock_key(call.reference) for call, _, _ in asked},
                         *{_lock_key(call.player, PLAYER_LOCK) for call, _, _ in asked})  # fmt: skip
-                outcomes = [self._apply_admitted(tx, *one) for one in asked]
-                made = True
-        except Exception:
-            if made:  # the commit failed: nothing known of it, nothing to do again
-                raise
-            return [self._apply_alone(one) for one in asked]
-        return outcomes
-
-    def apply_batch(
-        self, calls: Sequence[Call], *, now: Callable[[], dt.datetime],
-        nonce: tuple[str, str, int] | None = None,
-    ) -> list[tuple[Receipt | WalletRefused, bool] | Exception]:  # fmt: skip
-        """A batch request's calls (``POST /v1/batch``): its nonce admitted once (a replay:
-        :class:`WalletRefused`, nothing made), then the calls made in one transaction, as
-        :meth:`apply_many` makes a group (each as alone, in the order given, a failing one
-        made again alone); each one's outcome.  ``now``: each call's time, read as it is
-        taken in the order given (so a statement lists them in that order); ``nonce`` None:
-        not signed (the tests')."""
-        asked = [Asked(call, now(), None) for call in calls]
-        outcomes: list[tuple[Receipt | WalletRefused, bool] | Exception] = []
-        made = False
-        try:
-            with self.transaction() as tx:
-                tx.lock(*{_lock_key(a.call.reference) for a in asked},
-                        *{_lock_key(a.call.player, PLAYER_LOCK) for a in asked})  # fmt: skip
                 if nonce is not None:
                     self.admit(tx, key_id=nonce[0], nonce=nonce[1], created=nonce[2])
                 outcomes = [self._apply_admitted(tx, *one) for one in asked]
                 made = True
         except WalletRefused:
-            raise  # the nonce seen already: the whole request refused, nothing made
+            raise  # the group's nonce seen already (each call's refusals are outcomes)
         except Exception:
             if made:  # the commit failed: nothing known of it, nothing to do again
                 raise
@@ -312,6 +290,16 @@ class WalletStore:
                     self.admit(tx, key_id=nonce[0], nonce=nonce[1], created=nonce[2])
             return [self._apply_alone(one) for one in asked]
         return outcomes
+
+    def apply_batch(
+        self, calls: Sequence[Call], *, now: Callable[[], dt.datetime],
+        nonce: tuple[str, str, int] | None = None,
+    ) -> list[tuple[Receipt | WalletRefused, bool] | Exception]:  # fmt: skip
+        """A batch request's calls (``POST /v1/batch``), made as :meth:`apply_many` makes a
+        group under the request's one nonce; each one's outcome.  ``now``: each call's time,
+        read as it is taken in the order given (so a statement lists them in that order);
+        ``nonce`` None: not signed (the tests')."""
+        return self.apply_many([Asked(call, now(), None) for call in calls], nonce=nonce)
 
     def _apply_alone(self, asked: Asked) -> tuple[Receipt | WalletRefused, bool] | Exception:
         try:
