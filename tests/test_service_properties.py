@@ -247,3 +247,18 @@ def test_a_method_not_in_ascii_is_refused_without_an_error(method, body):
     assert _verify_canonical(**request) is None
     with pytest.raises(Unauthorized):
         verify_request(**request)
+
+
+@given(st.integers(61, 10**6))
+def test_a_signature_too_old_is_refused_saying_how_old_it_may_be(age):
+    """A request signed more than MAX_SKEW_S seconds ago: 401, and the reason names the
+    profile's 60 s (not the library's "maximum allowable age 0:00:00")."""
+    import time
+
+    fields = list(SIGNER.headers("POST", _url("/v1/claims", ""), b"{}",
+                                 created=int(time.time()) - age).items())  # fmt: skip
+    request = {"method": "POST", "path": "/v1/claims", "query": "", "headers": fields,
+               "body": b"{}", "public_key": lambda _: KEY.public_key()}  # fmt: skip
+    with pytest.raises(Unauthorized, match=r"more than 60 s in the past") as refused:
+        verify_request(**request)
+    assert "0:00:00" not in str(refused.value)

@@ -265,6 +265,17 @@ class Unauthorized(PrintpipeError):
 class _Verifier(HTTPMessageVerifier):
     max_clock_skew = timedelta(seconds=MAX_SKEW_S)
 
+    def validate_created_and_expires(self, sig_input: Any, max_age: Any = None) -> None:
+        """The library's checks, the profile's age first in its own words: the library's
+        (``max_age`` 0 plus the skew) would say "exceeds maximum allowable age 0:00:00"."""
+        created = sig_input.params.get("created")
+        if isinstance(created, int) and created < time.time() - MAX_SKEW_S:
+            raise InvalidSignature(
+                f'Signature "created" is more than {MAX_SKEW_S} s in the past (the terminal\'s '
+                f"clock and the server's must agree within {MAX_SKEW_S} s)"
+            )
+        super().validate_created_and_expires(sig_input, max_age=max_age)
+
 
 @dataclass
 class Verified:
