@@ -257,8 +257,7 @@ def test_a_signature_too_old_is_refused_saying_how_old_it_may_be(age):
 
     fields = list(SIGNER.headers("POST", _url("/v1/claims", ""), b"{}",
                                  created=int(time.time()) - age).items())  # fmt: skip
-    request = {"method": "POST", "path": "/v1/claims", "query": "", "headers": fields,
-               "body": b"{}", "public_key": lambda _: KEY.public_key()}  # fmt: skip
     with pytest.raises(Unauthorized, match=r"more than 60 s in the past") as refused:
-        verify_request(**request)
+        verify_request(method="POST", path="/v1/claims", query="", headers=fields, body=b"{}",
+                       public_key=lambda _: KEY.public_key())  # fmt: skip
     assert "0:00:00" not in str(refused.value)
